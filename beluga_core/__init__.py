@@ -1,0 +1,3 @@
+"""beluga: behavioral learning generalization analysis."""
+
+__version__ = "0.1.0"

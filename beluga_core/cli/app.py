@@ -1,0 +1,56 @@
+"""The ``beluga`` command. Each subcommand lives in its own module and registers itself here."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from beluga_core.errors import BelugaError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Behavioral learning generalization analysis.")
+suite_app = typer.Typer(no_args_is_help=True, help="Import, inspect and check grouped test suites.")
+plugins_app = typer.Typer(no_args_is_help=True, help="Installed plugins.")
+app.add_typer(suite_app, name="suite")
+app.add_typer(plugins_app, name="plugins")
+
+err_console = Console(stderr=True)
+
+
+def _register() -> None:
+    # Imported for their side effect of adding commands; kept here so `--help` lists all of them.
+    from beluga_core.cli import plugins_cmd, run_cmd, suite_check, suite_import, suite_info  # noqa: F401
+
+    try:
+        from beluga_core.cli import report_cmd  # noqa: F401
+    except ImportError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    _register()
+    try:
+        app(args=argv, standalone_mode=False)
+    except BelugaError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted; finished work is kept (re-run to resume)")
+        sys.exit(130)
+    except Exception as exc:
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""User-facing errors.
+
+Anything a user can cause (a bad file, a bad config, an unknown plugin name) raises ``BelugaError``;
+the CLI prints its message and exits with status 2 instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class BelugaError(Exception):
+    """An error caused by user input; ``str(err)`` is the whole message shown to the user."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, source: str | Path | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        where = []
+        if source is not None:
+            where.append(str(source))
+        if line is not None:
+            where.append(f"line {line}")
+        if field:
+            where.append(f"field '{field}'")
+        prefix = ": ".join([", ".join(where)]) + ": " if where else ""
+        super().__init__(prefix + message)
+        self.source = source
+        self.line = line
+        self.field = field
+
+
+def format_validation_error(exc: object) -> str:
+    """Render a pydantic ``ValidationError`` as 'field: what was expected' lines."""
+    lines = []
+    for err in exc.errors():  # type: ignore[attr-defined]
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(record)"
+        msg = err.get("msg", "invalid")
+        got = err.get("input")
+        got_txt = "" if isinstance(got, dict | list) else f" (got {got!r})"
+        lines.append(f"{loc}: {msg}{got_txt}")
+    return "; ".join(lines)
