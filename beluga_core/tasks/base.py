@@ -1,0 +1,96 @@
+"""What the core asks of a task plugin, and the shared implementation for classification tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from beluga_core.errors import BelugaError
+from beluga_core.suite.schema import Case, Input
+from beluga_core.tasks.iid_data import IIDData, load_classification_iid
+
+
+class ClassificationTask:
+    """A task whose model is a sequence classifier over ``head_labels``.
+
+    Subclasses set the class variables; a task whose suite speaks another label space (three-way
+    sentiment on a binary model) overrides ``to_suite_probs`` and ``label_target``.
+    """
+
+    name: ClassVar[str]
+    head_labels: ClassVar[list[str]]
+    text_fields: ClassVar[tuple[str, ...]]
+    builtin_iid: ClassVar[dict[str, Path]] = {}
+    metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
+    primary_metric: ClassVar[str] = "accuracy"
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.head_labels)
+
+    # -- data ---------------------------------------------------------------------------------------
+    def load_iid(self, source: str, eval_seed: int) -> IIDData:
+        return load_classification_iid(source, text_fields=self.text_fields, eval_seed=eval_seed,
+                                       builtin=self.builtin_iid)
+
+    # -- suite ↔ head ------------------------------------------------------------------------------
+    def to_suite_probs(self, head_probs: np.ndarray) -> np.ndarray:
+        """Head probabilities → probabilities in the suite's label space (identity by default)."""
+        return head_probs
+
+    def label_target(self, label: Any) -> np.ndarray:
+        """Training target over the head for a suite label."""
+        target = np.zeros(self.num_labels, dtype=np.float32)
+        try:
+            target[int(label)] = 1.0
+        except (ValueError, IndexError, TypeError):
+            raise BelugaError(f"task '{self.name}': label {label!r} is not a class id 0..{self.num_labels - 1}") \
+                from None
+        return target
+
+    def not_label_target(self, value: Any) -> np.ndarray:
+        """Target for 'anything but ``value``': uniform over the other classes."""
+        target = np.full(self.num_labels, 1.0 / (self.num_labels - 1), dtype=np.float32)
+        target[int(value)] = 0.0
+        return target
+
+    def mft_items(self, case: Case) -> list[tuple[Input, np.ndarray]]:
+        """(input, target) pairs a case contributes to the mft loss, read off its expectation.
+
+        Perturbation tests trained with the mft loss (the QQP suite's DIRs) contribute their perturbed
+        inputs only, since their expectation judges those.
+        """
+        exp = case.expectation
+        params = exp.params()
+        inputs = list(case.inputs)
+        labels: list[Any]
+        if exp.kind == "eq":
+            if "value" in params and params["value"] is not None:
+                labels = [params["value"]] * len(inputs)
+            elif isinstance(case.label, list):
+                labels = list(case.label)
+            else:
+                labels = [case.label] * len(inputs)
+            if any(lab is None for lab in labels):
+                raise BelugaError(f"case '{case.id}': an eq expectation needs a label to train on")
+            targets = [self.label_target(lab) for lab in labels]
+        elif exp.kind == "not_eq":
+            targets = [self.not_label_target(params["value"])] * len(inputs)
+        else:
+            raise BelugaError(f"case '{case.id}': the mft loss cannot derive a target from a '{exp.kind}' "
+                              "expectation; give the case another loss")
+        items = list(zip(inputs, targets, strict=True))
+        if exp.agg == "all_except_first" and len(items) > 1:
+            items = items[1:]
+        return items
+
+    # -- metrics -------------------------------------------------------------------------------------
+    def iid_metrics(self, pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
+        out = {"accuracy": float((pred == gold).mean()) if len(gold) else float("nan")}
+        if "f1" in self.metrics:
+            tp = float(((pred == 1) & (gold == 1)).sum())
+            denom = float((pred == 1).sum() + (gold == 1).sum())
+            out["f1"] = 2 * tp / denom if denom else 0.0
+        return out

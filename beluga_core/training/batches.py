@@ -1,0 +1,153 @@
+"""Turning i.i.d. examples and suite cases into mini-batches (METHOD.md §3).
+
+Every mini-batch holds one loss type; i.i.d. examples form their own batches (mft loss); batch types are
+interleaved in proportion to their number of batches. A pair batch of size b holds b/2 originals and one
+perturbation each, the perturbation drawn afresh every time the case is visited.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from beluga_core import registry
+from beluga_core.suite.schema import Case, Input
+from beluga_core.tasks.iid_data import IIDExample
+
+IID_STREAM = "iid"
+IID_ENV = "iid"
+
+
+@dataclass(frozen=True)
+class SingleUnit:
+    """One mft item; with several choices one is drawn per visit (perturbation tests trained with mft)."""
+
+    choices: tuple[tuple[Input, Any], ...]
+    env: str
+
+
+@dataclass(frozen=True)
+class PairUnit:
+    original: Input
+    perturbed: tuple[Input, ...]
+    params: dict[str, Any]
+    env: str
+
+
+@dataclass
+class Batch:
+    stream: str
+    loss: str
+    kind: str  # "single" or "pair"
+    inputs: list[Input]  # pair batches: the k originals, then their k perturbations
+    targets: np.ndarray | None = None
+    params: list[dict[str, Any]] = field(default_factory=list)
+    envs: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+
+@dataclass
+class TrainSet:
+    """Units per stream (``iid`` or a loss name) with the loss each stream trains with."""
+
+    streams: dict[str, list[SingleUnit | PairUnit]]
+    losses: dict[str, str]
+
+    @property
+    def n_examples(self) -> int:
+        return sum(len(units) for units in self.streams.values())
+
+    def envs(self) -> list[str]:
+        return sorted({u.env for units in self.streams.values() for u in units})
+
+    def batches_per_epoch(self, batch_size: int, by_env: bool = False) -> int:
+        return sum(len(chunk) for chunk in self._chunks(random.Random(0), batch_size, by_env, shuffle=False))
+
+    def _chunks(self, rng: random.Random, batch_size: int, by_env: bool,
+                shuffle: bool = True) -> list[list[tuple[str, list[SingleUnit | PairUnit]]]]:
+        out = []
+        for stream, units in self.streams.items():
+            kind = _kind(self.losses[stream])
+            size = batch_size if kind == "single" else max(1, batch_size // 2)
+            groups: dict[str, list[SingleUnit | PairUnit]] = defaultdict(list)
+            for u in units:
+                groups[u.env if by_env else ""].append(u)
+            chunks = []
+            for env in sorted(groups):
+                order = list(groups[env])
+                if shuffle:
+                    rng.shuffle(order)
+                chunks += [(stream, order[i:i + size]) for i in range(0, len(order), size)]
+            out.append(chunks)
+        return out
+
+    def epoch(self, rng: random.Random, batch_size: int, by_env: bool = False) -> list[Batch]:
+        chunks = [c for per_stream in self._chunks(rng, batch_size, by_env) for c in per_stream]
+        rng.shuffle(chunks)  # interleaves batch types in proportion to their counts
+        return [self._realise(stream, units, rng) for stream, units in chunks]
+
+    def batches(self, rng: random.Random, batch_size: int, epochs: float, by_env: bool = False) -> Iterator[Batch]:
+        """``epochs`` passes (fractional allowed: the last pass stops early)."""
+        per_epoch = self.batches_per_epoch(batch_size, by_env)
+        total = math.ceil(epochs * per_epoch)
+        produced = 0
+        while produced < total:
+            for batch in self.epoch(rng, batch_size, by_env):
+                if produced >= total:
+                    return
+                produced += 1
+                yield batch
+
+    def _realise(self, stream: str, units: Sequence[SingleUnit | PairUnit], rng: random.Random) -> Batch:
+        loss = self.losses[stream]
+        if isinstance(units[0], SingleUnit):
+            picked = [u.choices[rng.randrange(len(u.choices))] if len(u.choices) > 1 else u.choices[0]
+                      for u in units]  # type: ignore[union-attr]
+            return Batch(stream, loss, "single", [x for x, _ in picked],
+                         targets=np.stack([t for _, t in picked]).astype(np.float32), envs=[u.env for u in units])
+        pairs = [(u.original, u.perturbed[rng.randrange(len(u.perturbed))]) for u in units]  # type: ignore[union-attr]
+        return Batch(stream, loss, "pair", [o for o, _ in pairs] + [p for _, p in pairs],
+                     params=[u.params for u in units], envs=[u.env for u in units])  # type: ignore[union-attr]
+
+
+def _kind(loss_name: str) -> str:
+    return registry.get("loss", loss_name).kind
+
+
+def build_trainset(task: Any, cases: Sequence[Case], iid: Sequence[IIDExample], env_level: str | None,
+                   group_of: Any = None) -> TrainSet:
+    """Units from suite cases (by their loss) and i.i.d. examples (own stream, mft loss).
+
+    ``group_of(case, level)`` names a case's environment at ``env_level`` (methods that use environments).
+    """
+    streams: dict[str, list[SingleUnit | PairUnit]] = defaultdict(list)
+    losses: dict[str, str] = {}
+    if iid:
+        losses[IID_STREAM] = "mft"
+        streams[IID_STREAM] = [SingleUnit(((ex.inputs, task.label_target(ex.label)),), IID_ENV) for ex in iid]
+    for case in cases:
+        env = group_of(case, env_level) if env_level and group_of else ""
+        kind = _kind(case.loss)
+        losses[case.loss] = case.loss
+        if kind == "single":
+            items = task.mft_items(case)
+            if not items:
+                continue
+            if case.test_type == "MFT":
+                streams[case.loss] += [SingleUnit((item,), env) for item in items]
+            else:
+                streams[case.loss].append(SingleUnit(tuple(items), env))
+        else:
+            if len(case.inputs) < 2:
+                continue  # nothing to compare: a pair loss needs an original and a perturbation
+            streams[case.loss].append(PairUnit(case.inputs[0], tuple(case.inputs[1:]), case.loss_params, env))
+    return TrainSet(dict(streams), losses)
+

