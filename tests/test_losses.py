@@ -197,6 +197,8 @@ def test_dir_rejects_bad_comparisons() -> None:
         DIRLoss()(orig, pert, torch.tensor([4]))
     with pytest.raises(ValueError):
         DIRLoss()(orig, pert, torch.tensor([0, 1]))
+    with pytest.raises(ValueError):
+        DIRLoss()(orig, pert, ["not_less_confident", "not_more_confident"])
     with pytest.raises(TypeError):
         DIRLoss()(orig, pert, torch.tensor([0.0]))
 

@@ -187,23 +187,31 @@ class DIRLoss(Loss):
         batch_size: int,
         device: torch.device | str | None = None,
     ) -> torch.Tensor:
-        """Normalise ``comparison`` to a validated ``LongTensor[batch_size]`` of codes on ``device``."""
+        """Normalise ``comparison`` to a validated ``LongTensor[batch_size]`` of codes on ``device``.
+
+        Names are validated in Python and their codes built on the CPU, then copied without blocking, so
+        the usual list-of-names call costs no device synchronisation; an integer tensor is range-checked
+        where it lies (a host sync if that is an accelerator — pass CPU codes or names to avoid it).
+        """
         if isinstance(comparison, str):
             comparison = [comparison] * batch_size
         if isinstance(comparison, torch.Tensor):
             if comparison.is_floating_point() or comparison.is_complex():
                 raise TypeError(f"comparison codes must be an integer tensor, got {comparison.dtype}")
-            codes = comparison.to(device=device, dtype=torch.long)
-        else:
-            names = list(comparison)
-            unknown = sorted({n for n in names if n not in cls.COMPARISONS})
-            if unknown:
-                raise ValueError(f"unknown dir comparison(s) {unknown}; known: {sorted(cls.COMPARISONS)}")
-            codes = torch.tensor([cls.COMPARISONS[n] for n in names], dtype=torch.long, device=device)
-        if codes.shape != (batch_size,):
-            raise ValueError(f"comparison must have shape [{batch_size}], got {tuple(codes.shape)}")
-        if codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= len(cls.COMPARISONS)):
-            raise ValueError(
-                f"comparison codes must be in 0..{len(cls.COMPARISONS) - 1}, got {codes.tolist()}"
-            )
-        return codes
+            if comparison.shape != (batch_size,):
+                raise ValueError(f"comparison must have shape [{batch_size}], got {tuple(comparison.shape)}")
+            if comparison.numel() and (
+                int(comparison.min()) < 0 or int(comparison.max()) >= len(cls.COMPARISONS)
+            ):
+                raise ValueError(
+                    f"comparison codes must be in 0..{len(cls.COMPARISONS) - 1}, got {comparison.tolist()}"
+                )
+            return comparison.to(device=device, dtype=torch.long, non_blocking=True)
+        names = list(comparison)
+        unknown = sorted({n for n in names if n not in cls.COMPARISONS})
+        if unknown:
+            raise ValueError(f"unknown dir comparison(s) {unknown}; known: {sorted(cls.COMPARISONS)}")
+        if len(names) != batch_size:
+            raise ValueError(f"comparison must have {batch_size} entries, got {len(names)}")
+        codes = torch.tensor([cls.COMPARISONS[n] for n in names], dtype=torch.long)
+        return codes.to(device=device, non_blocking=True)
