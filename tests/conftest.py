@@ -1,0 +1,37 @@
+"""Shared test helpers.
+
+The real data lives in the shared folder (``BELUGA_SHARED``, or ``../shared`` beside the repository root);
+users do not have it, so tests that need it skip with a clear reason when it is absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_root() -> Path | None:
+    """The shared data folder, or ``None`` when it is not on this machine."""
+    env = os.environ.get("BELUGA_SHARED")
+    candidate = Path(env) if env else REPO_ROOT.parent / "shared"
+    return candidate if (candidate / "data").is_dir() else None
+
+
+def require_shared(*parts: str) -> Path:
+    """Path under the shared folder; skips the calling test when it is missing."""
+    root = shared_root()
+    if root is None:
+        pytest.skip("shared data folder not found (set BELUGA_SHARED or place it at ../shared beside the repo)")
+    path = root.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data file missing: {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    return require_shared()
