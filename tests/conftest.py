@@ -25,7 +25,7 @@ def require_shared(*parts: str) -> Path:
     """Path under the shared folder; skips the calling test when it is missing."""
     root = shared_root()
     if root is None:
-        pytest.skip("shared data folder not found (set BELUGA_SHARED or place it at ../shared beside the repo)")
+        pytest.skip("shared data folder not found (set BELUGA_SHARED, or put it at ../shared by the repo)")
     path = root.joinpath(*parts)
     if not path.exists():
         pytest.skip(f"shared data file missing: {path}")
