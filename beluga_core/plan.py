@@ -70,7 +70,7 @@ class Plan:
 
     def store_path(self) -> Path:
         p = Path(self.config.store)
-        return p if p.is_absolute() else (self.config_path.parent / p)
+        return p if p.is_absolute() else (self.config_path.parent / p).resolve()
 
 
 def _digest(obj: Any) -> str:

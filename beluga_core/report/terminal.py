@@ -1,0 +1,73 @@
+"""The terminal table of ``beluga report``: one row per configuration-method, i.i.d. score and G per scenario,
+like the paper's Table 3 (the IID baseline first, its suite scores being G_standard)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from beluga_core.store.reader import fetch_dicts
+
+BASELINE = ("iid", "vanilla")
+FIXED_SCENARIOS = ("standard", "seen")
+
+
+def scenario_order(scenarios: set[str]) -> list[str]:
+    return [s for s in FIXED_SCENARIOS if s in scenarios] + sorted(scenarios - set(FIXED_SCENARIOS))
+
+
+def g_table(store: Path) -> dict[str, dict[tuple[str, str], dict[str, dict[str, float | None]]]]:
+    """task → (config, method) → scenario → {s_suite, s_iid, g}, averaged over seeds."""
+    acc: dict[str, dict[tuple[str, str], dict[str, list[dict[str, float | None]]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    for row in fetch_dicts(store, "g_scores"):
+        acc[row["task"]][(row["config"], row["method"])][row["scenario"]].append(row)
+    out: dict[str, dict[tuple[str, str], dict[str, dict[str, float | None]]]] = {}
+    for task, rows in acc.items():
+        out[task] = {}
+        for key, per_scenario in rows.items():
+            out[task][key] = {sc: {m: _mean([r[m] for r in rs]) for m in ("s_suite", "s_iid", "g")}
+                              for sc, rs in per_scenario.items()}
+    return out
+
+
+def _mean(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:.1f}"
+
+
+def print_g_table(store: Path, console: Console) -> None:
+    table_data = g_table(store)
+    if not table_data:
+        console.print(f"no finished models in {store} yet")
+        return
+    for task, rows in sorted(table_data.items()):
+        scenarios = scenario_order({sc for per in rows.values() for sc in per} - {"standard"})
+        table = Table(title=f"{task}: i.i.d. score and G per scenario (%)", title_justify="left")
+        table.add_column("configuration")
+        table.add_column("method")
+        table.add_column("i.i.d.", justify="right")
+        for sc in scenarios:
+            table.add_column(f"G {sc}", justify="right")
+        table.add_column("s per scenario", justify="left", style="dim")
+        keys = sorted(rows, key=lambda k: (k != BASELINE, k))
+        for key in keys:
+            per = rows[key]
+            if key[0] == "iid" and "standard" in per:
+                base = per["standard"]
+                cells = [_pct(base["g"])] * len(scenarios)
+                detail = f"s_standard {_pct(base['s_suite'])}"
+                iid = base["s_iid"]
+            else:
+                cells = [_pct(per.get(sc, {}).get("g")) for sc in scenarios]
+                detail = " ".join(f"{sc} {_pct(per.get(sc, {}).get('s_suite'))}" for sc in scenarios)
+                iid = next((v["s_iid"] for v in per.values() if v["s_iid"] is not None), None)
+            table.add_row(key[0], key[1], _pct(iid), *cells, detail)
+        console.print(table)

@@ -1,0 +1,102 @@
+"""The coordinator of ``beluga run``: resumes from the store, drives an executor, and is the only writer."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from beluga_core import registry
+from beluga_core.plan import Job, Plan
+from beluga_core.store.writer import StoreWriter, case_rows
+from beluga_core.worker import JobResult
+
+
+class RichProgress:
+    """Fold k of n with an ETA, and the steps of the fold in progress."""
+
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress = progress
+        self.folds = progress.add_task("folds", total=total)
+        self.steps = progress.add_task("", total=1, visible=False)
+
+    def job_started(self, job: Job) -> None:
+        label = job.config if job.config == "iid" else f"{job.config}/{job.method}/{job.scenario}"
+        if job.fold.heldout_group:
+            label += f": {job.fold.heldout_group[:40]}"
+        self.progress.update(self.steps, description=label, completed=0, total=1, visible=True)
+
+    def job_step(self, job: Job, phase: str, step: int, total: int) -> None:
+        if phase == "eval":
+            label = self.progress.tasks[self.steps].description.split(" [")[0]
+            self.progress.update(self.steps, description=f"{label} [eval]")
+            return
+        self.progress.update(self.steps, completed=step, total=max(total, 1))
+
+    def job_finished(self, job: Job) -> None:
+        self.progress.advance(self.folds)
+
+
+def cache_dir_for(store: Path) -> Path:
+    return store.with_name(store.name + ".cache")
+
+
+def run_plan(plan: Plan, console: Console) -> Path:
+    started = time.perf_counter()
+    store_path = plan.store_path()
+    store_path.parent.mkdir(parents=True, exist_ok=True)
+    writer = StoreWriter(store_path)
+    cache_dir = cache_dir_for(store_path)
+    for tp in plan.tasks:
+        writer.ensure_cases(tp.suite.header.name, case_rows(tp.suite))
+        if tp.spec.g_exclude:
+            writer.set_g_exclusions(tp.spec.name, tp.spec.g_exclude)
+    done = writer.done_model_ids()
+    jobs = plan.jobs
+    todo = [j for j in jobs if j.id not in done]
+    # A child whose parent finished in an earlier run needs the parent's weights; without them the parent
+    # is trained again (deterministically, so its stored results do not change).
+    by_id = {j.id: j for j in jobs}
+    needed = {j.parent_id for j in todo if j.parent_id and j.parent_id in done}
+    retrain = [by_id[p] for p in sorted(needed) if not (cache_dir / f"{p}.pt").exists()]
+    todo = retrain + todo
+    console.print(f"{len(jobs)} trainings planned, {len(jobs) - len(todo) + len(retrain)} already in "
+                  f"{store_path}; running {len(todo)}")
+    run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
+                              device=plan.config.executor.device)
+    executor_cls = registry.get("executor", plan.config.executor.name)
+    executor = executor_cls(plan.config.executor)
+
+    def on_result(result: JobResult) -> None:
+        writer.commit_model({**result.model_row, "run_id": run_id, "model_name": result.job.model},
+                            iid_predictions=[(r["split"], r["example_idx"], r["gold"], r["pred"], r["correct"])
+                                             for r in result.iid_predictions],
+                            iid_metrics=[(r["split"], r["metric"], r["value"], r["is_primary"])
+                                         for r in result.iid_metrics],
+                            outcomes=[(r["case_id"], r["outcome"], r["pred"]) for r in result.outcomes])
+
+    status = "failed"
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TimeRemainingColumn(), console=console, transient=False) as bar:
+            executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir))
+        status = "done"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        writer.finish_run(run_id, status)
+        console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}")
+    from beluga_core.report.terminal import print_g_table
+
+    print_g_table(store_path, console)
+    return store_path

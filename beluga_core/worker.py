@@ -1,0 +1,210 @@
+"""Running one job: load the starting weights, train its stages, predict, judge expectations.
+
+A ``Worker`` keeps what folds share (tokenized inputs, the loaded model, the pretrained and IID weights) so
+that consecutive jobs in one process do not redo it. A job's result depends only on the job: every job
+re-seeds from its own identity and starts from pristine weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from beluga_core import registry
+from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.errors import BelugaError
+from beluga_core.expectations.base import FlatPredictions
+from beluga_core.expectations.evaluate import evaluate_cases
+from beluga_core.plan import Job, Plan, TaskPlan
+from beluga_core.splits import sample_indices
+from beluga_core.tasks.iid_data import IIDData, IIDExample
+from beluga_core.training.batches import build_trainset
+from beluga_core.training.encode import Encoder
+from beluga_core.training.loop import seed_everything, train_stage
+from beluga_core.training.model import load_sequence_classifier, load_tokenizer, pick_device
+from beluga_core.training.predict import predict_probs
+
+OUTCOME_NAMES = {1: "pass", 0: "fail", -1: "skip"}
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass
+class JobResult:
+    job: Job
+    model_row: dict[str, Any]
+    iid_predictions: list[dict[str, Any]] = field(default_factory=list)
+    iid_metrics: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _TaskState:
+    plan: TaskPlan
+    task: Any
+    iid: IIDData | None = None
+
+
+def _seed_of(job_id: str, seed: int) -> int:
+    return (int(hashlib.sha256(job_id.encode()).hexdigest()[:8], 16) + seed) % (2**31)
+
+
+class Worker:
+    def __init__(self, plan: Plan, device: str = "auto", cache_dir: Path | None = None) -> None:
+        self.plan = plan
+        self.cfg: BenchmarkConfig = plan.config
+        self.device = pick_device(device)
+        self.cache_dir = cache_dir
+        self.tasks = {tp.spec.name: _TaskState(tp, _task_for(tp)) for tp in plan.tasks}
+        self._encoders: dict[str, Encoder] = {}
+        self._models: dict[tuple[str, int, str], torch.nn.Module] = {}
+        self._pristine: dict[tuple[str, int], dict[str, torch.Tensor]] = {}
+        self._parents: dict[str, dict[str, torch.Tensor]] = {}
+
+    # -- shared state ---------------------------------------------------------------------------------
+    def iid_data(self, name: str) -> IIDData:
+        state = self.tasks[name]
+        if state.iid is None:
+            state.iid = state.task.load_iid(state.plan.spec.iid, self.cfg.split.iid_eval_seed)
+        return state.iid
+
+    def encoder(self, model_name: str) -> Encoder:
+        if model_name not in self._encoders:
+            self._encoders[model_name] = Encoder(load_tokenizer(model_name), self.cfg.model.max_length)
+        return self._encoders[model_name]
+
+    def model(self, model_name: str, num_labels: int, overrides: dict[str, Any]) -> torch.nn.Module:
+        key = (model_name, num_labels, repr(sorted(overrides.items())))
+        if key not in self._models:
+            # One pristine copy of the pretrained weights (with a fixed head initialisation) per model.
+            model = load_sequence_classifier(model_name, num_labels, seed=0, **overrides).to(self.device)
+            base = (model_name, num_labels)
+            if base not in self._pristine:
+                self._pristine[base] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            self._models[key] = model
+        return self._models[key]
+
+    def _parent_state(self, job: Job) -> dict[str, torch.Tensor]:
+        assert job.parent_id is not None
+        if job.parent_id in self._parents:
+            return self._parents[job.parent_id]
+        path = self._weights_path(job.parent_id)
+        if path is not None and path.exists():
+            state = torch.load(path, map_location=self.device, weights_only=True)
+            self._parents[job.parent_id] = state
+            return state
+        raise BelugaError(f"job {job.id[:12]} starts from model {job.parent_id[:12]}, whose weights are neither "
+                          "in memory nor in the cache; re-run so the parent is trained first")
+
+    def _weights_path(self, job_id: str) -> Path | None:
+        return None if self.cache_dir is None else self.cache_dir / f"{job_id}.pt"
+
+    def has_weights(self, job_id: str) -> bool:
+        path = self._weights_path(job_id)
+        return job_id in self._parents or (path is not None and path.exists())
+
+    # -- one job --------------------------------------------------------------------------------------
+    def run(self, job: Job, progress: ProgressFn | None = None) -> JobResult:
+        started = datetime.now(UTC)
+        state = self.tasks[job.task]
+        task = state.task
+        suite = state.plan.suite
+        conf = registry.get("training configuration", job.config)
+        method_cls = registry.get("method", job.method)
+        method = method_cls(job.hparams.get("method", {}))
+        seed_everything(_seed_of(job.id, job.seed))
+
+        model = self.model(job.model, task.num_labels, method.model_overrides())
+        start_state = self._pristine[(job.model, task.num_labels)] if conf.start == "plm" \
+            else self._parent_state(job)
+        model.load_state_dict(start_state)
+        for p in model.parameters():
+            p.requires_grad_(True)
+        encoder = self.encoder(job.model)
+
+        iid = self.iid_data(job.task)
+        sizes = self.cfg.sizes
+        if job.config == "iid":
+            iid_train = _subset(iid.train, sizes.iid_train, self.cfg.split.seed, "iid_train")
+            cases = []
+        else:
+            iid_train = _subset(iid.train, sizes.iid_mix, self.cfg.split.seed, "iid_mix") if conf.uses_iid else []
+            cases = [suite.case(cid) for cid in job.fold.train_ids]
+        env_level = job.hparams.get("method", {}).get("env_level") or suite.header.scoring_level
+        trainset = build_trainset(task, cases, iid_train, env_level, suite.group_of)
+        hp = {k: v for k, v in job.hparams.items() if k != "method"}
+        stats = train_stage(model, encoder, self.device, trainset, hp, method, _seed_of(job.id, job.seed),
+                            progress=(lambda s, n: progress("train", s, n)) if progress else None)
+        if job.config == "iid":
+            self._parents[job.id] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            path = self._weights_path(job.id)
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                torch.save(self._parents[job.id], tmp)
+                tmp.replace(path)
+
+        eval_start = time.perf_counter()
+        if progress:
+            progress("eval", 0, 1)
+        result = JobResult(job, {})
+        eval_cases = [suite.case(cid) for cid in job.fold.eval_ids]
+        result.outcomes = self._judge(task, model, encoder, eval_cases, suite.header.name)
+        if job.score_iid:
+            test = _subset(iid.test, sizes.iid_test, self.cfg.split.seed, "iid_test")
+            result.iid_predictions, result.iid_metrics = self._score_iid(task, model, encoder, test)
+        eval_seconds = time.perf_counter() - eval_start
+        if progress:
+            progress("eval", 1, 1)
+        fold = job.fold
+        result.model_row = {
+            "model_id": job.id, "task": job.task, "suite": suite.header.name, "config": job.config,
+            "method": job.method, "scenario": fold.scenario, "heldout_level": fold.heldout_level,
+            "heldout_group": fold.heldout_group, "seed": job.seed, "split_seed": self.cfg.split.seed,
+            "hparams": job.hparams, "parent_model_id": job.parent_id, "status": "done", "error": None,
+            "started_at": started, "finished_at": datetime.now(UTC), "train_seconds": stats.seconds,
+            "eval_seconds": eval_seconds, "n_train_iid": len(iid_train), "n_train_suite": len(cases),
+            "device": str(self.device),
+        }
+        return result
+
+    def _judge(self, task: Any, model: torch.nn.Module, encoder: Encoder, cases: list[Any],
+               suite_name: str) -> list[dict[str, Any]]:
+        if not cases:
+            return []
+        flat = [x for c in cases for x in c.inputs]
+        probs = task.to_suite_probs(predict_probs(model, encoder, flat, self.device))
+        preds = FlatPredictions.from_arrays(probs=probs, lengths=[len(c.inputs) for c in cases])
+        outcomes = evaluate_cases(cases, preds)
+        first = probs[preds.offsets[:-1]].argmax(axis=1)
+        return [{"suite": suite_name, "case_id": c.id, "outcome": OUTCOME_NAMES[int(o)], "pred": str(int(p))}
+                for c, o, p in zip(cases, outcomes, first, strict=True)]
+
+    def _score_iid(self, task: Any, model: torch.nn.Module, encoder: Encoder,
+                   test: list[IIDExample]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        probs = predict_probs(model, encoder, [ex.inputs for ex in test], self.device)
+        pred = probs.argmax(axis=1)
+        gold = np.array([ex.label for ex in test])
+        preds = [{"split": "test", "example_idx": i, "gold": str(int(g)), "pred": str(int(p)),
+                  "correct": bool(p == g)} for i, (p, g) in enumerate(zip(pred, gold, strict=True))]
+        metrics = [{"split": "test", "metric": name, "value": value, "is_primary": name == task.primary_metric}
+                   for name, value in task.iid_metrics(pred, gold).items()]
+        return preds, metrics
+
+
+def _task_for(tp: TaskPlan) -> Any:
+    task = registry.get("task", tp.spec.name)()
+    task.use_suite(tp.suite.header.label_space)
+    return task
+
+
+def _subset(examples: list[IIDExample], k: int, seed: int, what: str) -> list[IIDExample]:
+    return [examples[i] for i in sample_indices(len(examples), k, seed, what)]
+
