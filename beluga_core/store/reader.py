@@ -1,0 +1,98 @@
+"""Read-only access to a result store, for ``beluga report`` and friends.
+
+Readers never recompute what a view defines: they fetch views. A read-only connection blocks the writer
+(DuckDB allows one read-write process, or many readers), so open, fetch and close promptly: the writer
+waits for readers, but only up to its lock timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from beluga_core.errors import BelugaError
+from beluga_core.store.writer import TABLES, connect, store_schema_version
+
+VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scores", "g_summary",
+         "models_status", "duplicate_outcomes", "label_distribution")
+RELATIONS = frozenset(TABLES) | frozenset(VIEWS)
+
+# A run's writer holds the file for well under a second per model; waiting a little rides over that.
+DEFAULT_READ_TIMEOUT_S = 30.0
+
+Source = str | Path | duckdb.DuckDBPyConnection
+
+
+@contextmanager
+def open_store(path: str | Path, *,
+               timeout: float = DEFAULT_READ_TIMEOUT_S) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to an existing beluga store, closed on exit."""
+    path = Path(path)
+    if not path.exists():
+        raise BelugaError("no such result store", source=path)
+    con = connect(path, read_only=True, timeout=timeout)
+    try:
+        if store_schema_version(con, path) is None:
+            raise BelugaError("an empty DuckDB file, not a beluga result store", source=path)
+        yield con
+    finally:
+        con.close()
+
+
+@contextmanager
+def _connection(source: Source) -> Iterator[duckdb.DuckDBPyConnection]:
+    if isinstance(source, duckdb.DuckDBPyConnection):
+        yield source
+    else:
+        with open_store(source) as con:
+            yield con
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def fetch_rows(source: Source, relation: str, *, where: Mapping[str, Any] | None = None,
+               order_by: Sequence[str] | None = None) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """Column names and rows of a view or table; ``where`` filters on column equality (None: IS NULL).
+
+    Rows are sorted by ``order_by`` columns, or by all columns, so output is deterministic.
+    """
+    if relation not in RELATIONS:
+        raise BelugaError(f"unknown store view or table '{relation}'; known: {', '.join(sorted(RELATIONS))}")
+    sql = f"SELECT * FROM {_quote(relation)}"
+    params: list[Any] = []
+    if where:
+        conds = []
+        for col, value in where.items():
+            if value is None:
+                conds.append(f"{_quote(col)} IS NULL")
+            else:
+                conds.append(f"{_quote(col)} = ?")
+                params.append(value)
+        sql += " WHERE " + " AND ".join(conds)
+    sql += " ORDER BY " + (", ".join(_quote(c) for c in order_by) if order_by else "ALL")
+    with _connection(source) as con:
+        try:
+            cur = con.execute(sql, params)
+        except duckdb.BinderException as exc:
+            raise BelugaError(f"cannot query '{relation}': {exc}") from exc
+        columns = [d[0] for d in cur.description]
+        return columns, cur.fetchall()
+
+
+def fetch_dicts(source: Source, relation: str, *, where: Mapping[str, Any] | None = None,
+                order_by: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Like ``fetch_rows``, as one dict per row."""
+    columns, rows = fetch_rows(source, relation, where=where, order_by=order_by)
+    return [dict(zip(columns, r, strict=True)) for r in rows]
+
+
+def read_meta(source: Source) -> dict[str, str]:
+    """The ``beluga_meta`` key/value pairs (schema_version, beluga_version, duckdb_version, created_at, …)."""
+    with _connection(source) as con:
+        return dict(con.execute("SELECT key, value FROM beluga_meta").fetchall())

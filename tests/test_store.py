@@ -1,0 +1,672 @@
+"""The DuckDB result store: schema, writer transactions, views recomputed independently, readers."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import pytest
+
+from beluga_core.errors import BelugaError
+from beluga_core.store import (
+    SCHEMA_VERSION,
+    VIEWS,
+    CaseRow,
+    ModelRow,
+    StoreWriter,
+    fetch_dicts,
+    open_store,
+    read_meta,
+)
+from beluga_core.store import writer as writer_mod
+
+SUITE = "toy"
+# functionality -> (class, test type). f4's cases always skip (a group with no evaluable case);
+# f5 is excluded from G for the sentiment task only.
+FUNCS = {"f1": ("A", "MFT"), "f2": ("A", "INV"), "f3": ("B", "DIR"), "f4": ("B", "MFT"), "f5": ("B", "DIR")}
+LABELS = ("negative", "neutral", "positive")
+
+
+def make_cases() -> list[CaseRow]:
+    rows = [CaseRow(f"{f}-{j}", tt, f, {"class": cls, "functionality": f})
+            for f, (cls, tt) in FUNCS.items() for j in range(4)]
+    # A case of T_train: in the suite, never evaluated, so it must not affect any view.
+    rows.append(CaseRow("f1-train", "MFT", "f1", {"class": "A", "functionality": "f1"}))
+    return rows
+
+
+CASES = make_cases()
+TEST_CASES = [c for c in CASES if c.case_id != "f1-train"]
+CASE_BY_ID = {c.case_id: c for c in CASES}
+
+
+def group_of(case: CaseRow, level: str) -> str:
+    return case.test_type if level == "test_type" else case.groups[level]
+
+
+class Dataset:
+    """Hand-made models with their raw rows, kept in Python to recompute every view independently."""
+
+    def __init__(self) -> None:
+        self.models: list[dict[str, Any]] = []
+        self.outcomes: dict[str, list[tuple[str, str, str | None]]] = {}
+        self.metrics: dict[str, list[tuple[str, str, float, bool]]] = {}
+        self.predictions: dict[str, list[tuple[str, int, str, str, bool]]] = {}
+        self.exclusions = {("sentiment", "f5")}
+        self.rng = random.Random(20240601)
+
+    def add(self, *, task: str, config: str, method: str, scenario: str, seed: int, group: str | None = None,
+            status: str = "done", always: str | None = None, accuracy: float | None = None,
+            primary: bool = True) -> str:
+        mid = f"{task}/{config}/{method}/{scenario}/{group}/s{seed}/{status}"
+        level = None if scenario in ("standard", "seen") else scenario
+        cases = [c for c in TEST_CASES if level is None or group_of(c, level) == group]
+        outs = []
+        for c in cases:
+            if c.scoring_group == "f4":
+                outcome = "skip"
+            else:
+                outcome = always or self.rng.choices(("pass", "fail", "skip"), (0.5, 0.35, 0.15))[0]
+            outs.append((c.case_id, outcome, self.rng.choice((*LABELS, None))))
+        acc = self.rng.uniform(0.6, 0.95) if accuracy is None else accuracy
+        self.models.append(dict(model_id=mid, task=task, suite=SUITE, model_name="bert", config=config,
+                                method=method, scenario=scenario, heldout_level=level, heldout_group=group,
+                                seed=seed, split_seed=123, status=status, hparams={"lr": 2e-5, "epochs": 3},
+                                train_seconds=1.5, eval_seconds=0.5,
+                                error="CUDA out of memory" if status == "failed" else None))
+        self.outcomes[mid] = outs
+        self.metrics[mid] = [("test", "accuracy", acc, primary), ("test", "f1", acc - 0.05, False),
+                             ("val", "accuracy", acc + 0.01, primary)]
+        self.predictions[mid] = [("test", i, self.rng.choice(LABELS[::2]), self.rng.choice(LABELS[::2]),
+                                  False) for i in range(10)]
+        self.predictions[mid] = [(s, i, g, p, g == p) for s, i, g, p, _ in self.predictions[mid]]
+        return mid
+
+
+def build_dataset() -> Dataset:
+    d = Dataset()
+    for seed in (1, 2):
+        d.add(task="sentiment", config="iid", method="vanilla", scenario="standard", seed=seed)
+        for config, method in (("iid-then-t", "vanilla"), ("iid-plus-t", "l2")):
+            d.add(task="sentiment", config=config, method=method, scenario="seen", seed=seed)
+            for f in FUNCS:
+                d.add(task="sentiment", config=config, method=method, scenario="functionality", seed=seed,
+                      group=f)
+    for cls in ("A", "B"):
+        d.add(task="sentiment", config="iid-then-t", method="vanilla", scenario="class", seed=1, group=cls)
+    for tt in ("MFT", "INV", "DIR"):
+        d.add(task="sentiment", config="iid-plus-t", method="l2", scenario="test_type", seed=2, group=tt)
+    # Failed models: their rows must be invisible to every score view.
+    d.add(task="sentiment", config="iid-then-t", method="dropout", scenario="seen", seed=1, status="failed")
+    d.add(task="sentiment", config="iid-then-t", method="dropout", scenario="functionality", seed=1,
+          group="f2", status="failed")
+    # Task 'zero': s_T = s_iid = 0 (G is 0, not NULL); its seen model has no primary metric (G is NULL).
+    d.add(task="zero", config="iid", method="vanilla", scenario="standard", seed=1, always="fail",
+          accuracy=0.0)
+    d.add(task="zero", config="iid-then-t", method="vanilla", scenario="seen", seed=1, primary=False)
+    return d
+
+
+def write_dataset(path: Path, d: Dataset) -> StoreWriter:
+    w = StoreWriter(path)
+    run_id = w.begin_run("bench.toml", "seeds = [1, 2]\n", device="cpu")
+    assert w.ensure_cases(SUITE, CASES) == len(CASES)
+    w.set_g_exclusions("sentiment", [g for t, g in d.exclusions if t == "sentiment"])
+    for m in d.models:
+        w.commit_model({**m, "run_id": run_id}, d.predictions[m["model_id"]], d.metrics[m["model_id"]],
+                       d.outcomes[m["model_id"]])
+    w.finish_run(run_id, "done")
+    return w
+
+
+# ------------------------------------------------------------------- independent recomputation
+
+KEY = ("task", "suite", "model_name", "config", "method", "scenario", "seed", "split_seed")
+
+
+def expected_pass_rates(d: Dataset) -> dict[tuple, dict[str, Any]]:
+    counts: dict[tuple, dict[str, int]] = defaultdict(lambda: {"pass": 0, "fail": 0, "skip": 0})
+    for m in d.models:
+        if m["status"] != "done":
+            continue
+        for case_id, outcome, _ in d.outcomes[m["model_id"]]:
+            key = (*(m[k] for k in KEY), CASE_BY_ID[case_id].scoring_group)
+            counts[key][outcome] += 1
+    out = {}
+    for key, c in counts.items():
+        evaluable = c["pass"] + c["fail"]
+        out[key] = {"n_pass": c["pass"], "n_fail": c["fail"], "n_skip": c["skip"],
+                    "pass_rate": c["pass"] / evaluable if evaluable else None,
+                    "excluded": (key[0], key[-1]) in d.exclusions}
+    return out
+
+
+def expected_suite_scores(d: Dataset) -> dict[tuple, dict[str, Any]]:
+    by_key: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for key, r in expected_pass_rates(d).items():
+        by_key[key[:-1]].append(r)
+    out = {}
+    for key, groups in by_key.items():
+        used = [g["pass_rate"] for g in groups if not g["excluded"] and g["pass_rate"] is not None]
+        out[key] = {"s_suite": statistics.fmean(used) if used else None, "n_groups": len(used),
+                    "n_groups_no_evaluable": sum(1 for g in groups
+                                                 if not g["excluded"] and g["pass_rate"] is None),
+                    "n_groups_excluded": sum(1 for g in groups if g["excluded"]),
+                    "n_cases": sum(g["n_pass"] + g["n_fail"] + g["n_skip"] for g in groups)}
+    return out
+
+
+def primary_test_metric(d: Dataset, mid: str) -> tuple[str, float] | None:
+    prim = [(name, v) for split, name, v, p in d.metrics[mid] if split == "test" and p]
+    return prim[0] if prim else None
+
+
+def expected_iid_scores(d: Dataset) -> dict[tuple, dict[str, Any]]:
+    # Key without the scenario: the seen model's s_iid, or for a configuration without one (iid), the
+    # standard model's.
+    out: dict[tuple, dict[str, Any]] = {}
+    for wanted in ("standard", "seen"):  # seen second, so it wins
+        for m in d.models:
+            if m["status"] != "done" or m["scenario"] != wanted:
+                continue
+            prim = primary_test_metric(d, m["model_id"])
+            if prim is None:
+                continue
+            key = tuple(m[k] for k in KEY if k != "scenario")
+            out[key] = {"model_id": m["model_id"], "metric": prim[0], "s_iid": prim[1]}
+    return out
+
+
+def harmonic(s: float | None, i: float | None) -> float | None:
+    if s is None or i is None:
+        return None
+    return 0.0 if s + i == 0 else 2 * s * i / (s + i)
+
+
+def expected_g_scores(d: Dataset) -> dict[tuple, dict[str, Any]]:
+    iid = expected_iid_scores(d)
+    out = {}
+    for key, s in expected_suite_scores(d).items():
+        i = iid.get(key[:5] + key[6:])
+        s_iid = i["s_iid"] if i else None
+        out[key] = {"s_suite": s["s_suite"], "s_iid": s_iid, "g": harmonic(s["s_suite"], s_iid)}
+    return out
+
+
+def view(path: Path, name: str, key_cols: tuple[str, ...]) -> dict[tuple, dict[str, Any]]:
+    # Plain duckdb, nothing of beluga: what any SQL user sees.
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        cur = con.execute(f"SELECT * FROM {name}")
+        cols = [c[0] for c in cur.description]
+        rows = [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        con.close()
+    out = {}
+    for r in rows:
+        key = tuple(r[k] for k in key_cols)
+        assert key not in out, f"{name}: duplicate key {key}"
+        out[key] = r
+    return out
+
+
+def assert_rows_match(actual: dict[tuple, dict[str, Any]], expected: dict[tuple, dict[str, Any]]) -> None:
+    assert set(actual) == set(expected)
+    for key, exp in expected.items():
+        got = {k: actual[key][k] for k in exp}
+        assert got == pytest.approx(exp, abs=1e-12), key
+
+
+@pytest.fixture(scope="module")
+def dataset() -> Dataset:
+    return build_dataset()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory, dataset: Dataset) -> Path:
+    path = tmp_path_factory.mktemp("store") / "results.duckdb"
+    write_dataset(path, dataset)
+    return path
+
+
+# --------------------------------------------------------------------------------- the views
+
+
+def test_pass_rates_match_python(store: Path, dataset: Dataset) -> None:
+    actual = view(store, "pass_rates", (*KEY, "scoring_group"))
+    expected = expected_pass_rates(dataset)
+    assert_rows_match(actual, expected)
+    # The data set covers what it claims to: skips, a group that only skips, an excluded group.
+    assert any(r["n_skip"] and r["pass_rate"] is not None for r in expected.values())
+    assert any(k[-1] == "f4" and r["pass_rate"] is None for k, r in expected.items())
+    assert any(r["excluded"] for r in expected.values())
+    assert not any(r["excluded"] for k, r in expected.items() if k[0] == "zero")
+    # A functionality fold model evaluates exactly one scoring group, so every fold row has one model.
+    assert all(r["n_models"] == 1 for k, r in actual.items() if k[5] == "functionality")
+
+
+def test_suite_scores_match_python(store: Path, dataset: Dataset) -> None:
+    actual = view(store, "suite_scores", KEY)
+    expected = expected_suite_scores(dataset)
+    assert_rows_match(actual, expected)
+    scenarios = {k[5] for k in expected}
+    assert scenarios == {"standard", "seen", "functionality", "class", "test_type"}
+    assert {k[6] for k in expected} == {1, 2}
+    seen = expected[("sentiment", SUITE, "bert", "iid-then-t", "vanilla", "seen", 1, 123)]
+    assert (seen["n_groups"], seen["n_groups_no_evaluable"], seen["n_groups_excluded"]) == (3, 1, 1)
+    assert seen["n_cases"] == len(TEST_CASES)
+
+
+def test_iid_scores_match_python(store: Path, dataset: Dataset) -> None:
+    actual = view(store, "iid_scores", tuple(k for k in KEY if k != "scenario"))
+    assert_rows_match(actual, expected_iid_scores(dataset))
+    # A suite configuration takes its seen model's score, not that of any fold model.
+    row = actual[("sentiment", SUITE, "bert", "iid-then-t", "vanilla", 1, 123)]
+    assert row["source_scenario"] == "seen"
+    assert row["model_id"] == "sentiment/iid-then-t/vanilla/seen/None/s1/done"
+    assert actual[("sentiment", SUITE, "bert", "iid", "vanilla", 1, 123)]["source_scenario"] == "standard"
+
+
+def test_model_iid_scores_cover_every_done_model(store: Path, dataset: Dataset) -> None:
+    actual = view(store, "model_iid_scores", ("model_id",))
+    expected = {(m["model_id"],): {"s_iid": primary_test_metric(dataset, m["model_id"])[1]}
+                for m in dataset.models
+                if m["status"] == "done" and primary_test_metric(dataset, m["model_id"]) is not None}
+    assert_rows_match(actual, expected)
+
+
+def test_g_scores_match_python(store: Path, dataset: Dataset) -> None:
+    actual = view(store, "g_scores", KEY)
+    expected = expected_g_scores(dataset)
+    assert_rows_match(actual, expected)
+    assert actual[("zero", SUITE, "bert", "iid", "vanilla", "standard", 1, 123)]["g"] == 0.0
+    assert actual[("zero", SUITE, "bert", "iid-then-t", "vanilla", "seen", 1, 123)]["g"] is None
+    iid_configs = {k[5] for k in actual if k[3] == "iid"}
+    assert iid_configs == {"standard"}
+
+
+def test_g_summary_and_status_views(store: Path, dataset: Dataset) -> None:
+    summary = view(store, "g_summary", ("task", "suite", "model_name", "config", "method", "scenario"))
+    g = expected_g_scores(dataset)
+    key = ("sentiment", SUITE, "bert", "iid-then-t", "vanilla", "functionality")
+    per_seed = [g[(*key, seed, 123)]["g"] for seed in (1, 2)]
+    assert summary[key]["n_replicates"] == 2
+    assert summary[key]["g_mean"] == pytest.approx(statistics.fmean(per_seed))
+    assert summary[key]["g_std"] == pytest.approx(statistics.stdev(per_seed))
+
+    status = view(store, "models_status", KEY)
+    failed = status[("sentiment", SUITE, "bert", "iid-then-t", "dropout", "functionality", 1, 123)]
+    assert (failed["n_models"], failed["n_done"], failed["n_failed"]) == (1, 0, 1)
+    folds = status[("sentiment", SUITE, "bert", "iid-then-t", "vanilla", "functionality", 2, 123)]
+    assert (folds["n_done"], folds["n_failed"]) == (len(FUNCS), 0)
+    assert view(store, "duplicate_outcomes", ("case_id",)) == {}
+
+
+def test_label_distribution(store: Path, dataset: Dataset) -> None:
+    mid = "sentiment/iid/vanilla/standard/None/s1/done"
+    rows = fetch_dicts(store, "label_distribution", where={"model_id": mid})
+    iid = {r["label"]: (r["n_pred"], r["n_gold"]) for r in rows if r["source"] == "iid_test"}
+    preds = dataset.predictions[mid]
+    for label, (n_pred, n_gold) in iid.items():
+        assert n_pred == sum(p[3] == label for p in preds)
+        assert n_gold == sum(p[2] == label for p in preds)
+    suite_rows = [r for r in rows if r["source"] == "suite"]
+    assert sum(r["n_pred"] for r in suite_rows) == sum(o[2] is not None for o in dataset.outcomes[mid])
+
+
+def test_plain_duckdb_reads_every_view(store: Path) -> None:
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        assert set(VIEWS) <= names
+        for name in VIEWS:
+            con.execute(f"SELECT * FROM {name}").fetchall()
+        # The example of schemas/store.md: G per scenario for one task.
+        rows = con.execute("""SELECT config, method, scenario, avg(g) AS g FROM g_scores
+                              WHERE task = 'sentiment' GROUP BY ALL ORDER BY ALL""").fetchall()
+        assert rows
+    finally:
+        con.close()
+
+
+def test_reader_helpers(store: Path) -> None:
+    meta = read_meta(store)
+    assert meta["schema_version"] == str(SCHEMA_VERSION)
+    assert meta["duckdb_version"] == duckdb.__version__
+    assert {"beluga_version", "created_at"} <= set(meta)
+    rows = fetch_dicts(store, "g_scores", where={"task": "zero", "seed": 1})
+    assert {r["config"] for r in rows} == {"iid", "iid-then-t"}
+    with open_store(store) as con:
+        assert con.execute("SELECT count(*) FROM runs WHERE status = 'done'").fetchall() == [(1,)]
+        with pytest.raises(duckdb.Error):
+            con.execute("DELETE FROM g_exclusions")  # read-only
+    with pytest.raises(BelugaError, match="unknown store view"):
+        fetch_dicts(store, "g_scores; DROP TABLE models")
+
+
+# ----------------------------------------------------------------------------- the writer
+
+
+def model(mid: str, **kw: Any) -> dict[str, Any]:
+    return {"model_id": mid, "task": "sentiment", "suite": SUITE, "config": "iid-then-t", "method": "vanilla",
+            "scenario": "seen", "seed": 1, "split_seed": 123, **kw}
+
+
+def all_outcomes(outcome: str = "pass") -> list[tuple[str, str]]:
+    return [(c.case_id, outcome) for c in TEST_CASES]
+
+
+def rows_of(path: Path, mid: str) -> dict[str, int]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {t: con.execute(f"SELECT count(*) FROM {t} WHERE model_id = ?", [mid]).fetchall()[0][0]
+                for t in ("models", "iid_predictions", "iid_metrics", "outcomes")}
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def writer(tmp_path: Path) -> StoreWriter:
+    w = StoreWriter(tmp_path / "w.duckdb")
+    w.ensure_cases(SUITE, CASES)
+    return w
+
+
+PREDS = [("test", i, "positive", "negative", False) for i in range(5)]
+METRICS = [("test", "accuracy", 0.5, True)]
+
+
+def test_failed_commit_leaves_no_rows(writer: StoreWriter, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An outcome for an unknown case is found after every row was inserted: all of them roll back.
+    with pytest.raises(ValueError, match="not in suite"):
+        writer.commit_model(model("m1"), PREDS, METRICS, [*all_outcomes(), ("nope", "pass")])
+    assert rows_of(writer.path, "m1") == dict.fromkeys(("models", "iid_predictions", "iid_metrics", "outcomes"), 0)
+
+    def boom(*args: Any) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(StoreWriter, "_check_outcomes", staticmethod(boom))
+    with pytest.raises(RuntimeError, match="disk full"):
+        writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes())
+    assert sum(rows_of(writer.path, "m1").values()) == 0
+    assert writer.done_model_ids() == set()
+
+
+def test_failed_model_is_replaced_and_kept_on_error(writer: StoreWriter,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    writer.commit_model(model("m1", status="failed", error="OOM"))
+    assert writer.done_model_ids() == set()
+    assert rows_of(writer.path, "m1")["models"] == 1
+
+    monkeypatch.setattr(StoreWriter, "_check_outcomes", staticmethod(lambda *a: 1 / 0))
+    with pytest.raises(ZeroDivisionError):
+        writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes())
+    monkeypatch.undo()
+    con = duckdb.connect(str(writer.path), read_only=True)
+    assert con.execute("SELECT status, error FROM models WHERE model_id = 'm1'").fetchall() == [("failed", "OOM")]
+    con.close()
+
+    writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes())
+    assert writer.done_model_ids() == {"m1"}
+    assert rows_of(writer.path, "m1") == {"models": 1, "iid_predictions": 5, "iid_metrics": 1,
+                                          "outcomes": len(TEST_CASES)}
+
+
+def test_crash_mid_commit_leaves_no_rows(writer: StoreWriter, tmp_path: Path) -> None:
+    # The process dies inside the transaction (no rollback, no close): DuckDB's WAL must drop it.
+    script = textwrap.dedent(f"""
+        import os
+        from beluga_core.store import StoreWriter
+        from tests.test_store import model, all_outcomes, PREDS, METRICS
+        StoreWriter._check_outcomes = staticmethod(lambda *a: os._exit(3))
+        StoreWriter({str(writer.path)!r}).commit_model(model("m1"), PREDS, METRICS, all_outcomes())
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent,
+                          capture_output=True, text=True)
+    assert proc.returncode == 3, proc.stderr
+    assert sum(rows_of(writer.path, "m1").values()) == 0
+    writer.commit_model(model("m2"), PREDS, METRICS, all_outcomes())
+    assert writer.done_model_ids() == {"m2"}
+
+
+def test_reader_between_commits(writer: StoreWriter) -> None:
+    writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes("pass"))
+    con = duckdb.connect(str(writer.path), read_only=True)  # the writer holds nothing open
+    assert con.execute("SELECT s_suite FROM suite_scores").fetchall() == [(1.0,)]
+    con.close()
+    writer.commit_model(ModelRow(**model("m2", seed=2)), PREDS, METRICS, all_outcomes("fail"))
+    rows = fetch_dicts(writer.path, "suite_scores", order_by=["seed"])
+    assert [(r["seed"], r["s_suite"]) for r in rows] == [(1, 1.0), (2, 0.0)]
+
+
+def test_writer_waits_for_a_reader_in_another_process(writer: StoreWriter) -> None:
+    script = textwrap.dedent(f"""
+        import time, duckdb
+        con = duckdb.connect({str(writer.path)!r}, read_only=True)
+        print("open", flush=True)
+        time.sleep(1.5)
+        con.close()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
+        writer.lock_timeout = 0.2
+        with pytest.raises(BelugaError, match="held open by another process"):
+            writer.commit_model(model("m0"), outcomes=all_outcomes())
+        writer.lock_timeout = 60.0
+        start = time.monotonic()
+        writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes())
+        assert time.monotonic() - start > 0.3  # it did wait for the reader
+    finally:
+        proc.wait(timeout=30)
+    assert writer.done_model_ids() == {"m1"}
+
+
+def test_reader_process_sees_commits_as_they_land(writer: StoreWriter) -> None:
+    script = textwrap.dedent(f"""
+        import time
+        from beluga_core.store import fetch_dicts
+        seen = []
+        for _ in range(15):
+            seen.append(len(fetch_dicts({str(writer.path)!r}, "models_status")))
+            time.sleep(0.02)
+        print(seen[0], seen[-1])
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    for seed in range(8):
+        writer.commit_model(model(f"m{seed}", seed=seed), PREDS, METRICS, all_outcomes())
+        time.sleep(0.05)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    first, last = map(int, out.split())
+    assert first <= last <= 8
+
+
+def test_commit_of_21k_outcomes_is_fast(tmp_path: Path) -> None:
+    n = 21_000
+    w = StoreWriter(tmp_path / "big.duckdb")
+    ids = [f"case-{i:05d}" for i in range(n)]
+    w.ensure_cases("big", {"case_id": ids, "test_type": ["MFT"] * n,
+                           "scoring_group": [f"f{i % 60}" for i in range(n)],
+                           "groups": [{"functionality": f"f{i % 60}"} for i in range(n)]})
+    outcomes = {"case_id": ids, "outcome": ["pass", "fail", "skip"] * (n // 3), "pred": [1, 0, None] * (n // 3)}
+    preds = {"split": ["test"] * 5000, "example_idx": np.arange(5000), "gold": np.ones(5000, dtype=int),
+             "pred": np.zeros(5000, dtype=int), "correct": np.zeros(5000, dtype=bool)}
+    times = []
+    for k in range(3):
+        start = time.perf_counter()
+        w.commit_model(model(f"m{k}", suite="big", seed=k), preds, METRICS, outcomes)
+        times.append(time.perf_counter() - start)
+    assert min(times) < 1.0, times
+    rows = fetch_dicts(w.path, "suite_scores", where={"seed": 0})
+    assert rows[0]["n_cases"] == n and rows[0]["s_suite"] == pytest.approx(0.5)
+    labels = fetch_dicts(w.path, "label_distribution", where={"model_id": "m0", "source": "suite"})
+    assert {r["label"]: r["n_pred"] for r in labels} == {"0": n // 3, "1": n // 3}  # ints stored as text
+
+
+def test_model_row_validation(writer: StoreWriter) -> None:
+    with pytest.raises(ValueError, match="unknown field"):
+        writer.commit_model(model("m1", colour="red"))
+    with pytest.raises(ValueError, match="needs heldout_group"):
+        writer.commit_model(model("m1", scenario="functionality"))
+    with pytest.raises(ValueError, match="holds nothing out"):
+        writer.commit_model(model("m1", heldout_group="f1"))
+    with pytest.raises(ValueError, match="outside that group"):
+        writer.commit_model(model("m1", scenario="functionality", heldout_group="f1"), outcomes=all_outcomes())
+    with pytest.raises(ValueError, match="outside that group"):
+        writer.commit_model(model("m1", scenario="test_type", heldout_group="MFT"), outcomes=all_outcomes())
+    with pytest.raises(ValueError, match="not a fraction"):
+        writer.commit_model(model("m1"), iid_metrics=[("test", "exact_match", 81.2, True)])
+    with pytest.raises(ValueError, match="repeat a case id"):
+        writer.commit_model(model("m1"), outcomes=[("f1-0", "pass"), ("f1-0", "fail")])
+    with pytest.raises(ValueError, match="outcome must be one of"):
+        writer.commit_model(model("m1"), outcomes=[("f1-0", "passed")])
+    assert writer.done_model_ids() == set()
+    # The held-out checks accept a fold evaluated on its own group only.
+    f1 = [(c.case_id, "pass") for c in TEST_CASES if c.scoring_group == "f1"]
+    writer.commit_model(model("m1", scenario="functionality", heldout_group="f1"), outcomes=f1)
+    mft = [(c.case_id, "pass") for c in TEST_CASES if c.test_type == "MFT"]
+    writer.commit_model(model("m2", scenario="test_type", heldout_group="MFT"), outcomes=mft)
+    assert writer.done_model_ids() == {"m1", "m2"}
+
+
+def test_ensure_cases_is_idempotent_and_detects_a_changed_suite(writer: StoreWriter) -> None:
+    assert writer.ensure_cases(SUITE, CASES) == 0
+    extra = CaseRow("f1-new", "MFT", "f1", {"class": "A", "functionality": "f1"})
+    assert writer.ensure_cases(SUITE, [*CASES, extra]) == 1
+    moved = CaseRow("f1-0", "MFT", "f2", {"class": "A", "functionality": "f2"})
+    with pytest.raises(BelugaError, match="differs from the one this store already holds"):
+        writer.ensure_cases(SUITE, [moved])
+    # Same groups in another key order is the same case.
+    same = CaseRow("f1-0", "MFT", "f1", {"functionality": "f1", "class": "A"})
+    assert writer.ensure_cases(SUITE, [same]) == 0
+
+
+def test_runs_and_exclusions(writer: StoreWriter) -> None:
+    run_id = writer.begin_run(Path("b.toml"), "x = 1", device="cuda:0")
+    with pytest.raises(ValueError, match="no run"):
+        writer.finish_run("missing")
+    writer.finish_run(run_id, "interrupted")
+    runs = fetch_dicts(writer.path, "runs")
+    assert [(r["run_id"], r["status"], r["device"]) for r in runs] == [(run_id, "interrupted", "cuda:0")]
+    assert runs[0]["duckdb_version"] == duckdb.__version__ and runs[0]["finished_at"] >= runs[0]["started_at"]
+    writer.set_g_exclusions("sentiment", ["f4", "f5"])
+    writer.set_g_exclusions("sentiment", ["f5"])
+    writer.set_g_exclusions("qqp", [])
+    assert [(r["task"], r["scoring_group"]) for r in fetch_dicts(writer.path, "g_exclusions")] == \
+        [("sentiment", "f5")]
+
+
+def test_external_evaluation(tmp_path: Path) -> None:
+    w = StoreWriter(tmp_path / "ext.duckdb")
+    mid = w.record_external_evaluation(model_name="org/sst2-model", task="sentiment", suite=SUITE,
+                                       outcomes=all_outcomes("fail"), cases=CASES,
+                                       iid_metrics=[("test", "accuracy", 0.9, True)])
+    again = w.record_external_evaluation(model_name="org/sst2-model", task="sentiment", suite=SUITE,
+                                         outcomes=all_outcomes("pass"))
+    other = w.record_external_evaluation(model_name="org/other", task="sentiment", suite=SUITE,
+                                         outcomes=all_outcomes("fail"))
+    assert mid == again != other
+    rows = fetch_dicts(w.path, "g_scores", order_by=["model_name"])
+    assert [(r["model_name"], r["config"], r["method"], r["scenario"], r["s_suite"]) for r in rows] == [
+        ("org/other", "external", "none", "standard", 0.0), ("org/sst2-model", "external", "none", "standard", 1.0)]
+    # The re-check replaced the first evaluation, whose i.i.d. metric went with it.
+    assert rows[1]["s_iid"] is None
+
+
+# --------------------------------------------------------------------- creating and opening
+
+
+def test_new_store_is_complete_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "sub" / "new.duckdb"
+    monkeypatch.setattr(writer_mod, "views_sql", lambda: "CREATE VIEW broken AS SELECT * FROM nowhere;")
+    with pytest.raises(duckdb.Error):
+        StoreWriter(path)
+    assert not path.exists()
+    assert list(path.parent.iterdir()) == []  # no temporary file left behind
+    monkeypatch.undo()
+    StoreWriter(path)
+    assert read_meta(path)["schema_version"] == str(SCHEMA_VERSION)
+
+
+def test_newer_schema_version_is_refused(writer: StoreWriter) -> None:
+    con = duckdb.connect(str(writer.path))
+    con.execute("UPDATE beluga_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)])
+    con.close()
+    with pytest.raises(BelugaError, match="newer than this beluga"):
+        StoreWriter(writer.path)
+    with pytest.raises(BelugaError, match="newer than this beluga"):
+        read_meta(writer.path)
+
+
+def test_files_that_are_not_stores(tmp_path: Path) -> None:
+    other = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(other))
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.close()
+    with pytest.raises(BelugaError, match="not a beluga result store"):
+        StoreWriter(other)
+    garbage = tmp_path / "garbage.duckdb"
+    garbage.write_text("not a database\n" * 100)
+    with pytest.raises(BelugaError, match="cannot open the result store"):
+        StoreWriter(garbage)
+    with pytest.raises(BelugaError, match="no such result store"):
+        read_meta(tmp_path / "missing.duckdb")
+    # An empty DuckDB file (e.g. left by a CLI) becomes a store.
+    empty = tmp_path / "empty.duckdb"
+    duckdb.connect(str(empty)).close()
+    StoreWriter(empty)
+    assert read_meta(empty)["schema_version"] == str(SCHEMA_VERSION)
+
+
+def test_new_store_is_readable_by_duckdb_1x(tmp_path: Path) -> None:
+    import struct
+
+    path = tmp_path / "compat.duckdb"
+    StoreWriter(path).commit_model(model("m1", suite=None))
+    with path.open("rb") as fh:
+        magic, version = struct.Struct("<8x4sQ").unpack(fh.read(20))
+    assert (magic, version) == (b"DUCK", 64)  # the storage version of DuckDB 1.0 (2.0's own is unreadable by 1.x)
+
+
+def test_case_rows_of_a_suite(writer: StoreWriter) -> None:
+    from beluga_core.store import case_rows
+    from beluga_core.suite.io import Suite
+    from beluga_core.suite.schema import Case, SuiteHeader
+
+    header = SuiteHeader(name="mini", levels=["class", "functionality"], scoring_level="functionality",
+                         input_kind="text", test_types=["MFT"])
+    cases = [Case(id=f"c{i}", groups={"class": "A", "functionality": f"f{i % 2}"}, test_type="MFT", loss="mft",
+                  inputs=["a text"], label=0, expectation={"kind": "eq"}) for i in range(4)]
+    rows = case_rows(Suite(header, cases))
+    assert rows[1] == CaseRow("c1", "MFT", "f1", {"class": "A", "functionality": "f1"})
+    assert writer.ensure_cases("mini", rows) == 4
+    assert {r.scoring_group for r in case_rows(Suite(header, cases), scoring_level="test_type")} == {"MFT"}
+
+
+def test_documented_queries_run(store: Path) -> None:
+    # schemas/store.md's examples must keep working against the real views.
+    import re
+
+    doc = (Path(__file__).parent.parent / "schemas" / "store.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sql\n(.*?)```", doc, re.S)
+    assert len(blocks) >= 5
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        for block in blocks:
+            block = block.replace("seed = 42", "seed = 1")
+            block = block.replace("<method model id>", "sentiment/iid-then-t/vanilla/seen/None/s1/done")
+            block = block.replace("<iid model id>", "sentiment/iid/vanilla/standard/None/s1/done")
+            for statement in filter(str.strip, block.split(";")):
+                assert con.execute(statement).fetchall() is not None
+    finally:
+        con.close()
