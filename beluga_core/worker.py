@@ -15,22 +15,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from beluga_core import registry
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.errors import BelugaError
-from beluga_core.expectations.base import FlatPredictions
 from beluga_core.expectations.evaluate import evaluate_cases
 from beluga_core.plan import Job, Plan, TaskPlan
 from beluga_core.splits import sample_indices
 from beluga_core.tasks.iid_data import IIDData, IIDExample
-from beluga_core.training.batches import build_trainset
 from beluga_core.training.encode import Encoder
 from beluga_core.training.loop import seed_everything, train_stage
-from beluga_core.training.model import load_sequence_classifier, load_tokenizer, pick_device
-from beluga_core.training.predict import predict_probs
+from beluga_core.training.model import load_tokenizer, pick_device
 
 OUTCOME_NAMES = {1: "pass", 0: "fail", -1: "skip"}
 ProgressFn = Callable[[str, int, int], None]
@@ -75,17 +71,18 @@ class Worker:
             state.iid = state.task.load_iid(state.plan.spec.iid, self.cfg.split.iid_eval_seed)
         return state.iid
 
-    def encoder(self, model_name: str) -> Encoder:
-        if model_name not in self._encoders:
-            self._encoders[model_name] = Encoder(load_tokenizer(model_name), self.cfg.model.max_length)
-        return self._encoders[model_name]
+    def encoder(self, task: Any, model_name: str) -> Encoder:
+        key = f"{task.name}\x1f{model_name}"
+        if key not in self._encoders:
+            self._encoders[key] = task.make_encoder(load_tokenizer(model_name), self.cfg.model.max_length)
+        return self._encoders[key]
 
-    def model(self, model_name: str, num_labels: int, overrides: dict[str, Any]) -> torch.nn.Module:
-        key = (model_name, num_labels, repr(sorted(overrides.items())))
+    def model(self, task: Any, model_name: str, overrides: dict[str, Any]) -> torch.nn.Module:
+        key = (task.name, model_name, repr(sorted(overrides.items())))
         if key not in self._models:
             # One pristine copy of the pretrained weights (with a fixed head initialisation) per model.
-            model = load_sequence_classifier(model_name, num_labels, seed=0, **overrides).to(self.device)
-            base = (model_name, num_labels)
+            model = task.build_model(model_name, seed=0, **overrides).to(self.device)
+            base = (task.name, model_name)
             if base not in self._pristine:
                 self._pristine[base] = {k: v.detach().clone() for k, v in model.state_dict().items()}
             self._models[key] = model
@@ -121,13 +118,12 @@ class Worker:
         method = method_cls(job.hparams.get("method", {}))
         seed_everything(_seed_of(job.id, job.seed))
 
-        model = self.model(job.model, task.num_labels, method.model_overrides())
-        start_state = self._pristine[(job.model, task.num_labels)] if conf.start == "plm" \
-            else self._parent_state(job)
+        model = self.model(task, job.model, method.model_overrides())
+        start_state = self._pristine[(task.name, job.model)] if conf.start == "plm" else self._parent_state(job)
         model.load_state_dict(start_state)
         for p in model.parameters():
             p.requires_grad_(True)
-        encoder = self.encoder(job.model)
+        encoder = self.encoder(task, job.model)
 
         iid = self.iid_data(job.task)
         sizes = self.cfg.sizes
@@ -138,9 +134,9 @@ class Worker:
             iid_train = _subset(iid.train, sizes.iid_mix, self.cfg.split.seed, "iid_mix") if conf.uses_iid else []
             cases = [suite.case(cid) for cid in job.fold.train_ids]
         env_level = job.hparams.get("method", {}).get("env_level") or suite.header.scoring_level
-        trainset = build_trainset(task, cases, iid_train, env_level, suite.group_of)
+        trainset = task.build_trainset(cases, iid_train, env_level, suite.group_of)
         hp = {k: v for k, v in job.hparams.items() if k != "method"}
-        stats = train_stage(model, encoder, self.device, trainset, hp, method, _seed_of(job.id, job.seed),
+        stats = train_stage(task, model, encoder, self.device, trainset, hp, method, _seed_of(job.id, job.seed),
                             progress=(lambda s, n: progress("train", s, n)) if progress else None)
         if job.config == "iid":
             self._parents[job.id] = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -156,10 +152,10 @@ class Worker:
             progress("eval", 0, 1)
         result = JobResult(job, {})
         eval_cases = [suite.case(cid) for cid in job.fold.eval_ids]
-        result.outcomes = self._judge(task, model, encoder, eval_cases, suite.header.name)
+        result.outcomes = self._judge(task, model, encoder, eval_cases)
         if job.score_iid:
             test = _subset(iid.test, sizes.iid_test, self.cfg.split.seed, "iid_test")
-            result.iid_predictions, result.iid_metrics = self._score_iid(task, model, encoder, test)
+            result.iid_predictions, result.iid_metrics = task.score_iid(model, encoder, test, self.device)
         eval_seconds = time.perf_counter() - eval_start
         if progress:
             progress("eval", 1, 1)
@@ -175,28 +171,13 @@ class Worker:
         }
         return result
 
-    def _judge(self, task: Any, model: torch.nn.Module, encoder: Encoder, cases: list[Any],
-               suite_name: str) -> list[dict[str, Any]]:
+    def _judge(self, task: Any, model: torch.nn.Module, encoder: Encoder, cases: list[Any]) -> list[dict[str, Any]]:
         if not cases:
             return []
-        flat = [x for c in cases for x in c.inputs]
-        probs = task.to_suite_probs(predict_probs(model, encoder, flat, self.device))
-        preds = FlatPredictions.from_arrays(probs=probs, lengths=[len(c.inputs) for c in cases])
+        preds, first = task.predict_cases(model, encoder, cases, self.device)
         outcomes = evaluate_cases(cases, preds)
-        first = probs[preds.offsets[:-1]].argmax(axis=1)
-        return [{"suite": suite_name, "case_id": c.id, "outcome": OUTCOME_NAMES[int(o)], "pred": str(int(p))}
+        return [{"case_id": c.id, "outcome": OUTCOME_NAMES[int(o)], "pred": p}
                 for c, o, p in zip(cases, outcomes, first, strict=True)]
-
-    def _score_iid(self, task: Any, model: torch.nn.Module, encoder: Encoder,
-                   test: list[IIDExample]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        probs = predict_probs(model, encoder, [ex.inputs for ex in test], self.device)
-        pred = probs.argmax(axis=1)
-        gold = np.array([ex.label for ex in test])
-        preds = [{"split": "test", "example_idx": i, "gold": str(int(g)), "pred": str(int(p)),
-                  "correct": bool(p == g)} for i, (p, g) in enumerate(zip(pred, gold, strict=True))]
-        metrics = [{"split": "test", "metric": name, "value": value, "is_primary": name == task.primary_metric}
-                   for name, value in task.iid_metrics(pred, gold).items()]
-        return preds, metrics
 
 
 def _task_for(tp: TaskPlan) -> Any:

@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
+import torch
 
 from beluga_core.errors import BelugaError
+from beluga_core.expectations.base import FlatPredictions
 from beluga_core.suite.schema import Case, Input
-from beluga_core.tasks.iid_data import IIDData, load_classification_iid
+from beluga_core.tasks.iid_data import IIDData, IIDExample, load_classification_iid
+from beluga_core.training.batches import Batch, TrainSet, build_trainset
+from beluga_core.training.encode import Encoder
+from beluga_core.training.model import load_sequence_classifier
+from beluga_core.training.predict import predict_probs
+
+if TYPE_CHECKING:
+    from beluga_core.training.loop import Trainer
 
 
 class ClassificationTask:
     """A task whose model is a sequence classifier over ``head_labels``.
 
-    Subclasses set the class variables; a task whose suite speaks another label space (three-way
-    sentiment on a binary model) overrides ``to_suite_probs`` and ``label_target``.
+    What the core asks of any task plugin: ``load_iid``, ``make_encoder``, ``build_model``,
+    ``build_trainset``, ``batch_loss``, ``predict_cases`` (suite predictions the expectations read) and
+    ``score_iid``. Subclasses set the class variables; a task whose suite speaks another label space
+    (three-way sentiment on a binary model) overrides ``to_suite_probs`` and ``label_target``; a task with
+    another kind of model (extractive QA) overrides the model-facing methods.
     """
 
     name: ClassVar[str]
@@ -109,3 +122,45 @@ class ClassificationTask:
             denom = float((pred == 1).sum() + (gold == 1).sum())
             out["f1"] = 2 * tp / denom if denom else 0.0
         return out
+
+    # -- model -----------------------------------------------------------------------------------------
+    def make_encoder(self, tokenizer: Any, max_length: int) -> Encoder:
+        return Encoder(tokenizer, max_length)
+
+    def build_model(self, model_name: str, *, seed: int = 0, dropout: float | None = None) -> torch.nn.Module:
+        return load_sequence_classifier(model_name, self.num_labels, dropout=dropout, seed=seed)
+
+    def build_trainset(self, cases: Sequence[Case], iid: Sequence[IIDExample], env_level: str | None,
+                       group_of: Callable[[Case, str], str] | None = None) -> TrainSet:
+        return build_trainset(self, cases, iid, env_level, group_of)
+
+    def batch_loss(self, trainer: Trainer, batch: Batch) -> torch.Tensor:
+        loss = trainer.loss_fn(batch.loss)
+        logits = trainer.logits(batch.inputs)
+        if batch.kind == "single":
+            return loss(logits, torch.as_tensor(batch.targets, device=trainer.device))
+        k = len(batch.inputs) // 2
+        if batch.params and "comparison" in batch.params[0]:
+            return loss(logits[:k], logits[k:], [p["comparison"] for p in batch.params])
+        return loss(logits[:k], logits[k:])
+
+    def predict_cases(self, model: torch.nn.Module, encoder: Encoder, cases: Sequence[Case],
+                      device: torch.device) -> tuple[FlatPredictions, list[str]]:
+        """Suite-space predictions for every input of ``cases``, and each case's first predicted label."""
+        flat = [x for c in cases for x in c.inputs]
+        probs = self.to_suite_probs(predict_probs(model, encoder, flat, device))
+        preds = FlatPredictions.from_arrays(probs=probs, lengths=[len(c.inputs) for c in cases])
+        first = probs[preds.offsets[:-1]].argmax(axis=1)
+        return preds, [str(int(p)) for p in first]
+
+    def score_iid(self, model: torch.nn.Module, encoder: Encoder, examples: Sequence[IIDExample],
+                  device: torch.device) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Per-example rows (split, example_idx, gold, pred, correct) and the metrics on D_test."""
+        probs = predict_probs(model, encoder, [ex.inputs for ex in examples], device)
+        pred = probs.argmax(axis=1)
+        gold = np.array([ex.label for ex in examples])
+        rows = [{"split": "test", "example_idx": i, "gold": str(int(g)), "pred": str(int(p)), "correct": bool(p == g)}
+                for i, (p, g) in enumerate(zip(pred, gold, strict=True))]
+        metrics = [{"split": "test", "metric": name, "value": value, "is_primary": name == self.primary_metric}
+                   for name, value in self.iid_metrics(pred, gold).items()]
+        return rows, metrics

@@ -46,8 +46,9 @@ def seed_everything(seed: int) -> None:
 class Trainer:
     """Owns model, optimizer and schedule for one training stage; methods call back into it."""
 
-    def __init__(self, model: torch.nn.Module, encoder: Encoder, device: torch.device, hp: dict[str, Any],
-                 n_steps: int, method: Method) -> None:
+    def __init__(self, task: Any, model: torch.nn.Module, encoder: Encoder, device: torch.device,
+                 hp: dict[str, Any], n_steps: int, method: Method) -> None:
+        self.task = task
         self.model = model
         self.encoder = encoder
         self.device = device
@@ -83,15 +84,8 @@ class Trainer:
             return self.model(**batch).logits
 
     def batch_loss(self, batch: Batch) -> torch.Tensor:
-        loss = self.loss_fn(batch.loss)
-        logits = self.logits(batch.inputs)
-        if batch.kind == "single":
-            targets = torch.as_tensor(batch.targets, device=self.device)
-            return loss(logits, targets)
-        k = len(batch.inputs) // 2
-        if batch.params and "comparison" in batch.params[0]:
-            return loss(logits[:k], logits[k:], [p["comparison"] for p in batch.params])
-        return loss(logits[:k], logits[k:])
+        """The loss of one mini-batch; the task knows how its model's outputs meet the loss plugins."""
+        return self.task.batch_loss(self, batch)
 
     def backward_and_step(self, loss: torch.Tensor) -> None:
         self.optimizer.zero_grad(set_to_none=True)
@@ -103,7 +97,7 @@ class Trainer:
         self.scheduler.step()
 
 
-def train_stage(model: torch.nn.Module, encoder: Encoder, device: torch.device, trainset: TrainSet,
+def train_stage(task: Any, model: torch.nn.Module, encoder: Encoder, device: torch.device, trainset: TrainSet,
                 hp: dict[str, Any], method: Method, seed: int, progress: ProgressFn | None = None) -> TrainStats:
     import time
 
@@ -119,7 +113,7 @@ def train_stage(model: torch.nn.Module, encoder: Encoder, device: torch.device, 
                                   else [u.original, *u.perturbed]))
     method.prepare(model)
     model.train()
-    trainer = Trainer(model, encoder, device, hp, n_steps, method)
+    trainer = Trainer(task, model, encoder, device, hp, n_steps, method)
     total = torch.zeros((), device=device)
     steps = examples = 0
     for batches in method.steps(trainset, rng, batch_size, epochs):

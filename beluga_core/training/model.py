@@ -76,8 +76,10 @@ def load_sequence_classifier(name: str, num_labels: int, *, dropout: float | Non
     except OSError as exc:
         raise BelugaError(f"cannot load model '{name}': {exc}{_offline_hint(path)}") from None
     verbosity = hf_logging.get_verbosity()
-    # The new classifier weights are reported as missing by design; that report is noise for users.
+    # The new classifier weights are reported as missing by design; that report (and a per-load progress
+    # bar) is noise for users.
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     try:
         torch.manual_seed(seed)
         return AutoModelForSequenceClassification.from_pretrained(path, config=config)

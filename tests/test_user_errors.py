@@ -1,0 +1,151 @@
+"""Every user mistake gets a specific message (file, line / field, what was expected) and exit status 2."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from beluga_core.cli.app import main
+
+HEADER = {"kind": "suite", "name": "mini", "levels": ["domain", "skill"], "scoring_level": "skill",
+          "task": "sentiment", "input_kind": "text", "label_space": ["negative", "positive"]}
+
+
+def case(i: int, **over: object) -> dict:
+    rec = {"id": f"c{i}", "groups": {"domain": "movies", "skill": "negation"}, "test_type": "MFT", "loss": "mft",
+           "inputs": [f"not a good film {i}"], "label": 0, "expectation": {"kind": "eq", "target": "label"}}
+    rec.update(over)
+    return rec
+
+
+def write_suite(path: Path, records: list[object], raw_lines: dict[int, str] | None = None) -> Path:
+    lines = [json.dumps(r) for r in records]
+    for lineno, text in (raw_lines or {}).items():
+        lines.insert(lineno - 1, text)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return int(exc.value.code or 0), " ".join(err.split())
+
+
+GOOD_CONFIG = """name = "x"
+scenarios = ["standard", "seen", "phenomenon"]
+[[tasks]]
+name = "sentiment"
+suite = "builtin:sst2-phenomena"
+iid = "builtin:sst2"
+[training]
+epochs = 1
+"""
+
+SUITE_ERRORS = {
+    "broken JSON line": ([HEADER, case(1)], {3: '{"id": "c2", "groups": '}, ["line 3", "not valid JSON"]),
+    "unknown expectation kind": ([HEADER, case(1, expectation={"kind": "eqq"})], None,
+                                 ["line 2", "unknown expectation kind 'eqq'", "did you mean 'eq'"]),
+    "missing level": ([HEADER, case(1, groups={"skill": "negation"})], None,
+                      ["line 2", "no group for level(s) ['domain']"]),
+    "case with no inputs": ([HEADER, case(1, inputs=[])], None, ["line 2", "inputs", "at least 1 item"]),
+    "header missing": ([case(1)], None, ["line 1", "suite header"]),
+    "duplicate case id": ([HEADER, case(1), case(1)], None, ["line 3", "duplicate case id 'c1'", "line 2"]),
+    "label list length": ([HEADER, case(1, label=[0, 1])], None, ["line 2", "one label per input"]),
+    "scoring level not a level": ([{**HEADER, "scoring_level": "topic"}, case(1)], None,
+                                  ["line 1", "scoring_level 'topic' is not one of the levels"]),
+    "bad expectation parameter": ([HEADER, case(1, expectation={"kind": "inv", "tolerance": "big"})], None,
+                                  ["line 2", "tolerance"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUITE_ERRORS))
+def test_malformed_suite(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    records, raw, expected = SUITE_ERRORS[name]
+    path = write_suite(tmp_path / "s.jsonl", records, raw)
+    code, err = run_cli(["suite", "info", str(path)], capsys)
+    assert code == 2
+    assert str(path) in err
+    for fragment in expected:
+        assert fragment in err, (fragment, err)
+
+
+def test_missing_suite_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_cli(["suite", "info", str(tmp_path / "nope.jsonl")], capsys)
+    assert code == 2 and "file not found" in err
+
+
+def test_corrupt_gzip_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.jsonl.gz"
+    data = gzip.compress(json.dumps(HEADER).encode() + b"\n" + json.dumps(case(1)).encode() + b"\n")
+    path.write_bytes(data[: len(data) // 2])
+    code, err = run_cli(["suite", "info", str(path)], capsys)
+    assert code == 2 and "cannot read" in err
+
+
+PRED_ERRORS = {
+    "wrong vector length": ('{"id": "c1", "preds": [[0.2, 0.3, 0.5, 0.0]]}', ["line 1", "length"]),
+    "unknown id": ('{"id": "c1", "preds": [[0.2, 0.8]]}\n{"id": "zzz", "preds": [[0.2, 0.8]]}',
+                   ["line 2", "zzz"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PRED_ERRORS))
+def test_malformed_predictions(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = write_suite(tmp_path / "s.jsonl", [HEADER, case(1)])
+    text, expected = PRED_ERRORS[name]
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text(text + "\n")
+    out = tmp_path / "out.jsonl"
+    code, err = run_cli(["suite", "check", str(suite), "--predictions", str(pred), "--out", str(out)], capsys)
+    assert code == 2 and str(pred) in err
+    for fragment in expected:
+        assert fragment in err, (fragment, err)
+    assert not out.exists()  # nothing half-written
+
+
+CONFIG_ERRORS = {
+    "bad TOML": (GOOD_CONFIG.replace('name = "x"', 'name = "x'), ["line 1", "not valid TOML"]),
+    "unknown method": (GOOD_CONFIG.replace('name = "x"', 'name = "x"\nmethods = ["vanila"]'),
+                       ["line 2", "unknown method 'vanila'", "did you mean 'vanilla'"]),
+    "unknown configuration": (GOOD_CONFIG.replace('name = "x"', 'name = "x"\nconfigurations = ["iid-then"]'),
+                              ["line 2", "unknown training configuration 'iid-then'", "did you mean"]),
+    "unknown task": (GOOD_CONFIG.replace('name = "sentiment"', 'name = "sentimnt"'),
+                     ["line 4", "unknown task 'sentimnt'", "did you mean 'sentiment'"]),
+    "unknown key": (GOOD_CONFIG + "learning_rat = 1e-5\n", ["line 9", "training.learning_rat", "Extra inputs"]),
+    "wrong type": (GOOD_CONFIG.replace("epochs = 1", 'epochs = "three"'), ["line 8", "training.epochs", "number"]),
+    "scenario not a level": (GOOD_CONFIG.replace('"phenomenon"]', '"functionality"]'),
+                             ["scenario 'functionality' is not a level", "phenomenon, length, test_type"]),
+    "unknown executor": (GOOD_CONFIG + '[executor]\nname = "slurm"\n', ["unknown executor 'slurm'", "local"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIG_ERRORS))
+def test_malformed_config(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text, expected = CONFIG_ERRORS[name]
+    path = tmp_path / "bench.toml"
+    path.write_text(text)
+    code, err = run_cli(["run", str(path), "--dry-run"], capsys)
+    assert code == 2 and str(path) in err
+    for fragment in expected:
+        assert fragment in err, (fragment, err)
+
+
+def test_missing_config_and_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = run_cli(["run", str(tmp_path / "none.toml"), "--dry-run"], capsys)
+    assert code == 2 and "config file not found" in err
+    code, err = run_cli(["report", str(tmp_path / "none.duckdb")], capsys)
+    assert code == 2 and "no such result store" in err
+
+
+def test_import_checklist_not_a_tarball(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bogus = tmp_path / "suite.tar.gz"
+    bogus.write_bytes(b"this is not a tarball")
+    code, err = run_cli(["suite", "import-checklist", str(bogus), "--out", str(tmp_path / "o.jsonl.gz")], capsys)
+    assert code == 2 and str(bogus) in err
+    assert not (tmp_path / "o.jsonl.gz").exists()
