@@ -24,6 +24,7 @@ from beluga_core.expectations.evaluate import evaluate_cases
 from beluga_core.plan import Job, Plan, TaskPlan
 from beluga_core.splits import sample_indices
 from beluga_core.tasks.iid_data import IIDData, IIDExample
+from beluga_core.training import precision
 from beluga_core.training.encode import Encoder
 from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.model import load_tokenizer, pick_device
@@ -57,6 +58,7 @@ class Worker:
         self.plan = plan
         self.cfg: BenchmarkConfig = plan.config
         self.device = pick_device(device)
+        self.precision = precision.configure(self.cfg.executor.precision, self.device)
         self.cache_dir = cache_dir
         self.tasks = {tp.spec.name: _TaskState(tp, _task_for(tp)) for tp in plan.tasks}
         self._encoders: dict[str, Encoder] = {}
@@ -167,7 +169,7 @@ class Worker:
             "hparams": job.hparams, "parent_model_id": job.parent_id, "status": "done", "error": None,
             "started_at": started, "finished_at": datetime.now(UTC), "train_seconds": stats.seconds,
             "eval_seconds": eval_seconds, "n_train_iid": len(iid_train), "n_train_suite": len(cases),
-            "device": str(self.device),
+            "device": f"{self.device}/{self.precision}",
         }
         return result
 

@@ -90,6 +90,8 @@ class ExecutorSpec(_Strict):
     name: str = Field("local", description="Executor plugin (entry point group beluga.executors).")
     device: str = Field("auto", description="auto (GPU when there is one), cpu, cuda, cuda:N.")
     threads: int = Field(0, ge=0, description="torch CPU threads per worker (0 = all cores / workers).")
+    precision: Literal["auto", "fp32", "bf16"] = Field(
+        "auto", description="auto: bf16 autocast on GPUs and on CPUs with native bf16, else fp32.")
     workers: int = Field(1, ge=1, description="Parallel workers (executors that support it).")
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
 

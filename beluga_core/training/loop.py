@@ -6,7 +6,6 @@ sentences (MEASURED.md), it mixes loss types per batch, and methods plug into si
 
 from __future__ import annotations
 
-import contextlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,9 +15,10 @@ import numpy as np
 import torch
 
 from beluga_core import registry
+from beluga_core.methods.base import Method
 from beluga_core.training.batches import Batch, TrainSet
 from beluga_core.training.encode import Encoder
-from beluga_core.training.methods import Method
+from beluga_core.training.precision import autocast
 
 ProgressFn = Callable[[int, int], None]
 
@@ -29,12 +29,6 @@ class TrainStats:
     examples: int
     mean_loss: float
     seconds: float
-
-
-def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
 
 
 def seed_everything(seed: int) -> None:
@@ -108,9 +102,8 @@ def train_stage(task: Any, model: torch.nn.Module, encoder: Encoder, device: tor
     n_steps = method.n_steps(trainset, batch_size, epochs)
     if n_steps == 0:
         return TrainStats(0, 0, float("nan"), 0.0)
-    encoder.encode_many(x for units in trainset.streams.values() for u in units
-                        for x in ([c[0] for c in u.choices] if hasattr(u, "choices")
-                                  else [u.original, *u.perturbed]))
+    encoder.encode_many(trainset.inputs())
+    trainset.length_of = encoder.length
     method.prepare(model)
     model.train()
     trainer = Trainer(task, model, encoder, device, hp, n_steps, method)

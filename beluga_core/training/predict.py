@@ -9,7 +9,7 @@ import torch
 
 from beluga_core.suite.schema import Input
 from beluga_core.training.encode import Encoder
-from beluga_core.training.loop import autocast
+from beluga_core.training.precision import autocast
 
 
 def predict_probs(model: torch.nn.Module, encoder: Encoder, inputs: Sequence[Input], device: torch.device,

@@ -1,4 +1,4 @@
-"""Generalization methods: the base class a method plugin implements, and plain fine-tuning.
+"""The base class a generalization-method plugin implements.
 
 A method adjusts the model and optimizer and performs one update from a list of mini-batches, as
 DomainBed's ``Algorithm.update(minibatches)``. Adding a method is one subclass plus one entry point in
@@ -54,8 +54,3 @@ class Method:
         trainer.backward_and_step(loss)
         return loss.detach()
 
-
-class Vanilla(Method):
-    """Plain fine-tuning with AdamW."""
-
-    name = "vanilla"
