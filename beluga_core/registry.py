@@ -85,10 +85,23 @@ def unknown_name_message(kind: str, name: str, available: list[str]) -> str:
     return msg
 
 
+def _distributions() -> dict[tuple[str, str], str]:
+    """(namespace, plugin name) → the installed package that declares it (stevedore's cache drops it)."""
+    from importlib.metadata import distributions
+
+    groups = set(NAMESPACES.values())
+    out: dict[tuple[str, str], str] = {}
+    for dist in distributions():
+        for ep in dist.entry_points:
+            if ep.group in groups:
+                out[(ep.group, ep.name)] = f"{dist.metadata['Name']} {dist.version}"
+    return out
+
+
 def list_plugins() -> list[PluginInfo]:
+    dists = _distributions()
     out = []
-    for kind in NAMESPACES:
+    for kind, namespace in NAMESPACES.items():
         for name, ep in sorted(_entry_points(kind).items()):
-            dist = ep.dist.name if getattr(ep, "dist", None) is not None else "?"
-            out.append(PluginInfo(kind, name, ep.value, dist))
+            out.append(PluginInfo(kind, name, ep.value, dists.get((namespace, name), "?")))
     return out

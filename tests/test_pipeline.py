@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 DATA = Path(__file__).resolve().parent / "data"
-BELUGA = [sys.executable, "-m", "beluga_core.cli.app"]
+BELUGA = [sys.executable, "-m", "beluga_core"]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
 
 

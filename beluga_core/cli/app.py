@@ -21,7 +21,15 @@ err_console = Console(stderr=True)
 
 def _register() -> None:
     # Imported for their side effect of adding commands; kept here so `--help` lists all of them.
-    from beluga_core.cli import plugins_cmd, report_cmd, run_cmd, suite_check, suite_import, suite_info  # noqa: F401
+    from beluga_core.cli import (  # noqa: F401
+        analyze_cmd,
+        plugins_cmd,
+        report_cmd,
+        run_cmd,
+        suite_check,
+        suite_import,
+        suite_info,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,18 +42,13 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted; finished work is kept (re-run to resume)")
         sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(130)
     except Exception as exc:
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            sys.exit(130)
-        if isinstance(exc, click.ClickException):
+        # Usage errors (unknown command or option, missing argument) come from typer's bundled click.
+        if callable(getattr(exc, "show", None)) and hasattr(exc, "exit_code"):
             exc.show()
             sys.exit(2)
         raise
-
-
-if __name__ == "__main__":
-    main()
