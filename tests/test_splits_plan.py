@@ -35,7 +35,8 @@ def sentiment() -> Suite:
 def test_split_is_50_25_25_within_every_group(sentiment: Suite) -> None:
     split = split_suite(sentiment, 123)
     level = sentiment.header.scoring_level
-    sizes = {name: Counter(sentiment.case(c).groups[level] for c in split.of(name)) for name in ("train", "val", "test")}
+    sizes = {name: Counter(sentiment.case(c).groups[level] for c in split.of(name))
+             for name in ("train", "val", "test")}
     total = Counter(c.groups[level] for c in sentiment.cases)
     for group, n in total.items():
         assert (sizes["train"][group], sizes["val"][group], sizes["test"][group]) == split_counts(n, (0.5, 0.25, 0.25))
