@@ -17,6 +17,7 @@ from beluga_core.config.schema import SEEN, STANDARD, BenchmarkConfig, TaskSpec
 from beluga_core.errors import BelugaError
 from beluga_core.splits import SuiteSplit, group_ids, split_suite
 from beluga_core.suite.io import Suite, load_suite
+from beluga_core.tasks.base import configure_task
 
 # Bumped when training or evaluation code changes what a job computes, so old results are not reused.
 JOB_FORMAT = 1
@@ -121,6 +122,8 @@ def build_plan(cfg: BenchmarkConfig, config_path: Path) -> Plan:
     tasks: list[TaskPlan] = []
     model_of = cfg.model.task_models
     for spec in cfg.tasks:
+        # The task checks its own settings (iid_metric, options), so a dry run catches mistakes in them.
+        configure_task(registry.get("task", spec.name)(), spec)
         suite = load_suite(spec.suite)
         if spec.apply_corrections:
             suite = suite.effective()
@@ -136,6 +139,9 @@ def build_plan(cfg: BenchmarkConfig, config_path: Path) -> Plan:
             "suite_cases": len(suite.cases), "corrections": spec.apply_corrections, "iid": spec.iid,
             "model": model, "max_length": cfg.model.max_length, "split": cfg.split.model_dump(mode="json"),
             "sizes": sizes.model_dump(),
+            # Only when set, so the ids of jobs that use neither stay as they were.
+            **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
+            **({"task_options": spec.options} if spec.options else {}),
         }
         for seed in cfg.seeds:
             iid_hp = cfg.training.stage("iid")

@@ -23,6 +23,7 @@ from beluga_core.errors import BelugaError
 from beluga_core.expectations.evaluate import evaluate_cases
 from beluga_core.plan import Job, Plan, TaskPlan
 from beluga_core.splits import sample_indices
+from beluga_core.tasks.base import configure_task
 from beluga_core.tasks.iid_data import IIDData, IIDExample
 from beluga_core.training import precision
 from beluga_core.training.encode import Encoder
@@ -166,7 +167,10 @@ class Worker:
             "model_id": job.id, "task": job.task, "suite": suite.header.name, "config": job.config,
             "method": job.method, "scenario": fold.scenario, "heldout_level": fold.heldout_level,
             "heldout_group": fold.heldout_group, "seed": job.seed, "split_seed": self.cfg.split.seed,
-            "hparams": job.hparams, "parent_model_id": job.parent_id, "status": "done", "error": None,
+            # What building the training set left out (e.g. reading MFT inputs whose answer is not in the
+            # context) is recorded with the model, under hparams.train_notes.
+            "hparams": {**job.hparams, "train_notes": trainset.notes} if trainset.notes else job.hparams,
+            "parent_model_id": job.parent_id, "status": "done", "error": None,
             "started_at": started, "finished_at": datetime.now(UTC), "train_seconds": stats.seconds,
             "eval_seconds": eval_seconds, "n_train_iid": len(iid_train), "n_train_suite": len(cases),
             "device": f"{self.device}/{self.precision}",
@@ -184,6 +188,7 @@ class Worker:
 
 def _task_for(tp: TaskPlan) -> Any:
     task = registry.get("task", tp.spec.name)()
+    configure_task(task, tp.spec)
     task.use_suite(tp.suite.header.label_space)
     return task
 

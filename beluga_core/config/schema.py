@@ -29,7 +29,12 @@ class TaskSpec(_Strict):
     iid: str = Field(description=(
         "i.i.d. data: builtin:NAME (shipped), a Hugging Face datasets name such as 'glue/sst2', or a local "
         "file/folder the task plugin understands."))
-    iid_metric: str | None = Field(None, description="Metric G uses; default: the task's primary metric.")
+    iid_metric: str | None = Field(None, description=(
+        "i.i.d. metric G uses, one the task computes (paraphrase: accuracy or f1; reading: exact_match or f1); "
+        "default: the task's primary metric."))
+    options: dict[str, Any] = Field(default_factory=dict, description=(
+        "Task-specific settings, checked by the task plugin; e.g. reading: max_length (384), doc_stride (128), "
+        "max_query_length (64), max_answer_length (30), n_best (20)."))
     g_exclude: list[str] = Field(default_factory=list,
                                  description="Scoring groups left out of s_T and G (empty by default).")
     apply_corrections: bool = Field(True, description="Apply the suite's documented corrections.")

@@ -19,7 +19,27 @@ from beluga_core.training.model import load_sequence_classifier
 from beluga_core.training.predict import predict_probs
 
 if TYPE_CHECKING:
+    from beluga_core.config.schema import TaskSpec
     from beluga_core.training.loop import Trainer
+
+
+def configure_task(task: Any, spec: TaskSpec) -> None:
+    """Hand a config's task settings (``iid_metric``, ``options``) to a task plugin, which checks them.
+
+    A plugin without ``configure`` takes no settings: setting any for it is an error, not silently ignored.
+    """
+    if hasattr(task, "configure"):
+        task.configure(spec)
+    elif spec.iid_metric is not None or spec.options:
+        raise BelugaError(f"task '{spec.name}' takes no iid_metric or options", field="tasks")
+
+
+def check_iid_metric(task_name: str, metrics: Sequence[str], wanted: str | None) -> str | None:
+    """``wanted`` if the task computes it (None stays None); otherwise a ``BelugaError`` naming the choices."""
+    if wanted is not None and wanted not in metrics:
+        raise BelugaError(f"task '{task_name}' computes no i.i.d. metric '{wanted}'; choose one of "
+                          f"{', '.join(metrics)}", field="iid_metric")
+    return wanted
 
 
 class ClassificationTask:
@@ -41,6 +61,13 @@ class ClassificationTask:
 
     def __init__(self) -> None:
         self.suite_labels: list[str] | None = None
+
+    def configure(self, spec: TaskSpec) -> None:
+        """Take a config's settings: ``iid_metric`` picks the metric G uses; classification takes no options."""
+        self.primary_metric = check_iid_metric(self.name, self.metrics, spec.iid_metric) or self.primary_metric
+        if spec.options:
+            raise BelugaError(f"task '{self.name}' takes no options (got {sorted(spec.options)})",
+                              field="options")
 
     @property
     def num_labels(self) -> int:

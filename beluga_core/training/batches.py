@@ -66,6 +66,8 @@ class TrainSet:
     streams: dict[str, list[SingleUnit | PairUnit]]
     losses: dict[str, str]
     length_of: Callable[[Input], int] | None = None
+    # What building the set left out and why (counts), recorded with the model in the store.
+    notes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def n_examples(self) -> int:
