@@ -96,6 +96,9 @@ def run_plan(plan: Plan, console: Console) -> Path:
     finally:
         writer.finish_run(run_id, status)
         console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}")
+    from beluga_core.significance.analyze import refresh_after_run
+
+    refresh_after_run(store_path, console)
     from beluga_core.report.terminal import print_g_table
 
     print_g_table(store_path, console)

@@ -1,4 +1,4 @@
-"""``beluga report STORE``."""
+"""``beluga report STORE [--format md|html --out DIR]``."""
 
 from __future__ import annotations
 
@@ -12,10 +12,32 @@ from beluga_core.errors import BelugaError
 
 
 @app.command("report")
-def report(store: Path = typer.Argument(..., help="A beluga result store (DuckDB file).")) -> None:
-    """Print i.i.d. scores and G per scenario for every configuration-method (works while a run goes on)."""
+def report(
+    store: Path = typer.Argument(..., help="A beluga result store (DuckDB file)."),
+    fmt: str | None = typer.Option(None, "--format", metavar="md|html",
+                                   help="Write a Markdown or a self-contained HTML report (with figures) to --out "
+                                        "instead of printing the table."),
+    out: Path | None = typer.Option(None, "--out", help="Folder for the report and its figures (with --format)."),
+) -> None:
+    """Print i.i.d. scores and G per scenario for every configuration-method (works while a run goes on).
+
+    With --format md|html --out DIR: write the full report (Table 3 with significance marks, pass-rate
+    heatmaps as PNG and SVG, worst-group pass rates, the degeneracy check) into DIR.
+    """
     if not store.exists():
         raise BelugaError("no such result store", source=store)
-    from beluga_core.report.terminal import print_g_table
+    if fmt is None:
+        if out is not None:
+            raise BelugaError("--out needs --format md or --format html")
+        from beluga_core.report.terminal import print_g_table
 
-    print_g_table(store, Console())
+        print_g_table(store, Console())
+        return
+    from beluga_core.report.build import FORMATS, write_report
+
+    if fmt not in FORMATS:
+        raise BelugaError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if out is None:
+        raise BelugaError(f"--format {fmt} needs --out DIR (the report and its figures go there)")
+    path, content = write_report(store, out, fmt)
+    Console().print(f"wrote {path} ({len(content.figures)} heatmap(s) as PNG and SVG in {path.parent / 'figures'})")

@@ -43,11 +43,31 @@ def _pct(v: float | None) -> str:
     return "—" if v is None else f"{100 * v:.1f}"
 
 
+def _significance_marks(store: Path) -> dict[tuple[str | None, tuple[str, str], str], str]:
+    """Cell → 'better' / 'worse' from the significance view (empty before any `beluga analyze`)."""
+    from beluga_core.report.table3 import agreed, significance_marks
+    from beluga_core.store.reader import open_store
+    from beluga_core.store.significance import has_significance
+
+    with open_store(store) as con:
+        if not has_significance(con):
+            return {}
+        cur = con.execute("SELECT * FROM significance")
+        names = [d[0] for d in cur.description]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    return {k: m for k, v in significance_marks(rows).items() if (m := agreed(v))}
+
+
+def _marked(text: str, mark: str | None) -> str:
+    return {"better": f"[green]{text} ▲[/]", "worse": f"[red]{text} ▼[/]"}.get(mark or "", text)
+
+
 def print_g_table(store: Path, console: Console) -> None:
     table_data = g_table(store)
     if not table_data:
         console.print(f"no finished models in {store} yet")
         return
+    marks = _significance_marks(store)
     for task, rows in sorted(table_data.items()):
         scenarios = scenario_order({sc for per in rows.values() for sc in per} - {"standard"})
         table = Table(title=f"{task}: i.i.d. score and G per scenario (%)", title_justify="left")
@@ -66,8 +86,11 @@ def print_g_table(store: Path, console: Console) -> None:
                 detail = f"s_standard {_pct(base['s_suite'])}"
                 iid = base["s_iid"]
             else:
-                cells = [_pct(per.get(sc, {}).get("g")) for sc in scenarios]
+                cells = [_marked(_pct(per.get(sc, {}).get("g")), marks.get((task, key, sc))) for sc in scenarios]
                 detail = " ".join(f"{sc} {_pct(per.get(sc, {}).get('s_suite'))}" for sc in scenarios)
                 iid = next((v["s_iid"] for v in per.values() if v["s_iid"] is not None), None)
-            table.add_row(key[0], key[1], _pct(iid), *cells, detail)
+            table.add_row(key[0], key[1], _marked(_pct(iid), marks.get((task, key, "i.i.d."))), *cells, detail)
         console.print(table)
+    if marks:
+        console.print("▲ / ▼ significantly better / worse than the IID baseline (p < 0.05; `beluga analyze`)",
+                      style="dim")

@@ -1,0 +1,97 @@
+"""``beluga analyze STORE [--rounds R] [--seed S] [--compare A B] [--force]``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from beluga_core.cli.app import app
+from beluga_core.errors import BelugaError
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{100 * v:+.1f}"
+
+
+def _p(v: float | None) -> str:
+    return "—" if v is None else f"{v:.4f}"
+
+
+def _print_rows(console: Console, title: str, rows: list[dict]) -> None:
+    table = Table(title=title, title_justify="left")
+    for col in ("task", "configuration/method", "scenario", "Δ i.i.d.", "p", "Δ G", "p", "status"):
+        table.add_column(col, justify="right" if col in ("Δ i.i.d.", "p", "Δ G") else "left")
+    mark = {"better": " [green]▲[/]", "worse": " [red]▼[/]"}
+    for r in rows:
+        table.add_row(r["task"] or "mean over tasks", f"{r['config']}/{r['method']}", r["scenario"] or "Avg.",
+                      _pct(r["delta_iid"]) + mark.get(r.get("iid_mark") or "", ""), _p(r["p_iid"]),
+                      _pct(r["delta_g"]) + mark.get(r.get("g_mark") or "", ""), _p(r["p_g"]), r["status"])
+    console.print(table)
+
+
+def _mark(row: dict, p: str, delta: str) -> str | None:
+    # As the significance view does it: only a current test below α marks, in its tested direction.
+    if row["stale"] or row[p] is None or row[p] >= 0.05 or not row[delta]:
+        return None
+    return "better" if row[delta] > 0 else "worse"
+
+
+@app.command("analyze")
+def analyze(
+    store: Path = typer.Argument(..., help="A beluga result store (DuckDB file)."),
+    rounds: int = typer.Option(10_000, "--rounds", min=1, help="Randomization rounds per test (METHOD.md §7)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the randomization tests."),
+    compare: tuple[str, str] | None = typer.Option(
+        None, "--compare", metavar="A B",
+        help="Also test configuration-method A against B, e.g. --compare iid-then-t/l2 iid-plus-t/vanilla "
+             "(a bare configuration means its vanilla method)."),
+    force: bool = typer.Option(False, "--force", help="Recompute tests that are already current."),
+) -> None:
+    """Compute significance tests against the IID baseline (and between two configuration-methods)."""
+    if not store.exists():
+        raise BelugaError("no such result store", source=store)
+    from beluga_core.significance.analyze import analyze_store, parse_config_method
+    from beluga_core.store.reader import open_store
+
+    console = Console()
+    pairs = []
+    if compare:
+        try:
+            pairs = [(parse_config_method(compare[0]), parse_config_method(compare[1]))]
+        except ValueError as exc:
+            raise BelugaError(f"--compare: {exc}") from exc
+    summary = analyze_store(store, rounds=rounds, seed=seed, pairs=pairs, force=force)
+    console.print(f"{summary.n_comparisons} comparison(s): {summary.n_computed} computed, {summary.n_kept} "
+                  f"already current ({rounds:,} rounds, seed {seed}; {summary.seconds:.1f} s)")
+    if summary.dropped_stale:
+        console.print(f"[yellow]{len(summary.dropped_stale)} test(s) not stored: their models changed while "
+                      "computing (a run is writing?); run `beluga analyze` again when it is done")
+    with open_store(store) as con:
+        cur = con.execute("""SELECT * FROM significance
+                             ORDER BY scope DESC, task, config, method, scenario NULLS LAST, seed, split_seed""")
+        names = [d[0] for d in cur.description]
+        baseline_rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        pair_rows: list[dict] = []
+        if pairs:
+            (a, b), = pairs
+            cur = con.execute(
+                """SELECT *, CASE WHEN stale THEN 'stale' ELSE 'current' END AS status
+                   FROM significance_pairs
+                   WHERE config = ? AND method = ? AND base_config = ? AND base_method = ?
+                   ORDER BY scope DESC, task, scenario NULLS LAST, seed, split_seed""", [*a, *b])
+            names = [d[0] for d in cur.description]
+            pair_rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    if not baseline_rows:
+        console.print("no configuration-method with an IID baseline (config iid, method vanilla) in this store yet")
+    else:
+        _print_rows(console, "Against the IID baseline (its G_standard), in percentage points; ▲ / ▼ significantly "
+                             "better / worse (p < 0.05)", baseline_rows)
+    if pairs:
+        for r in pair_rows:
+            r["iid_mark"], r["g_mark"] = _mark(r, "p_iid", "delta_iid"), _mark(r, "p_g", "delta_g")
+        (a, b), = pairs
+        base = "its G_standard" if pair_rows and pair_rows[0]["base_scenario"] else "the same scenario"
+        _print_rows(console, f"{a[0]}/{a[1]} against {b[0]}/{b[1]} ({base})", pair_rows)

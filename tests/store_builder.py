@@ -1,0 +1,83 @@
+"""Hand-made result stores for the significance and report tests (written through StoreWriter)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from beluga_core.store import CaseRow, StoreWriter
+
+SUITE = "toy"
+# functionality -> (class, test type); the classes interleave (reports must still keep them together) and
+# are not in alphabetical order (reports keep suite order).
+FUNCTIONALITIES = {"f1": ("Vocabulary", "MFT"), "f2": ("Negation", "INV"), "f3": ("Vocabulary", "DIR"),
+                   "f4": ("Negation", "MFT"), "f5": ("Negation", "INV")}
+LABELS = ("0", "1", "2")
+
+
+def make_cases(per_group: int = 20) -> list[CaseRow]:
+    return [CaseRow(f"{f}-{j}", tt, f, {"class": cls, "functionality": f})
+            for f, (cls, tt) in FUNCTIONALITIES.items() for j in range(per_group)]
+
+
+class StoreBuilder:
+    """Writes models of one suite; a held-out scenario is split into one fold model per group."""
+
+    def __init__(self, path: Path, cases: Sequence[CaseRow] | None = None, *, suite: str = SUITE) -> None:
+        self.path = path
+        self.suite = suite
+        self.cases = list(cases) if cases is not None else make_cases()
+        self.writer = StoreWriter(path)
+        self.writer.ensure_cases(suite, self.cases)
+        self.clock = datetime(2024, 6, 1)
+
+    def _tick(self) -> datetime:
+        self.clock += timedelta(seconds=1)
+        return self.clock
+
+    def add(self, config: str, method: str, scenario: str, outcomes: Mapping[str, str],
+            correct: Sequence[bool] | None = None, *, task: str = "sentiment", seed: int = 42,
+            split_seed: int = 1, model_name: str = "toy-bert", preds: Sequence[str] | None = None,
+            golds: Sequence[str] | None = None, case_preds: Mapping[str, str] | None = None) -> list[str]:
+        """One model (standard / seen) or one per group (held-out at level ``scenario``); returns model ids."""
+        if scenario in ("standard", "seen"):
+            folds: dict[str | None, list[str]] = {None: list(outcomes)}
+        else:
+            by_id = {c.case_id: c for c in self.cases}
+            folds = {}
+            for cid in outcomes:
+                c = by_id[cid]
+                group = c.test_type if scenario == "test_type" else c.groups[scenario]
+                folds.setdefault(group, []).append(cid)
+        ids = []
+        for group, cids in sorted(folds.items(), key=lambda kv: str(kv[0])):
+            mid = f"{task}/{model_name}/{config}/{method}/{scenario}/{group}/{seed}/{split_seed}"
+            iid_preds = None
+            metrics = None
+            if correct is not None and group is None:
+                n = len(correct)
+                gold = list(golds) if golds is not None else [str(i % 2) for i in range(n)]
+                pred = list(preds) if preds is not None else \
+                    [g if ok else str(1 - int(g)) for g, ok in zip(gold, correct, strict=True)]
+                iid_preds = [("test", i, gold[i], pred[i], bool(correct[i])) for i in range(n)]
+                metrics = [("test", "accuracy", sum(correct) / n, True)]
+            self.writer.commit_model(
+                {"model_id": mid, "task": task, "suite": self.suite, "model_name": model_name, "config": config,
+                 "method": method, "scenario": scenario, "heldout_group": group, "seed": seed,
+                 "split_seed": split_seed, "finished_at": self._tick()},
+                iid_predictions=iid_preds, iid_metrics=metrics,
+                outcomes=[(cid, outcomes[cid], (case_preds or {}).get(cid)) for cid in cids])
+            ids.append(mid)
+        return ids
+
+
+def random_outcomes(cases: Sequence[CaseRow], rng: random.Random,
+                    weights: tuple[float, float, float] = (0.55, 0.35, 0.10)) -> dict[str, str]:
+    return {c.case_id: rng.choices(("pass", "fail", "skip"), weights)[0] for c in cases}
+
+
+def perturb(outcomes: Mapping[str, str], rng: random.Random, rate: float) -> dict[str, str]:
+    """A copy with about ``rate`` of the outcomes redrawn."""
+    return {cid: rng.choice(("pass", "fail", "skip")) if rng.random() < rate else o for cid, o in outcomes.items()}
