@@ -25,7 +25,7 @@ from beluga_core.plan import Job, Plan, TaskPlan
 from beluga_core.splits import sample_indices
 from beluga_core.tasks.base import configure_task
 from beluga_core.tasks.iid_data import IIDData, IIDExample
-from beluga_core.training import precision
+from beluga_core.training import precision, token_cache
 from beluga_core.training.encode import Encoder
 from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.model import load_tokenizer, pick_device
@@ -77,7 +77,10 @@ class Worker:
     def encoder(self, task: Any, model_name: str) -> Encoder:
         key = f"{task.name}\x1f{model_name}"
         if key not in self._encoders:
-            self._encoders[key] = task.make_encoder(load_tokenizer(model_name), self.cfg.model.max_length)
+            encoder = task.make_encoder(load_tokenizer(model_name), self.cfg.model.max_length)
+            if self.cache_dir is not None:  # tokenized inputs on disk for every later fold and run
+                token_cache.attach(encoder, self.cache_dir / "tokens", task.name)
+            self._encoders[key] = encoder
         return self._encoders[key]
 
     def model(self, task: Any, model_name: str, overrides: dict[str, Any]) -> torch.nn.Module:

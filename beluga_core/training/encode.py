@@ -1,13 +1,21 @@
-"""Tokenizing inputs once and padding batches dynamically."""
+"""Tokenizing inputs once and padding batches dynamically.
+
+An ``Encoder`` keeps every tokenized input in memory for the process; with a ``TokenCache`` attached
+(``training.token_cache.attach``, done by the worker when the run has a cache folder) inputs tokenized by any
+earlier fold, run or process are read from disk instead, and what it tokenizes is written there for the next.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from beluga_core.suite.schema import Input
+
+if TYPE_CHECKING:
+    from beluga_core.training.token_cache import TokenCache
 
 Encoded = tuple[list[int], list[int] | None]  # input ids, token type ids
 
@@ -15,16 +23,47 @@ Encoded = tuple[list[int], list[int] | None]  # input ids, token type ids
 class Encoder:
     """Tokenizes each distinct input once per process and keeps the ids for every later fold."""
 
+    # Names what an entry holds, for the on-disk cache (part of its key). A subclass that tokenizes
+    # differently or keeps other data per input sets its own name, or None to never be cached on disk.
+    disk_format: ClassVar[str | None] = "ids+token_types/1"
+
     def __init__(self, tokenizer: Any, max_length: int) -> None:
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.pad_id = tokenizer.pad_token_id or 0
         self._cache: dict[Input, Encoded] = {}
+        self._disk: TokenCache | None = None
+
+    def attach_disk_cache(self, disk: TokenCache) -> None:
+        self._disk = disk
 
     def encode_many(self, inputs: Iterable[Input]) -> None:
         missing = list(dict.fromkeys(x for x in inputs if x not in self._cache))
         if not missing:
             return
+        if self._disk is not None:
+            missing = self._from_disk(missing)
+            if missing:
+                self._disk.refresh()  # another worker may have tokenized them meanwhile
+                missing = self._from_disk(missing)
+        if not missing:
+            return
+        self._tokenize(missing)
+        if self._disk is not None:
+            self._disk.add([(x, self._cache[x]) for x in missing])
+
+    def _from_disk(self, inputs: list[Input]) -> list[Input]:
+        assert self._disk is not None
+        rest = []
+        for x in inputs:
+            enc = self._disk.get(x)
+            if enc is None:
+                rest.append(x)
+            else:
+                self._cache[x] = enc
+        return rest
+
+    def _tokenize(self, missing: list[Input]) -> None:
         step = 4096
         for start in range(0, len(missing), step):
             chunk = missing[start:start + step]

@@ -81,8 +81,11 @@ def load_sequence_classifier(name: str, num_labels: int, *, dropout: float | Non
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
-        torch.manual_seed(seed)
-        return AutoModelForSequenceClassification.from_pretrained(path, config=config)
+        # The head's initialisation comes from ``seed`` without touching the global RNG: a job that builds
+        # the model (the first of a process) must train with the same dropout masks as one that reuses it.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return AutoModelForSequenceClassification.from_pretrained(path, config=config)
     finally:
         hf_logging.set_verbosity(verbosity)
 
