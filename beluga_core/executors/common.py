@@ -45,7 +45,10 @@ def plan_slots(spec: ExecutorSpec, cores: int | None = None, gpus: int | None = 
     """
     cores = cores if cores is not None else (os.cpu_count() or 1)
     device = spec.device
-    gpus = gpus if gpus is not None else (gpu_count() if device in ("auto", "cuda") else 0)
+    if device not in ("auto", "cuda"):
+        gpus = 0  # cpu, or one named cuda:N below
+    elif gpus is None:
+        gpus = gpu_count()
     per_gpu = int(spec.options.get("folds_per_gpu", 1))
     if per_gpu < 1:
         raise BelugaError("executor option folds_per_gpu must be ≥ 1")

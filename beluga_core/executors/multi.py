@@ -48,6 +48,11 @@ def _worker_main(plan: Plan, slot: Slot, cache_dir: str, inbox: Any, outbox: Any
     # Ctrl-C reaches every process of the terminal's group: the coordinator handles it and stops workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     configure_threads(slot.threads)
+    if slot.device.startswith("cuda"):
+        import torch
+
+        # Otherwise every worker also opens a context on cuda:0 (pinned copies, caching allocator).
+        torch.cuda.set_device(slot.device)
     worker = Worker(plan, slot.device, Path(cache_dir))
     outbox.put(("ready", wid, None))
     parent = mp.parent_process()
