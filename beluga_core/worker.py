@@ -27,7 +27,7 @@ from beluga_core.tasks.base import configure_task
 from beluga_core.tasks.iid_data import IIDData, IIDExample
 from beluga_core.training import precision, token_cache
 from beluga_core.training.encode import Encoder
-from beluga_core.training.loop import seed_everything, train_stage
+from beluga_core.training.loop import TrainStats, seed_everything, train_stage
 from beluga_core.training.model import load_tokenizer, pick_device
 
 OUTCOME_NAMES = {1: "pass", 0: "fail", -1: "skip"}
@@ -41,6 +41,8 @@ class JobResult:
     iid_predictions: list[dict[str, Any]] = field(default_factory=list)
     iid_metrics: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[dict[str, Any]] = field(default_factory=list)
+    # Grid points only: validation scores (source, test_type, metric, value, is_primary).
+    grid_metrics: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -141,9 +143,7 @@ class Worker:
             cases = [suite.case(cid) for cid in job.fold.train_ids]
         env_level = job.hparams.get("method", {}).get("env_level") or suite.header.scoring_level
         trainset = task.build_trainset(cases, iid_train, env_level, suite.group_of)
-        hp = {k: v for k, v in job.hparams.items() if k != "method"}
-        stats = train_stage(task, model, encoder, self.device, trainset, hp, method, _seed_of(job.id, job.seed),
-                            progress=(lambda s, n: progress("train", s, n)) if progress else None)
+        stats = self._train(job, task, model, encoder, trainset, method, progress)
         if job.config == "iid":
             self._parents[job.id] = {k: v.detach().clone() for k, v in model.state_dict().items()}
             path = self._weights_path(job.id)
@@ -162,6 +162,8 @@ class Worker:
         if job.score_iid:
             test = _subset(iid.test, sizes.iid_test, self.cfg.split.seed, "iid_test")
             result.iid_predictions, result.iid_metrics = task.score_iid(model, encoder, test, self.device)
+        if job.kind == "grid":
+            result.grid_metrics = self._grid_metrics(task, model, encoder, eval_cases, result.outcomes, iid)
         eval_seconds = time.perf_counter() - eval_start
         if progress:
             progress("eval", 1, 1)
@@ -179,6 +181,34 @@ class Worker:
             "device": f"{self.device}/{self.precision}",
         }
         return result
+
+    def _train(self, job: Job, task: Any, model: torch.nn.Module, encoder: Encoder, trainset: Any, method: Any,
+               progress: ProgressFn | None) -> TrainStats:
+        """Train the job's stages in sequence, each from the weights the previous one left (lp-ft)."""
+        stages = method.stages(job.hparams)
+        done = TrainStats(0, 0, float("nan"), 0.0)
+        for i, (stage_method, stage_hp) in enumerate(stages):
+            label = "train" if len(stages) == 1 else f"train {i + 1}/{len(stages)}"
+            stats = train_stage(task, model, encoder, self.device, trainset, stage_hp, stage_method,
+                                _seed_of(job.id, job.seed) + i,
+                                progress=(lambda s, n, label=label: progress(label, s, n)) if progress else None)
+            done = TrainStats(done.steps + stats.steps, done.examples + stats.examples, stats.mean_loss,
+                              done.seconds + stats.seconds)
+        return done
+
+    def _grid_metrics(self, task: Any, model: torch.nn.Module, encoder: Encoder, cases: list[Any],
+                      outcomes: list[dict[str, Any]], iid: IIDData) -> list[dict[str, Any]]:
+        """A grid point's validation scores: per test type on T_val, and the task's metrics on D_val."""
+        from beluga_core.grid.validation import suite_validation_metrics
+
+        rows = suite_validation_metrics(task, model, encoder, cases, outcomes, self.device)
+        grid = self.cfg.grid
+        if grid.score_iid_val and iid.val:
+            val = _subset(iid.val, grid.iid_val, self.cfg.split.seed, "iid_val")
+            _, metrics = task.score_iid(model, encoder, val, self.device)
+            rows += [{"source": "iid_val", "test_type": None, "metric": m["metric"], "value": m["value"],
+                      "is_primary": bool(m["is_primary"])} for m in metrics]
+        return rows
 
     def _judge(self, task: Any, model: torch.nn.Module, encoder: Encoder, cases: list[Any]) -> list[dict[str, Any]]:
         if not cases:

@@ -26,6 +26,7 @@ def _register() -> None:
         plugins_cmd,
         report_cmd,
         run_cmd,
+        select_cmd,
         suite_check,
         suite_import,
         suite_info,

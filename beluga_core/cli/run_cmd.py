@@ -9,23 +9,34 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from beluga_core import registry
 from beluga_core.cli.app import app
 from beluga_core.config.load import load_config
-from beluga_core.plan import Plan, build_plan
+from beluga_core.grid.cost import grid_costs
+from beluga_core.plan import Plan, TaskPlan, build_plan
+
+
+def _fold_counts(tp: TaskPlan) -> Counter[tuple[str, str, str]]:
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for job in tp.jobs:
+        counts[(job.config, job.method, job.scenario)] += 1
+    for pending in tp.pending:  # folds whose hyper-parameters the grid search has yet to choose
+        counts[(pending.config, pending.method, pending.fold.scenario)] += 1
+    return counts
 
 
 def print_plan(plan: Plan, console: Console, done: set[str] | None = None) -> None:
     done = done or set()
+    cfg = plan.config
+    n_folds = n_seen = n_strict = 0
     for tp in plan.tasks:
-        counts: Counter[tuple[str, str, str]] = Counter()
+        counts = _fold_counts(tp)
         finished: Counter[tuple[str, str, str]] = Counter()
         for job in tp.jobs:
-            key = (job.config, job.method, job.scenario)
-            counts[key] += 1
-            finished[key] += job.id in done
+            finished[(job.config, job.method, job.scenario)] += job.id in done
         table = Table(title=f"task {tp.spec.name}: suite {tp.suite.header.name} "
                             f"({len(tp.suite.cases):,} cases; T_train {len(tp.split.train):,} / "
-                            f"T_val {len(tp.split.val):,} / T_test {len(tp.split.test):,} used)",
+                            f"T_val {len(tp.split.val):,} / T_test {len(tp.split.test):,} used); model {tp.model}",
                       title_justify="left")
         for col in ("configuration", "method", "scenario", "trainings"):
             table.add_column(col, justify="right" if col == "trainings" else "left")
@@ -39,13 +50,59 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None) -> No
         table.add_row("total", "", "", str(sum(counts.values())), *( [str(sum(finished.values()))] if done else []),
                       style="bold")
         console.print(table)
+        n_folds += sum(counts.values())
         for level, groups in tp.skipped_groups.items():
             if groups:
                 console.print(f"  held-out {level}: no fold for {len(groups)} group(s) without T_test cases: "
                               f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
-    total = len(plan.jobs)
-    console.print(f"[bold]{total} trainings in all[/] ({len(done & {j.id for j in plan.jobs})} already in the store)"
+        if cfg.grid.enabled:
+            seen, strict = _print_grid(plan, tp, console)
+            n_seen += seen
+            n_strict += strict
+        _print_availability(tp, console)
+    n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
+    total = n_folds + n_grid
+    known = {j.id for j in plan.jobs} | {j.id for j in plan.grid_jobs}
+    if cfg.grid.enabled:
+        other, other_grid = ("strict", n_strict) if cfg.grid.mode == "seen" else ("seen", n_seen)
+        console.print(f"[bold]{total} trainings in all[/]: {n_folds} scenario models + {n_grid} grid points "
+                      f"(grid mode {cfg.grid.mode}, criterion {cfg.grid.criterion}); grid mode {other} would "
+                      f"train {n_folds + other_grid} ({len(done & known)} already in the store); "
+                      f"store: {plan.store_path()}")
+        return
+    console.print(f"[bold]{total} trainings in all[/] ({len(done & known)} already in the store)"
                   f"; store: {plan.store_path()}")
+
+
+def _print_grid(plan: Plan, tp: TaskPlan, console: Console) -> tuple[int, int]:
+    """The grid table of one task; returns its trainings in seen and in strict mode."""
+    costs = grid_costs(plan, tp)
+    table = Table(title=f"task {tp.spec.name}: grid search (selected by {plan.config.grid.criterion} on T_val; "
+                        f"mode {plan.config.grid.mode})", title_justify="left")
+    for col in ("configuration", "method searched", "points", "seen mode", "strict mode"):
+        table.add_column(col, justify="left" if col in ("configuration", "method searched") else "right")
+    for c in costs:
+        table.add_row(c.config, c.method, str(c.points), str(c.seen), str(c.strict))
+    seen, strict = sum(c.seen for c in costs), sum(c.strict for c in costs)
+    table.add_row("total", "", "", str(seen), str(strict), style="bold")
+    console.print(table)
+    reusing = [m for m in plan.config.methods if registry.get("method", m).reuses]
+    for m in reusing:
+        console.print(f"  {m}: no search of its own; reuses the choices of "
+                      f"{' and '.join(registry.get('method', m).reuses)}")
+    return seen, strict
+
+
+def _print_availability(tp: TaskPlan, console: Console) -> None:
+    from beluga_core.availability import iid_availability, model_availability
+
+    if tp.unavailable:
+        console.print(f"  [yellow]task plugin '{tp.spec.name}' is not importable[/] ({tp.unavailable}); the "
+                      "folds above are counted from the suite, but the run needs the plugin", highlight=False)
+    for what, (ok, how) in ((f"i.i.d. data {tp.spec.iid}", iid_availability(tp.spec.iid)),
+                            (f"model {tp.model}", model_availability(tp.model))):
+        if not ok:
+            console.print(f"  [yellow]{what}[/]: {how}", highlight=False)
 
 
 @app.command("run")
@@ -59,7 +116,7 @@ def run(
     cfg = load_config(config)
     if store is not None:
         cfg = cfg.model_copy(update={"store": str(store.resolve())})
-    plan = build_plan(cfg, config.resolve())
+    plan = build_plan(cfg, config.resolve(), allow_missing_tasks=dry_run)
     if dry_run:
         print_plan(plan, console)
         return

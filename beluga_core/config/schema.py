@@ -101,6 +101,36 @@ class ExecutorSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
 
 
+class GridSpec(_Strict):
+    """Hyper-parameter search (METHOD.md §5): once per (task, configuration, method), selected on T_val."""
+
+    enabled: bool = Field(False, description="Run the grid search; otherwise every method uses its defaults.")
+    mode: Literal["seen", "strict"] = Field("seen", description=(
+        "seen: one search per (task, configuration, method) on the seen scenario (T_train, selected on "
+        "T_val), reused by every fold, as the reference does. strict: one search per fold, trained without "
+        "the held-out group and selected on T_val without it."))
+    criterion: str = Field("reference", description=(
+        "Selection criterion: reference (the sum over test types of their T_val metric), reference_iid "
+        "(plus the D_val metric), mean_pass (mean T_val pass rate over scoring groups), worst_group "
+        "(lowest T_val group pass rate), g_val (harmonic mean of mean_pass and the D_val metric), or a SQL "
+        "expression over the columns of the store's grid_scores view."))
+    batch_size: list[int] = Field(default_factory=lambda: [8, 16], min_length=1)
+    learning_rate: list[float] = Field(default_factory=lambda: [2e-5, 3e-5, 5e-5], min_length=1)
+    epochs: list[float] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
+    tasks: dict[str, dict[str, list[Any]]] = Field(default_factory=dict, description=(
+        "Per-task axes replacing the ones above, e.g. [grid.tasks.reading] batch_size = [2, 3]."))
+    methods: dict[str, dict[str, list[Any]]] = Field(default_factory=dict, description=(
+        "Per-method axes (any training key or method hyper-parameter), replacing the method's own grid "
+        "(lp's learning rates) and the ones above, e.g. [grid.methods.irm] penalty_weight = [1e2, 1e4]."))
+    seed: int | None = Field(None, description="Training seed of the grid points (default: the first seed).")
+    iid_val: int = Field(0, ge=0, description="D_val examples each grid point is scored on (0 = all).")
+    score_iid_val: bool = Field(True, description="Score grid points on D_val (criteria that use it need it).")
+
+    def base_axes(self) -> dict[str, list[Any]]:
+        return {"batch_size": list(self.batch_size), "learning_rate": list(self.learning_rate),
+                "epochs": list(self.epochs)}
+
+
 class BenchmarkConfig(_Strict):
     name: str = Field(min_length=1)
     description: str = ""
@@ -124,6 +154,7 @@ class BenchmarkConfig(_Strict):
         default_factory=dict, alias="method",
         description="Per-method hyper-parameter overrides, e.g. [method.l2] weight_decay = 0.1.")
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+    grid: GridSpec = Field(default_factory=GridSpec, description="Hyper-parameter search (off by default).")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

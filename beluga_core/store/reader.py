@@ -18,7 +18,8 @@ from beluga_core.errors import BelugaError
 from beluga_core.store.writer import TABLES, connect, store_schema_version
 
 VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scores", "g_summary",
-         "models_status", "duplicate_outcomes", "label_distribution")
+         "models_status", "duplicate_outcomes", "label_distribution", "grid_pass_rates", "grid_test_type_scores",
+         "grid_scores")
 RELATIONS = frozenset(TABLES) | frozenset(VIEWS)
 
 # A run's writer holds the file for well under a second per model; waiting a little rides over that.

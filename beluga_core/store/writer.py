@@ -34,7 +34,7 @@ from beluga_core.errors import BelugaError
 
 # Bump with a migration in _MIGRATIONS whenever a table changes (views need no bump: they are re-created
 # on every open).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 STANDARD = "standard"
 SEEN = "seen"
@@ -46,7 +46,8 @@ EXTERNAL_CONFIG = "external"
 EXTERNAL_METHOD = "none"
 
 TABLES = ("beluga_meta", "runs", "cases", "models", "iid_predictions", "iid_metrics", "outcomes",
-          "g_exclusions")
+          "g_exclusions", "grid_points", "grid_outcomes", "grid_metrics", "grid_selections")
+GRID_SOURCES = ("suite_val", "iid_val")
 
 # DuckDB 2.0 writes new files in a storage format that no DuckDB before 2.0 can open; a store is meant for
 # any DuckDB client (and pyproject allows duckdb>=1.0), so new stores use the 1.0 format. Measured: same
@@ -57,7 +58,10 @@ STORAGE_COMPATIBILITY = "v1.0.0"
 DEFAULT_LOCK_TIMEOUT_S = 120.0
 
 # version -> function bringing a store at that version to version + 1, run inside one transaction.
-_MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {}
+# 1 -> 2 adds the grid-search tables; schema.sql creates only what is missing, so it is the migration.
+_MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
+    1: lambda con: con.execute(schema_sql()),
+}
 
 
 def schema_sql() -> str:
@@ -213,6 +217,75 @@ _MODEL_COLUMNS = ("model_id", "run_id", "task", "suite", "model_name", "config",
                   "heldout_level", "heldout_group", "seed", "split_seed", "hparams", "parent_model_id",
                   "status", "error", "started_at", "finished_at", "train_seconds", "eval_seconds",
                   "n_train_iid", "n_train_suite", "device")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridPointRow:
+    """One row of ``grid_points``: a trained grid point. See schemas/store.md for each field."""
+
+    grid_id: str
+    task: str
+    config: str
+    method: str
+    point: Mapping[str, Any]
+    suite: str | None = None
+    model_name: str | None = None
+    seed: int | None = None
+    split_seed: int | None = None
+    scope_level: str | None = None
+    scope_group: str | None = None
+    hparams: Mapping[str, Any] | None = None
+    parent_model_id: str | None = None
+    status: str = "done"
+    error: str | None = None
+    run_id: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    train_seconds: float | None = None
+    eval_seconds: float | None = None
+    n_train_iid: int | None = None
+    n_train_suite: int | None = None
+    n_val_suite: int | None = None
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("grid_id", "task", "config", "method"):
+            if not getattr(self, name):
+                raise ValueError(f"grid point row: '{name}' is required")
+        if self.status not in MODEL_STATUSES:
+            raise ValueError(f"grid point {self.grid_id}: status must be one of {MODEL_STATUSES}")
+        if (self.scope_level is None) != (self.scope_group is None):
+            raise ValueError(f"grid point {self.grid_id}: scope_level and scope_group are set together")
+
+    @classmethod
+    def of(cls, row: GridPointRow | Mapping[str, Any]) -> GridPointRow:
+        if isinstance(row, GridPointRow):
+            return row
+        known = {f.name for f in fields(cls)}
+        unknown = set(row) - known
+        if unknown:
+            raise ValueError(f"grid point row has unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**row)
+
+    def db_values(self) -> list[Any]:
+        d = asdict(self)
+        d["point"] = _json(self.point)
+        d["hparams"] = _json(self.hparams)
+        d["started_at"] = _utc(self.started_at)
+        d["finished_at"] = _utc(self.finished_at) or utc_now()
+        return [d[c] for c in _GRID_COLUMNS]
+
+
+_GRID_COLUMNS = ("grid_id", "run_id", "task", "suite", "model_name", "config", "method", "seed", "split_seed",
+                 "scope_level", "scope_group", "point", "hparams", "parent_model_id", "status", "error",
+                 "started_at", "finished_at", "train_seconds", "eval_seconds", "n_train_iid", "n_train_suite",
+                 "n_val_suite", "device")
+
+
+def _as_model_row(row: GridPointRow) -> ModelRow:
+    # Only to reuse the outcome validation of _ModelBatch (no held-out check: a grid point's T_val spans groups).
+    return ModelRow(model_id=row.grid_id, task=row.task, config=row.config, method=row.method, scenario=SEEN,
+                    suite=row.suite)
 
 
 @dataclass(frozen=True)
@@ -539,6 +612,68 @@ class StoreWriter:
         if n_outside:
             raise ValueError(f"model {row.model_id} holds out {row.heldout_level}={row.heldout_group!r}, but "
                              f"{n_outside} of its outcomes are for cases outside that group, e.g. {examples}")
+
+    # ---- grid search
+
+    def done_grid_ids(self) -> set[str]:
+        """Ids of the grid points already done (finished grid points are never retrained)."""
+        con = self._connect(read_only=True)
+        try:
+            return {r[0] for r in con.execute("SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
+        finally:
+            con.close()
+
+    def commit_grid_point(self, row: GridPointRow | Mapping[str, Any], outcomes: Rows | None = None,
+                          metrics: Rows | None = None) -> None:
+        """Write one grid point with its T_val outcomes and validation metrics in one transaction.
+
+        - ``outcomes``: (case_id, outcome, pred) rows for the point's T_val cases (in the store's ``cases``).
+        - ``metrics``: (source, test_type, metric, value, is_primary) rows; source ``suite_val`` (per test
+          type) or ``iid_val`` (test_type None).
+        """
+        row = GridPointRow.of(row)
+        outs = _ModelBatch.build(_as_model_row(row), None, None, outcomes).outcomes
+        m = _columns(metrics, ("source", "test_type", "metric", "value", "is_primary"),
+                     f"grid point {row.grid_id}: metrics", optional=("test_type", "is_primary"))
+        _check_values(m["source"], GRID_SOURCES, f"grid point {row.grid_id}: metric source")
+        metric_rows = [[row.grid_id, src, tt, str(name), None if v is None or v != v else float(v), bool(prim)]
+                       for src, tt, name, v, prim in zip(m["source"], m["test_type"], m["metric"], m["value"],
+                                                         m["is_primary"], strict=True)]
+        gid = row.grid_id
+        with self._transaction() as con:
+            for table in ("grid_outcomes", "grid_metrics", "grid_points"):
+                con.execute(f"DELETE FROM {table} WHERE grid_id = ?", [gid])
+            con.execute(f"INSERT INTO grid_points ({', '.join(_GRID_COLUMNS)}) "
+                        f"VALUES ({', '.join('?' * len(_GRID_COLUMNS))})", row.db_values())
+            if metric_rows:
+                con.executemany("INSERT INTO grid_metrics VALUES (?, ?, ?, ?, ?, ?)", metric_rows)
+            if outs is not None:
+                con.register("_beluga_grid_outcomes", outs)
+                try:
+                    con.execute("""INSERT INTO grid_outcomes
+                                   SELECT ?, ?, case_id::VARCHAR, outcome::VARCHAR, pred::VARCHAR
+                                   FROM _beluga_grid_outcomes""", [gid, row.suite])
+                finally:
+                    con.unregister("_beluga_grid_outcomes")
+                (n_unknown,) = con.execute(
+                    """SELECT count(*) FROM grid_outcomes o WHERE o.grid_id = ? AND NOT EXISTS
+                       (SELECT 1 FROM cases c WHERE c.suite = o.suite AND c.case_id = o.case_id)""",
+                    [gid]).fetchall()[0]
+                if n_unknown:
+                    raise ValueError(f"grid point {gid}: {n_unknown} outcome(s) for cases not in suite "
+                                     f"'{row.suite}' of the store (call ensure_cases first)")
+
+    def record_selections(self, rows: Iterable[Mapping[str, Any]], run_id: str | None = None) -> None:
+        """Record which grid point a run chose per selection (replacing that run's earlier record)."""
+        cols = ("task", "config", "method", "scope_level", "scope_group", "criterion", "grid_id", "value",
+                "n_points")
+        now = utc_now()
+        values = [[run_id, *(r.get(c) for c in cols), now] for r in rows]
+        with self._transaction() as con:
+            if run_id is not None:
+                con.execute("DELETE FROM grid_selections WHERE run_id = ?", [run_id])
+            if values:
+                con.executemany("INSERT INTO grid_selections VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
 
     # ---- exclusions
 

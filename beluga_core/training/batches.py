@@ -135,6 +135,10 @@ class TrainSet:
                 produced += 1
                 yield batch
 
+    def env_sampler(self, rng: random.Random, batch_size: int) -> EnvSampler:
+        """Batches drawn per environment, for methods that pick environments step by step."""
+        return EnvSampler(self, rng, batch_size)
+
     def _realise(self, stream: str, units: Sequence[SingleUnit | PairUnit], rng: random.Random) -> Batch:
         loss = self.losses[stream]
         if isinstance(units[0], SingleUnit):
@@ -145,6 +149,45 @@ class TrainSet:
         pairs = [(u.original, u.perturbed[rng.randrange(len(u.perturbed))]) for u in units]  # type: ignore[union-attr]
         return Batch(stream, loss, "pair", [o for o, _ in pairs] + [p for _, p in pairs],
                      params=[u.params for u in units], envs=[u.env for u in units])  # type: ignore[union-attr]
+
+
+class EnvSampler:
+    """Endless env-homogeneous batches, each environment cycling through its own shuffled passes.
+
+    A batch holds units of one environment and one stream (so one loss type, and a pair loss keeps its
+    originals-then-perturbations layout); within an environment, batch types are interleaved in proportion
+    to their counts, as ``TrainSet.epoch`` does over the whole set.
+    """
+
+    def __init__(self, trainset: TrainSet, rng: random.Random, batch_size: int) -> None:
+        self.trainset = trainset
+        self.rng = rng
+        self.batch_size = batch_size
+        self._units: dict[str, dict[str, list[SingleUnit | PairUnit]]] = defaultdict(lambda: defaultdict(list))
+        for stream, units in trainset.streams.items():
+            for u in units:
+                self._units[u.env][stream].append(u)
+        self.envs: list[str] = sorted(self._units)
+        self._queue: dict[str, list[tuple[str, list[SingleUnit | PairUnit]]]] = {e: [] for e in self.envs}
+
+    def _refill(self, env: str) -> None:
+        chunks = []
+        for stream, units in self._units[env].items():
+            size = self.batch_size if _kind(self.trainset.losses[stream]) == "single" else max(1, self.batch_size // 2)
+            order = list(units)
+            self.rng.shuffle(order)
+            if self.trainset.length_of is not None:
+                order = self.trainset._length_grouped(order, size)
+            chunks += [(stream, order[i:i + size]) for i in range(0, len(order), size)]
+        self.rng.shuffle(chunks)
+        self._queue[env] = chunks
+
+    def next(self, env: str) -> Batch:
+        """The next batch of ``env`` (a new shuffled pass over its units when the last one is used up)."""
+        if not self._queue[env]:
+            self._refill(env)
+        stream, units = self._queue[env].pop()
+        return self.trainset._realise(stream, units, self.rng)
 
 
 def _kind(loss_name: str) -> str:

@@ -49,13 +49,15 @@ class Trainer:
         self.hp = hp
         self.method = method
         self._losses: dict[str, Any] = {}
-        params = [p for p in model.parameters() if p.requires_grad]
+        # Methods may transform the logits every loss sees (IRM's dummy scale); None leaves them alone.
+        self.logit_transform: Callable[[torch.Tensor], torch.Tensor] | None = None
         decay = method.weight_decay(float(hp.get("weight_decay", 0.0)))
+        groups = _param_groups(model, decay)
         fused = device.type in ("cuda", "cpu")
         try:
-            self.optimizer = torch.optim.AdamW(params, lr=hp["learning_rate"], weight_decay=decay, fused=fused)
+            self.optimizer = torch.optim.AdamW(groups, lr=hp["learning_rate"], weight_decay=decay, fused=fused)
         except (RuntimeError, TypeError):
-            self.optimizer = torch.optim.AdamW(params, lr=hp["learning_rate"], weight_decay=decay)
+            self.optimizer = torch.optim.AdamW(groups, lr=hp["learning_rate"], weight_decay=decay)
         warmup = int(n_steps * float(hp.get("warmup_ratio", 0.0)))
         total = max(1, n_steps)
 
@@ -75,20 +77,40 @@ class Trainer:
     def logits(self, inputs: list[Any]) -> torch.Tensor:
         batch = {k: v.to(self.device, non_blocking=True) for k, v in self.encoder.collate(inputs).items()}
         with autocast(self.device):
-            return self.model(**batch).logits
+            logits = self.model(**batch).logits
+        return logits if self.logit_transform is None else self.logit_transform(logits)
 
     def batch_loss(self, batch: Batch) -> torch.Tensor:
         """The loss of one mini-batch; the task knows how its model's outputs meet the loss plugins."""
         return self.task.batch_loss(self, batch)
 
     def backward_and_step(self, loss: torch.Tensor) -> None:
-        self.optimizer.zero_grad(set_to_none=True)
+        self.zero_grad()
         loss.backward()
+        self.step()
+
+    def zero_grad(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def step(self) -> None:
+        """Clip the accumulated gradients, take one optimizer step and advance the schedule."""
         if self.max_grad_norm:
             params = [p for p in self.model.parameters() if p.grad is not None]
             torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
+
+
+def _param_groups(model: torch.nn.Module, decay: float) -> list[dict[str, Any]]:
+    """Trainable parameters; with weight decay, biases and LayerNorm weights get none (HF's convention)."""
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not decay:
+        return [{"params": [p for _, p in named]}]
+    no_decay = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.LayerNorm)}
+    plain = [p for n, p in named if n.endswith("bias") or id(p) in no_decay]
+    decayed = [p for n, p in named if not (n.endswith("bias") or id(p) in no_decay)]
+    return [g for g in ({"params": decayed, "weight_decay": decay}, {"params": plain, "weight_decay": 0.0})
+            if g["params"]]
 
 
 def train_stage(task: Any, model: torch.nn.Module, encoder: Encoder, device: torch.device, trainset: TrainSet,
@@ -104,9 +126,14 @@ def train_stage(task: Any, model: torch.nn.Module, encoder: Encoder, device: tor
         return TrainStats(0, 0, float("nan"), 0.0)
     encoder.encode_many(trainset.inputs())
     trainset.length_of = encoder.length
+    # Every stage starts with all weights trainable; a method then freezes what it must (lp's encoder).
+    for p in model.parameters():
+        p.requires_grad_(True)
     method.prepare(model)
     model.train()
-    trainer = Trainer(task, model, encoder, device, hp, n_steps, method)
+    # A fresh optimizer and schedule per stage (lp-ft's second stage must not inherit the probe's state).
+    trainer = Trainer(task, model, encoder, device, hp, method.optimizer_steps(n_steps), method)
+    method.start(trainer, trainset, n_steps)
     total = torch.zeros((), device=device)
     steps = examples = 0
     for batches in method.steps(trainset, rng, batch_size, epochs):

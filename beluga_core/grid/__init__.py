@@ -1,0 +1,1 @@
+"""Hyper-parameter search (METHOD.md §5): grid points, validation scores, selection criteria."""

@@ -1,0 +1,373 @@
+"""Each generalization method's mechanism, checked directly on toy models (METHOD.md §5).
+
+The toy models run through the real ``Trainer`` / ``train_stage`` and the real method plugins; only the model
+(a tiny randomly initialised BERT, or a linear layer) and the encoder (token-id tuples) are stand-ins.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from beluga_core import registry
+from beluga_core.config.load import parse_config
+from beluga_core.grid.space import job_hparams
+from beluga_core.methods.base import stage_part
+from beluga_core.methods.fish import Fish
+from beluga_core.methods.group_dro import GroupDRO
+from beluga_core.methods.irm import IRM, irm_penalty
+from beluga_core.methods.lp import LinearProbing
+from beluga_core.methods.lp_ft import LinearProbingFineTuning
+from beluga_core.tasks.base import ClassificationTask
+from beluga_core.training import loop
+from beluga_core.training.batches import Batch, PairUnit, SingleUnit, TrainSet
+from beluga_core.training.loop import Trainer, train_stage
+
+CPU = torch.device("cpu")
+
+
+class ToyTask(ClassificationTask):
+    name = "toy"
+    head_labels = ["negative", "positive"]  # noqa: RUF012
+    text_fields = ("sentence",)
+
+
+class ToyEncoder:
+    """Inputs are tuples of token ids (or, for the linear toy, tuples of floats)."""
+
+    def __init__(self, floats: bool = False) -> None:
+        self.floats = floats
+
+    def encode_many(self, inputs: Any) -> None:
+        list(inputs)
+
+    def length(self, x: Any) -> int:
+        return len(x)
+
+    def collate(self, inputs: list[Any]) -> dict[str, torch.Tensor]:
+        if self.floats:
+            return {"x": torch.tensor(inputs, dtype=torch.float32)}
+        width = max(len(x) for x in inputs)
+        ids = torch.tensor([list(x) + [0] * (width - len(x)) for x in inputs])
+        return {"input_ids": ids, "attention_mask": (ids != 0).long()}
+
+
+class LinearToy(torch.nn.Module):
+    """logits = W x + b: small enough to compute everything by hand."""
+
+    def __init__(self, d: int = 3, c: int = 2, seed: int = 0) -> None:
+        super().__init__()
+        torch.manual_seed(seed)
+        self.head = torch.nn.Linear(d, c)
+
+    def forward(self, x: torch.Tensor) -> SimpleNamespace:
+        return SimpleNamespace(logits=self.head(x))
+
+
+def tiny_bert(seed: int = 0) -> torch.nn.Module:
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32, num_labels=2)
+    return BertForSequenceClassification(config)
+
+
+def onehot(label: int) -> np.ndarray:
+    return np.eye(2, dtype=np.float32)[label]
+
+
+def token_trainset(n: int = 24, envs: tuple[str, ...] = ("a",)) -> TrainSet:
+    rng = random.Random(0)
+    units = []
+    for i in range(n):
+        label = i % 2
+        ids = tuple(rng.randrange(5, 25) + 20 * label for _ in range(rng.randrange(3, 7)))
+        units.append(SingleUnit(((ids, onehot(label)),), envs[i % len(envs)]))
+    return TrainSet({"mft": units}, {"mft": "mft"})
+
+
+def float_batch(xs: list[list[float]], targets: np.ndarray, env: str = "a") -> Batch:
+    return Batch("mft", "mft", "single", [tuple(x) for x in xs], targets=targets.astype(np.float32),
+                 envs=[env] * len(xs))
+
+
+def toy_trainer(model: torch.nn.Module, method: Any, lr: float = 0.1, n_steps: int = 10,
+                **hp: Any) -> Trainer:
+    return Trainer(ToyTask(), model, ToyEncoder(floats=True), CPU,
+                   {"learning_rate": lr, "batch_size": 4, "epochs": 1, "max_grad_norm": None, **hp}, n_steps, method)
+
+
+def config(text: str, tmp_path: Path) -> Any:
+    tasks = '\n[[tasks]]\nname = "sentiment"\nsuite = "builtin:sst2-phenomena"\niid = "builtin:sst2"\n'
+    return parse_config('name = "t"\n' + text + tasks, tmp_path / "t.toml")
+
+
+# --------------------------------------------------------------------------------------------- lp / lp-ft
+
+
+def test_lp_freezes_every_encoder_parameter_and_trains_the_head() -> None:
+    model = tiny_bert()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    hp = {"learning_rate": 1e-2, "batch_size": 8, "epochs": 2, "max_grad_norm": 1.0}
+    stats = train_stage(ToyTask(), model, ToyEncoder(), CPU, token_trainset(), hp, LinearProbing(), seed=1)
+    assert stats.steps == 6
+    after = model.state_dict()
+    encoder = [k for k in before if k.startswith("bert.")]
+    head = [k for k in before if k.startswith("classifier.")]
+    assert any(".pooler." in k for k in encoder) and head  # the pooler counts as encoder
+    assert all(torch.equal(before[k], after[k]) for k in encoder)
+    assert all(not torch.equal(before[k], after[k]) for k in head)
+
+
+def test_lp_ft_second_stage_starts_from_the_probed_head_with_a_fresh_optimizer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = config("[training]\nlearning_rate = 1e-2\nbatch_size = 8\nepochs = 3\nmax_grad_norm = 1.0\n"
+                 "[method.lp]\nlearning_rate = 5e-2\n", tmp_path)
+    # As after a grid search: lp chose batch size 4, vanilla learning rate 2e-2.
+    hp = job_hparams(cfg, "lp-ft", reused={"lp": {"batch_size": 4}, "vanilla": {"learning_rate": 2e-2}})
+    method = LinearProbingFineTuning(hp["method"])
+    stages = method.stages(hp)
+    assert [type(m).__name__ for m, _ in stages] == ["LinearProbing", "Vanilla"]
+    (_, lp_hp), (_, ft_hp) = stages
+    assert (lp_hp["learning_rate"], lp_hp["batch_size"], lp_hp["epochs"]) == (5e-2, 4, 1.5)
+    assert (ft_hp["learning_rate"], ft_hp["batch_size"], ft_hp["epochs"]) == (2e-2, 8, 1.5)
+
+    created: list[dict[str, Any]] = []
+    original_init = Trainer.__init__
+
+    def recording_init(self: Trainer, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        created.append({"optimizer": self.optimizer, "state": len(self.optimizer.state),
+                        "head": {k: v.clone() for k, v in self.model.classifier.state_dict().items()},
+                        "lr": self.optimizer.param_groups[0]["lr"],
+                        "trainable": sum(p.numel() for g in self.optimizer.param_groups for p in g["params"])})
+
+    monkeypatch.setattr(loop.Trainer, "__init__", recording_init)
+    model = tiny_bert()
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
+    probed = None
+    for i, (m, stage_hp) in enumerate(stages):
+        train_stage(ToyTask(), model, ToyEncoder(), CPU, token_trainset(), stage_hp, m, seed=i)
+        if i == 0:
+            probed = {k: v.clone() for k, v in model.state_dict().items()}
+    assert probed is not None and len(created) == 2
+    first, second = created
+    # Stage 2 starts from the probed head (not the initial one), with a new, empty optimizer over all weights.
+    assert all(torch.equal(second["head"][k], probed[f"classifier.{k}"]) for k in second["head"])
+    assert not torch.equal(probed["classifier.weight"], initial["classifier.weight"])
+    assert second["optimizer"] is not first["optimizer"] and second["state"] == 0
+    assert first["lr"] == 5e-2 and second["lr"] == 2e-2
+    assert second["trainable"] == sum(p.numel() for p in model.parameters()) > first["trainable"]
+    # Stage 1 left the encoder alone; stage 2 trained it.
+    assert torch.equal(probed["bert.pooler.dense.weight"], initial["bert.pooler.dense.weight"])
+    assert not torch.equal(model.state_dict()["bert.pooler.dense.weight"], initial["bert.pooler.dense.weight"])
+
+
+# --------------------------------------------------------------------------------------------- l2 / dropout
+
+
+def test_l2_weight_decay_reaches_the_optimizer(tmp_path: Path) -> None:
+    cfg = config('methods = ["l2"]\n', tmp_path)
+    hp = job_hparams(cfg, "l2")
+    assert hp["weight_decay"] == 0.1 and job_hparams(cfg, "vanilla")["weight_decay"] == 0.0
+    model = tiny_bert()
+    method = registry.get("method", "l2")(hp["method"])
+    trainer = Trainer(ToyTask(), model, ToyEncoder(), CPU, stage_part(hp), 10, method)
+    groups = {g["weight_decay"]: g["params"] for g in trainer.optimizer.param_groups}
+    assert set(groups) == {0.1, 0.0}
+    decayed = {id(p) for p in groups[0.1]}
+    assert id(model.classifier.weight) in decayed and id(model.bert.pooler.dense.weight) in decayed
+    # Biases and LayerNorm weights are not decayed (HF's convention).
+    assert id(model.classifier.bias) not in decayed
+    assert id(model.bert.embeddings.LayerNorm.weight) not in decayed
+    overridden = job_hparams(config('methods = ["l2"]\n[method.l2]\nweight_decay = 0.01\n', tmp_path), "l2")
+    assert overridden["weight_decay"] == 0.01
+
+
+def test_dropout_probabilities_reach_the_model_config(tmp_path: Path) -> None:
+    method = registry.get("method", "dropout")(job_hparams(config("", tmp_path), "dropout")["method"])
+    assert method.model_overrides() == {"dropout": 0.3}
+    model = ToyTask().build_model("embedded:minilm", **method.model_overrides())
+    assert model.config.hidden_dropout_prob == 0.3 and model.config.attention_probs_dropout_prob == 0.3
+    probs = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+    assert probs == {0.3}
+    custom = config("[method.dropout]\ndropout = 0.2\n", tmp_path)
+    assert registry.get("method", "dropout")(job_hparams(custom, "dropout")["method"]).model_overrides() == \
+        {"dropout": 0.2}
+
+
+# --------------------------------------------------------------------------------------------- irm
+
+
+def _irm_trainer(model: torch.nn.Module, n_steps: int = 10, **hp: Any) -> tuple[IRM, Trainer]:
+    irm = IRM(hp)
+    trainer = toy_trainer(model, irm, n_steps=n_steps)
+    irm.start(trainer, TrainSet({}, {}), n_steps)
+    return irm, trainer
+
+
+XS = [[1.0, 2.0, -1.0], [0.5, -1.0, 2.0], [-2.0, 0.0, 1.0], [1.5, 1.5, 0.5]]
+YS = np.array([onehot(0), onehot(1), onehot(1), onehot(0)])
+
+
+def test_irm_penalty_equals_a_hand_computed_value() -> None:
+    model = LinearToy()
+    irm, trainer = _irm_trainer(model)
+    batch = float_batch(XS, YS)
+    penalty = float(irm_penalty(trainer.batch_loss(batch), irm.scale).detach())
+    with torch.no_grad():
+        z = model.head(torch.tensor(XS)).numpy().astype(np.float64)
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    # d/ds_k of mean_i CE(softmax(s ⊙ z_i), y_i) at s = 1 is mean_i (p_ik − y_ik) z_ik.
+    grad = ((p - YS) * z).mean(axis=0)
+    assert penalty == pytest.approx(float((grad**2).sum()), rel=1e-5)
+    assert penalty > 1e-3
+
+
+def test_irm_penalty_is_zero_for_a_classifier_optimal_in_every_environment() -> None:
+    model = LinearToy()
+    irm, trainer = _irm_trainer(model)
+    with torch.no_grad():
+        probs = torch.softmax(model.head(torch.tensor(XS)), dim=1).numpy()
+    # Targets equal to the model's own predictions: no rescaling of the logits lowers either env's risk.
+    batches = [float_batch(XS[:2], probs[:2], "a"), float_batch(XS[2:], probs[2:], "b")]
+    for b in batches:
+        assert float(irm_penalty(trainer.batch_loss(b), irm.scale).detach()) == pytest.approx(0.0, abs=1e-12)
+    irm.update(trainer, batches)
+    assert float(irm.last_penalty) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_irm_anneals_the_penalty_weight_and_divides_the_loss_by_it() -> None:
+    model = LinearToy()
+    irm, trainer = _irm_trainer(model, n_steps=10)
+    assert [irm.penalty_weight_at(s) for s in range(10)] == [1.0, 1.0] + [1e4] * 8  # the first fifth at 1
+    batches = [float_batch(XS[:2], YS[:2], "a"), float_batch(XS[2:], YS[2:], "b")]
+    for step in range(3):
+        risk = sum(float(trainer.batch_loss(b).detach()) for b in batches) / 2
+        penalty = sum(float(irm_penalty(trainer.batch_loss(b), irm.scale).detach()) for b in batches) / 2
+        weight = 1.0 if step < 2 else 1e4
+        loss = float(irm.update(trainer, batches))
+        assert loss == pytest.approx((risk + weight * penalty) / max(weight, 1.0), rel=1e-5)
+        assert float(irm.last_penalty) == pytest.approx(penalty, rel=1e-5)
+    assert irm.scale.grad is None  # the dummy scale itself never trains
+    assert torch.equal(irm.scale, torch.ones(2))
+
+
+def test_irm_step_takes_one_batch_from_every_environment() -> None:
+    trainset = token_trainset(n=30, envs=("a", "b", "c"))
+    irm = IRM()
+    steps = list(irm.steps(trainset, random.Random(0), batch_size=4, epochs=1))
+    # One epoch: as many batches as one pass (3 envs x 3 batches of ≤ 4 of 10 units) = 3 steps of 3 batches.
+    assert len(steps) == irm.n_steps(trainset, 4, 1) == 3
+    for batches in steps:
+        assert [b.envs[0] for b in batches] == ["a", "b", "c"]
+        assert all(len(set(b.envs)) == 1 for b in batches)
+
+
+# --------------------------------------------------------------------------------------------- group-dro
+
+
+def test_group_dro_weights_move_toward_the_group_with_the_highest_loss() -> None:
+    model = LinearToy()
+    dro = GroupDRO()
+    trainer = toy_trainer(model, dro, lr=1e-3)
+    trainset = TrainSet({"mft": [SingleUnit(((tuple(x), YS[0]),), e) for x in XS for e in ("easy", "hard")]},
+                        {"mft": "mft"})
+    dro.start(trainer, trainset, 10)
+    assert dro.env_weights() == {"easy": 0.5, "hard": 0.5}
+    # "hard" has the labels flipped relative to "easy": whichever the model prefers, one loss is higher.
+    easy = float_batch(XS, YS, "easy")
+    hard = float_batch(XS, YS[:, ::-1].copy(), "hard")
+    loss_easy, loss_hard = float(trainer.batch_loss(easy).detach()), float(trainer.batch_loss(hard).detach())
+    high = "hard" if loss_hard > loss_easy else "easy"
+    dro.update(trainer, [hard])
+    w = dro.env_weights()
+    expected = 0.5 * math.exp(0.01 * loss_hard) / (0.5 * math.exp(0.01 * loss_hard) + 0.5)
+    assert w["hard"] == pytest.approx(expected, rel=1e-6)
+    history = [dro.env_weights()[high]]
+    for _ in range(20):
+        dro.update(trainer, [easy])
+        dro.update(trainer, [hard])
+        history.append(dro.env_weights()[high])
+    assert history[-1] > history[0] > 0.5
+    assert sum(dro.env_weights().values()) == pytest.approx(1.0)
+
+
+def test_group_dro_draws_one_environment_per_step() -> None:
+    trainset = token_trainset(n=40, envs=("a", "b"))
+    steps = list(GroupDRO().steps(trainset, random.Random(0), batch_size=4, epochs=1))
+    assert len(steps) == trainset.batches_per_epoch(4, by_env=True) == 10
+    assert all(len(b) == 1 and len(set(b[0].envs)) == 1 for b in steps)
+    assert {b[0].envs[0] for b in steps} == {"a", "b"}
+
+
+# --------------------------------------------------------------------------------------------- fish
+
+
+def test_fish_meta_update_is_theta_plus_epsilon_times_the_inner_displacement() -> None:
+    lr = 0.05
+    fish = Fish()
+    model = LinearToy()
+    trainer = toy_trainer(model, fish, lr=lr)
+    fish.start(trainer, TrainSet({}, {}), 10)
+    assert fish.epsilon == pytest.approx(5e-7 / (lr * 5))
+    # The same model and optimizer state, stepped by hand through the five inner steps.
+    shadow_model = copy.deepcopy(model)
+    shadow = toy_trainer(shadow_model, fish, lr=lr)
+    batches = [float_batch([XS[i % 4], XS[(i + 1) % 4]], YS[[i % 4, (i + 1) % 4]], f"e{i}") for i in range(5)]
+    theta = [p.detach().clone() for p in model.parameters()]
+    for b in batches:
+        shadow.backward_and_step(shadow.batch_loss(b))
+    theta_inner = [p.detach().clone() for p in shadow_model.parameters()]
+    fish.update(trainer, batches)
+    for p, t, ti in zip(model.parameters(), theta, theta_inner, strict=True):
+        assert not torch.equal(ti, t)
+        torch.testing.assert_close(p.detach(), t + fish.epsilon * (ti - t), rtol=0, atol=1e-7)
+    # The run's AdamW keeps its state (five steps so far) into the next outer step.
+    state = trainer.optimizer.state[model.head.weight]
+    assert int(state["step"]) == 5
+    fish.update(trainer, batches)
+    assert int(trainer.optimizer.state[model.head.weight]["step"]) == 10
+
+
+def test_fish_draws_distinct_environments_and_schedules_inner_steps() -> None:
+    trainset = token_trainset(n=60, envs=tuple("abcdef"))
+    fish = Fish()
+    steps = list(fish.steps(trainset, random.Random(0), batch_size=4, epochs=1))
+    assert len(steps) == fish.n_steps(trainset, 4, 1) == math.ceil(trainset.batches_per_epoch(4, True) / 5)
+    assert all(len({b.envs[0] for b in batches}) == 5 for batches in steps)
+    assert fish.optimizer_steps(len(steps)) == 5 * len(steps)
+
+
+# --------------------------------------------------------------------------------------------- batches
+
+
+def test_env_batches_keep_one_loss_and_the_pair_layout() -> None:
+    pairs = [PairUnit((f"o{i}",), ((f"p{i}a",), (f"p{i}b",)), {}, "a" if i < 6 else "b") for i in range(10)]
+    singles = [SingleUnit((((f"s{i}",), onehot(i % 2)),), "a" if i % 2 else "b") for i in range(10)]
+    trainset = TrainSet({"inv": pairs, "mft": singles}, {"inv": "inv", "mft": "mft"})
+    sampler = trainset.env_sampler(random.Random(0), batch_size=4)
+    assert sampler.envs == ["a", "b"]
+    seen = set()
+    for _ in range(20):
+        for env in sampler.envs:
+            b = sampler.next(env)
+            assert set(b.envs) == {env}
+            if b.kind == "pair":
+                k = len(b.inputs) // 2
+                assert b.loss == "inv" and k <= 2
+                assert all(p[0].startswith(o[0].replace("o", "p")) for o, p in
+                           zip(b.inputs[:k], b.inputs[k:], strict=True))
+            else:
+                assert b.loss == "mft" and b.targets is not None
+            seen.add((env, b.kind))
+    assert seen == {("a", "pair"), ("a", "single"), ("b", "pair"), ("b", "single")}
