@@ -283,7 +283,7 @@ def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: 
                             tp.pending.append(pending)
                         else:
                             tp.jobs.append(tp.fold_job(pending, job_hparams(cfg, method)))
-        if cfg.grid.enabled:
+        if cfg.grid.enabled and tp.pending:  # nothing to select for without suite folds
             _add_grid_jobs(cfg, tp, folds, iid_ids)
         tasks.append(tp)
     plan = Plan(cfg, config_path, tasks)

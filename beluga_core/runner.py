@@ -32,6 +32,9 @@ class RichProgress:
 
     def job_started(self, job: Job) -> None:
         label = job.config if job.config == "iid" else f"{job.config}/{job.method}/{job.scenario}"
+        if job.kind == "grid":
+            label = f"grid {job.config}/{job.method} " + ",".join(f"{k}={v:g}" if isinstance(v, float) else
+                                                                  f"{k}={v}" for k, v in (job.point or {}).items())
         if job.fold.heldout_group:
             label += f": {job.fold.heldout_group[:40]}"
         self.progress.update(self.steps, description=label, completed=0, total=1, visible=True)

@@ -22,7 +22,9 @@ class GridCost:
 def grid_costs(plan: Plan, tp: TaskPlan) -> list[GridCost]:
     cfg = plan.config
     heldout_folds = sum(1 for f in tp.folds if f.heldout_level is not None)
-    out = []
+    out: list[GridCost] = []
+    if not tp.folds:
+        return out
     for config in cfg.configurations:
         if registry.get("training configuration", config).is_baseline():
             continue
