@@ -52,7 +52,7 @@ def reading_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_paraphrase_end_to_end(paraphrase_store: Path) -> None:
     g = query(paraphrase_store, "SELECT config, scenario, s_suite, s_iid, g, iid_metric FROM g_scores ORDER BY ALL")
-    assert [(c, s) for c, s, *_ in g] == [("iid", "standard"), ("iid-plus-t", "seen"), ("iid-plus-t", "test_type")]
+    assert [(c, s) for c, s, *_ in g] == [("iid", "standard"), ("iid-plus-t", "seen")]
     for _, _, s_suite, s_iid, gscore, metric in g:
         assert metric == "f1"  # the config's iid_metric
         assert 0 <= s_suite <= 1 and 0 <= s_iid <= 1 and gscore is not None
@@ -67,7 +67,7 @@ def test_paraphrase_end_to_end(paraphrase_store: Path) -> None:
 
 def test_reading_end_to_end(reading_store: Path) -> None:
     g = query(reading_store, "SELECT config, scenario, s_suite, s_iid, g, iid_metric FROM g_scores ORDER BY ALL")
-    assert [(c, s) for c, s, *_ in g] == [("iid", "standard"), ("iid-then-t", "seen"), ("iid-then-t", "test_type")]
+    assert [(c, s) for c, s, *_ in g] == [("iid", "standard"), ("iid-then-t", "seen")]
     for *_, s_iid, gscore, metric in g:
         assert metric == "exact_match" and gscore is not None and 0 <= s_iid <= 1
     assert query(reading_store, "SELECT DISTINCT metric, is_primary FROM iid_metrics ORDER BY 1") == \

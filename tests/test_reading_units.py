@@ -253,3 +253,26 @@ def test_decoding_and_token_accuracy_with_a_stub_model(tokenizer) -> None:  # ty
     rows = ReadingTask().validation_metrics(_StubQA(anna, bob), enc, [case], [{"outcome": "fail"}], device)
     assert {(r["metric"], r["value"]) for r in rows} == {("pass_rate", 0.0), ("start_accuracy", 1.0),
                                                          ("end_accuracy", 0.0), ("objective", 0.5)}
+
+
+def test_any_local_question_answering_model_path(tmp_path, tokenizer) -> None:  # type: ignore[no-untyped-def]
+    """A QA checkpoint given by path (here a tiny randomly initialised BERT) loads with its own span head,
+    and answers come back as substrings of the context."""
+    from transformers import BertConfig, BertForQuestionAnswering
+
+    from beluga_core.tasks.reading import load_qa_model
+    from beluga_core.tasks.reading_decode import predict_answers
+
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(1)
+    BertForQuestionAnswering(config).save_pretrained(tmp_path / "qa")
+    tokenizer.save_pretrained(tmp_path / "qa")
+    model = load_qa_model(str(tmp_path / "qa"), dropout=0.2)
+    assert model.config.hidden_dropout_prob == 0.2 and hasattr(model, "qa_outputs")
+    reloaded = BertForQuestionAnswering.from_pretrained(tmp_path / "qa")
+    assert torch.equal(model.qa_outputs.weight, reloaded.qa_outputs.weight)  # the checkpoint's head, not a new one
+    enc = ReadingEncoder(load_tokenizer(str(tmp_path / "qa")), max_length=20, stride=4, max_query_length=8)
+    context = "Olivia is older than Joseph, who lives in Paris with his two cats."
+    (answer,) = predict_answers(model, enc, [(context, "Who is older?")], torch.device("cpu"), max_answer_length=4)
+    assert answer and answer in context and len(enc[(context, "Who is older?")]) > 1
