@@ -22,6 +22,7 @@ import io
 import json
 import os
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,7 @@ class TokenCache:
         self._where: dict[Input, tuple[str, int]] = {}
         self.hits = 0
         self.written = 0
+        self.load_seconds = 0.0  # reading shards (for benchmarks and logs)
         self.refresh()
 
     def __len__(self) -> int:
@@ -137,6 +139,13 @@ class TokenCache:
 
     def refresh(self) -> None:
         """Load shards written since the last look (by this or any other process)."""
+        started = time.perf_counter()
+        try:
+            self._refresh()
+        finally:
+            self.load_seconds += time.perf_counter() - started
+
+    def _refresh(self) -> None:
         for _ in range(5):
             try:
                 for path in self._listing():

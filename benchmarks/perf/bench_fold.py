@@ -85,18 +85,25 @@ def tokenizer_for(name: str) -> Any:
     return load_tokenizer("embedded:minilm" if name == "bert-base-random" else name)
 
 
-def progress(row: tuple[str, float, list[float]]) -> None:
-    print(f"  measured {row[0]}: {row[1]:.1f} examples/s (runs: {', '.join(f'{r:.1f}' for r in row[2])})",
-          flush=True)
+@dataclass
+class Row:
+    name: str
+    rate: float  # examples per wall second (median)
+    rates: list[float]
+    cpu_rate: float  # examples per CPU second of this process (median): steadier on a shared machine
 
 
-def median_rate(n: int, runs: list[float]) -> tuple[float, list[float]]:
-    rates = [n / s for s in runs]
-    return statistics.median(rates), rates
+def row(name: str, n: int, runs: list[tuple[float, float]]) -> Row:
+    rates = [n / wall for wall, _ in runs]
+    r = Row(name, statistics.median(rates), rates, statistics.median(n / cpu for _, cpu in runs))
+    print(f"  measured {name}: {r.rate:.1f} examples/s (runs: {', '.join(f'{x:.1f}' for x in rates)}); "
+          f"{r.cpu_rate:.1f} examples per CPU-second", flush=True)
+    return r
 
 
 # -- beluga ---------------------------------------------------------------------------------------------
-def beluga_train(args: argparse.Namespace, fold: Fold, device: torch.device) -> tuple[list[float], float, int]:
+def beluga_train(args: argparse.Namespace, fold: Fold,
+                 device: torch.device) -> tuple[list[tuple[float, float]], float, int]:
     task = SentimentTask()
     encoder = Encoder(tokenizer_for(args.model), 128)
     t0 = time.perf_counter()
@@ -116,17 +123,18 @@ def beluga_train(args: argparse.Namespace, fold: Fold, device: torch.device) -> 
         trainset = build_trainset(task, [], examples, None)
         seed_everything(SEED)
         _sync(device)
+        c0 = time.process_time()
         stats = train_stage(task, model, encoder, device, trainset, hp, Vanilla(), SEED)
         _sync(device)
         if i > 0:
-            runs.append(stats.seconds)
+            runs.append((stats.seconds, time.process_time() - c0))
         del model
     return runs, tokenize_s, tokens
 
 
 # -- Trainer baselines ------------------------------------------------------------------------------------
 def trainer_train(args: argparse.Namespace, fold: Fold, device: torch.device, *, padded: bool,
-                  bf16: bool, repeats: int) -> list[float]:
+                  bf16: bool, repeats: int) -> list[tuple[float, float]]:
     import datasets
     from datasets import Dataset
     from transformers import (
@@ -159,8 +167,10 @@ def trainer_train(args: argparse.Namespace, fold: Fold, device: torch.device, *,
             collator = default_data_collator if padded else DataCollatorWithPadding(tok)
             trainer = Trainer(model=model, args=targs, train_dataset=ds, data_collator=collator)
             trainer.remove_callback(PrinterCallback)
+            c0 = time.process_time()
             out_metrics = trainer.train().metrics
-        runs.append(float(out_metrics["train_runtime"]))
+            cpu = time.process_time() - c0
+        runs.append((float(out_metrics["train_runtime"]), cpu))
         del trainer, model
     return runs
 
@@ -171,31 +181,33 @@ def suite_inputs() -> list[Any]:
     return [x for c in suite.cases for x in c.inputs]
 
 
-def beluga_eval(model: torch.nn.Module, name: str, inputs: list[Any], device: torch.device) -> tuple[float, float]:
+def beluga_eval(model: torch.nn.Module, name: str, inputs: list[Any],
+                device: torch.device) -> tuple[float, float, float]:
     encoder = Encoder(tokenizer_for(name), 128)
     t0 = time.perf_counter()
     encoder.encode_many(inputs)
     tokenize_s = time.perf_counter() - t0
     _sync(device)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     predict_probs(model, encoder, inputs, device)
     _sync(device)
-    return time.perf_counter() - t0, tokenize_s
+    return time.perf_counter() - t0, tokenize_s, time.process_time() - c0
 
 
-def padded_eval(model: torch.nn.Module, name: str, inputs: list[Any], device: torch.device, batch_size: int) -> float:
+def padded_eval(model: torch.nn.Module, name: str, inputs: list[Any], device: torch.device,
+                batch_size: int) -> tuple[float, float]:
     """Reference-style inference: every input (duplicates too), padded to 128, in input order, fp32."""
     tok = tokenizer_for(name)
     enc = tok(list(inputs), padding="max_length", truncation=True, max_length=128, return_tensors="pt")
     model.eval()
     _sync(device)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with torch.inference_mode():
         for start in range(0, len(inputs), batch_size):
             batch = {k: v[start:start + batch_size].to(device) for k, v in enc.items()}
             torch.softmax(model(**batch).logits.float(), dim=-1).cpu()
     _sync(device)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 # -- helpers --------------------------------------------------------------------------------------------
@@ -230,18 +242,21 @@ def evaluate(args: argparse.Namespace, device: torch.device) -> None:
     sub = inputs if args.eval_fraction >= 1 else \
         [inputs[i] for i in sorted(rng.choice(total, int(total * args.eval_fraction), replace=False))]
     bs = eval_batch_size(device)
-    b_s, tok_s = beluga_eval(model, args.model, sub, device)
+    b_s, tok_s, b_cpu = beluga_eval(model, args.model, sub, device)
     scale = total / len(sub)
     sample = [inputs[i] for i in sorted(rng.choice(total, min(total, args.baseline_eval_sample), replace=False))]
-    p_s = padded_eval(model, args.model, sample, device, bs) * total / len(sample)
+    p_wall, p_cpu = padded_eval(model, args.model, sample, device, bs)
+    p_s, p_cpu = p_wall * total / len(sample), p_cpu * total / len(sample)
     print(f"\nwhole sentiment suite: {total:,} inputs ({len(set(inputs)):,} distinct), eval batch size {bs} "
           f"for both")
-    print("| evaluation | seconds for the whole suite | inputs/s | beluga speed-up |")
-    print("| --- | --- | --- | --- |")
+    print("| evaluation | wall seconds, whole suite | inputs/s | beluga speed-up (wall) | CPU seconds | "
+          "beluga speed-up (CPU time) |")
+    print("| --- | --- | --- | --- | --- | --- |")
     note = "" if scale == 1 else f" (measured on {len(sub):,}, scaled ×{scale:.2f})"
-    print(f"| beluga predict_probs{note} | {b_s * scale:.1f} | {total / (b_s * scale):.0f} | 1.00 |")
+    print(f"| beluga predict_probs{note} | {b_s * scale:.1f} | {total / (b_s * scale):.0f} | 1.00 | "
+          f"{b_cpu * scale:.1f} | 1.00 |")
     print(f"| padded to 128, no dedup, fp32 (measured on {len(sample):,}, scaled) | {p_s:.1f} | "
-          f"{total / p_s:.0f} | {p_s / (b_s * scale):.2f} |")
+          f"{total / p_s:.0f} | {p_s / (b_s * scale):.2f} | {p_cpu:.1f} | {p_cpu / (b_cpu * scale):.2f} |")
     print(f"beluga tokenization of the suite (cold; a disk-cache hit in real runs): {tok_s * scale:.1f} s")
 
 
@@ -256,6 +271,7 @@ def main() -> None:
     ap.add_argument("--repeats-reference", type=int, default=1,
                     help="runs of baseline (a) (median; ~10x slower than the others, its ratio is far from 1)")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default, all cores)")
     ap.add_argument("--eval-fraction", type=float, default=1.0,
                     help="share of the suite's inputs beluga evaluates (times scaled up to the whole suite)")
     ap.add_argument("--baseline-eval-sample", type=int, default=4096,
@@ -264,6 +280,8 @@ def main() -> None:
     ap.add_argument("--only-eval", action="store_true", help="whole-suite evaluation only")
     args = ap.parse_args()
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     prec = precision.configure("auto", device)
     print(f"device: {device} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
@@ -281,22 +299,14 @@ def main() -> None:
         evaluate(args, device)
         return
     b_runs, tokenize_s, tokens = beluga_train(args, fold, device)
-    b_rate, b_rates = median_rate(n, b_runs)
-    rows = [("beluga", b_rate, b_rates)]
-    progress(rows[-1])
-    tuned: list[tuple[str, float, list[float]]] = []
-    for bf16 in ([True] if device.type == "cuda" else [False, True]):
-        rate, rates = median_rate(n, trainer_train(args, fold, device, padded=False, bf16=bf16,
-                                                   repeats=args.repeats_trainer))
-        tuned.append((f"(b) Trainer, dynamic pad + group_by_length, fused AdamW, {'bf16' if bf16 else 'fp32'}",
-                      rate, rates))
-        progress(tuned[-1])
-    a_rate, a_rates = median_rate(n, trainer_train(args, fold, device, padded=True, bf16=False,
-                                                   repeats=args.repeats_reference))
-    rows.append(("(a) Trainer, pad 128, fp32, adamw_torch", a_rate, a_rates))
-    progress(rows[-1])
-    rows += tuned
-    best_b = max(tuned, key=lambda r: r[1])
+    beluga = row("beluga", n, b_runs)
+    tuned = [row(f"(b) Trainer, dynamic pad + group_by_length, fused AdamW, {'bf16' if bf16 else 'fp32'}", n,
+                 trainer_train(args, fold, device, padded=False, bf16=bf16, repeats=args.repeats_trainer))
+             for bf16 in ([True] if device.type == "cuda" else [False, True])]
+    ref = row("(a) Trainer, pad 128, fp32, adamw_torch", n,
+              trainer_train(args, fold, device, padded=True, bf16=False, repeats=args.repeats_reference))
+    rows = [beluga, ref, *tuned]
+    best_b = max(tuned, key=lambda r: r.rate)
 
     params = sum(p.numel() for p in build_model(args.model).parameters())
     peak, peak_note = peak_flops(device)
@@ -305,18 +315,19 @@ def main() -> None:
           f"beluga tokenization of the fold (cold, then cached on disk in real runs): {tokenize_s:.2f} s")
     print(f"peak used for MFU: {peak_note}")
     print(f"\n| training ({args.n_train} examples, batch {args.batch_size}) | examples/s (median) | runs | "
-          f"beluga ÷ this | MFU |")
-    print("| --- | --- | --- | --- | --- |")
-    for name, rate, rates in rows:
-        mfu = f"{6 * params * per_example * rate / peak:.1%}" if peak else "n/a"
-        print(f"| {name} | {rate:.1f} | {', '.join(f'{r:.1f}' for r in rates)} | {b_rate / rate:.2f} | {mfu} |")
+          f"beluga ÷ this | examples per CPU-s | beluga ÷ this (CPU time) | MFU |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        mfu = f"{6 * params * per_example * r.rate / peak:.1%}" if peak else "n/a"
+        print(f"| {r.name} | {r.rate:.1f} | {', '.join(f'{x:.1f}' for x in r.rates)} | {beluga.rate / r.rate:.2f} | "
+              f"{r.cpu_rate:.1f} | {beluga.cpu_rate / r.cpu_rate:.2f} | {mfu} |")
 
     if not args.skip_eval:
         evaluate(args, device)
     print(f"load after: {load(lambda: subprocess.check_output(['uptime'], text=True).strip())}")
-    print(f"ratio_vs_reference_trainer: {b_rate / a_rate:.2f}")
-    print(f"compared_tuned_trainer: {best_b[0]}")
-    print(f"ratio_vs_tuned_trainer: {b_rate / best_b[1]:.2f}")
+    print(f"ratio_vs_reference_trainer: {beluga.rate / ref.rate:.2f}")
+    print(f"compared_tuned_trainer: {best_b.name}")
+    print(f"ratio_vs_tuned_trainer: {beluga.rate / best_b.rate:.2f}")
     sys.stdout.flush()
 
 
