@@ -55,6 +55,11 @@ iid_val = 32
 [grid.methods.lp]
 learning_rate = [1e-3]
 
+# Shorter stages than the 1.5 epochs of METHOD.md, to keep CI short.
+[method.lp-ft]
+lp_epochs = 0.5
+ft_epochs = 0.5
+
 [executor]
 threads = 2
 """
@@ -102,7 +107,9 @@ def test_grid_search_selects_on_t_val_then_trains_the_folds(tmp_path: Path) -> N
     folds = query(store, "SELECT hparams FROM models")
     assert len(folds) == 4
     for (hparams,) in folds:
-        assert [s["learning_rate"] for s in json.loads(hparams)["stages"]] == [1e-3, lr]
+        hp = json.loads(hparams)
+        assert [s["learning_rate"] for s in hp["stages"]] == [1e-3, lr]
+        assert hp["method"] == {"lp_epochs": 0.5, "ft_epochs": 0.5}
     assert len(query(store, "SELECT * FROM g_scores WHERE g IS NOT NULL")) == 2  # seen and length
 
     again = beluga("run", str(config), timeout=TIMEOUT)

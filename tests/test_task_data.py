@@ -247,3 +247,20 @@ def test_mft_gold_span_is_first_occurrence_and_missing_answers_are_counted() -> 
     assert targets == [[0, 4], [9, 12], [0, 4]]  # Anna, Bob (first occurrences), then Anna of case 'half'
     assert ts.streams["iid"][0].choices[0][1].tolist() == [19, 22]
     assert len(ts.streams["span-inv"]) == 1 and ts.losses["span-inv"] == "span-inv"
+
+
+def test_fixtures_are_rebuilt_byte_for_byte(tmp_path: Path) -> None:
+    """The shipped fixtures are exactly what benchmarks/build_iid_fixtures.py makes from the shipped suites."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_iid_fixtures",
+                                                  Path(__file__).resolve().parents[1] / "benchmarks" /
+                                                  "build_iid_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    for name, build in (("qqp_fixture", builder.build_qqp), ("squad_fixture", builder.build_squad)):
+        build(tmp_path / name)
+        shipped = builder.DATA / name
+        for built in sorted((tmp_path / name).iterdir()):
+            assert built.read_bytes() == (shipped / built.name).read_bytes(), f"{name}/{built.name} differs"

@@ -54,14 +54,9 @@ class Encoder:
 
     def _from_disk(self, inputs: list[Input]) -> list[Input]:
         assert self._disk is not None
-        rest = []
-        for x in inputs:
-            enc = self._disk.get(x)
-            if enc is None:
-                rest.append(x)
-            else:
-                self._cache[x] = enc
-        return rest
+        found = self._disk.get_many(inputs)
+        self._cache.update(found)
+        return [x for x in inputs if x not in found]
 
     def _tokenize(self, missing: list[Input]) -> None:
         step = 4096

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import itertools
 import json
 import os
 import tempfile
@@ -92,14 +93,25 @@ class _Shard:
         a, b = int(self.offsets[row]), int(self.offsets[row + 1])
         return self.ids[a:b].tolist(), (self.types[a:b].tolist() if self.types is not None else None)
 
+    def entries(self, rows: list[int]) -> list[Encoded]:
+        """Many rows at once: one conversion of the whole shard to Python lists, then slices (a per-row
+        ``tolist`` costs ~10x more per entry when a fold needs a large part of the shard)."""
+        ids, offsets = self.ids.tolist(), self.offsets.tolist()
+        types = self.types.tolist() if self.types is not None else None
+        return [(ids[offsets[r]:offsets[r + 1]], types[offsets[r]:offsets[r + 1]] if types is not None else None)
+                for r in rows]
+
 
 def encode_shard(entries: Sequence[tuple[Input, Encoded]]) -> bytes:
-    lengths = np.fromiter((len(ids) for _, (ids, _t) in entries), dtype=np.int64, count=len(entries))
+    seqs = [enc[0] for _, enc in entries]
+    lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    ids = np.fromiter((t for _, (seq, _t) in entries for t in seq), dtype=np.int32, count=int(offsets[-1]))
+    total = int(offsets[-1])
+    # chain.from_iterable iterates in C: ~4x faster than a nested generator on 100k entries.
+    ids = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int32, count=total)
     has_types = bool(entries) and entries[0][1][1] is not None
-    types = (np.fromiter((t for _, (_s, typ) in entries for t in (typ or [])), dtype=np.int8,
-                         count=int(offsets[-1])) if has_types else np.zeros(0, dtype=np.int8))
+    types = (np.fromiter(itertools.chain.from_iterable(enc[1] or [] for _, enc in entries), dtype=np.int8,
+                         count=total) if has_types else np.zeros(0, dtype=np.int8))
     keys = np.frombuffer(json.dumps([_key_json(x) for x, _ in entries]).encode(), dtype=np.uint8)
     buf = io.BytesIO()
     np.savez(buf, format=np.array([SHARD_FORMAT]), keys=keys, ids=ids, offsets=offsets, types=types,
@@ -168,6 +180,23 @@ class TokenCache:
             return None
         self.hits += 1
         return self._shards[where[0]].entry(where[1])
+
+    def get_many(self, inputs: Sequence[Input]) -> dict[Input, Encoded]:
+        """The cached entries among ``inputs`` (shards needed for many rows are converted in one go)."""
+        by_shard: dict[str, list[tuple[Input, int]]] = {}
+        for x in inputs:
+            where = self._where.get(x)
+            if where is not None:
+                by_shard.setdefault(where[0], []).append((x, where[1]))
+        out: dict[Input, Encoded] = {}
+        for name, wanted in by_shard.items():
+            shard = self._shards[name]
+            rows = [r for _, r in wanted]
+            whole = len(rows) * 20 >= len(shard.offsets)  # ≥ 5% of the shard: convert it whole
+            encs = shard.entries(rows) if whole else [shard.entry(r) for r in rows]
+            out.update(zip((x for x, _ in wanted), encs, strict=True))
+        self.hits += len(out)
+        return out
 
     def add(self, entries: Sequence[tuple[Input, Encoded]]) -> None:
         """Persist newly tokenized inputs (those not already on disk) as one new shard."""
