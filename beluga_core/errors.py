@@ -25,6 +25,7 @@ class BelugaError(Exception):
             where.append(f"field '{field}'")
         prefix = ": ".join([", ".join(where)]) + ": " if where else ""
         super().__init__(prefix + message)
+        self.message = message
         self.source = source
         self.line = line
         self.field = field

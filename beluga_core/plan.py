@@ -11,6 +11,7 @@ their hash includes them, so it exists only after selection, and a different cho
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from beluga_core import __version__, registry
+from beluga_core.config.load import with_config_line
 from beluga_core.config.schema import SEEN, STANDARD, BenchmarkConfig, TaskSpec
 from beluga_core.errors import BelugaError
 from beluga_core.grid.space import grid_methods, grid_points, job_hparams
@@ -208,6 +210,17 @@ def _check_levels(cfg: BenchmarkConfig, suite: Suite, config_path: Path) -> None
                 source=config_path, field="scenarios")
 
 
+def _check_size_groups(per_group_of: dict[str, int], suite: Suite, config_path: Path) -> None:
+    level = suite.header.scoring_level
+    groups = {suite.group_of(c, level) for c in suite.cases}
+    for name in per_group_of:
+        if name not in groups:
+            close = difflib.get_close_matches(name, sorted(groups), n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; its groups are: {', '.join(sorted(groups))}"
+            raise BelugaError(f"'{name}' is not a {level} of suite '{suite.header.name}'{hint}",
+                              source=config_path, field=f"sizes.suite_test_per_group_of.{name}")
+
+
 def _check_env_level(hp: dict[str, Any], method: str, suite: Suite, config_path: Path) -> None:
     level = hp.get("method", {}).get("env_level")
     holdable = suite.header.holdable_levels()
@@ -233,6 +246,13 @@ def _load_task(spec: TaskSpec, allow_missing: bool) -> str | None:
 
 def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False) -> Plan:
     """The plan of a config. With a grid search, fold jobs wait in ``pending`` until ``Plan.resolve``."""
+    try:
+        return _build_plan(cfg, config_path, allow_missing_tasks)
+    except BelugaError as exc:
+        raise with_config_line(exc, config_path) from None
+
+
+def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bool) -> Plan:
     tasks: list[TaskPlan] = []
     model_of = cfg.model.task_models
     for spec in cfg.tasks:
@@ -242,15 +262,19 @@ def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: 
             suite = suite.effective()
         _check_levels(cfg, suite, config_path)
         sizes = cfg.sizes
+        _check_size_groups(sizes.suite_test_per_group_of, suite, config_path)
         split = split_suite(suite, cfg.split.seed, cfg.split.ratios,
-                            (sizes.suite_train_per_group, sizes.suite_val_per_group, sizes.suite_test_per_group))
+                            (sizes.suite_train_per_group, sizes.suite_val_per_group, sizes.suite_test_per_group),
+                            sizes.suite_test_per_group_of)
         folds, skipped = make_folds(suite, split, cfg.scenarios)
         model = model_of.get(spec.name, cfg.model.name)
         common = {
             "format": JOB_FORMAT, "task": spec.name, "suite": suite.header.name,
             "suite_cases": len(suite.cases), "corrections": spec.apply_corrections, "iid": spec.iid,
             "model": model, "max_length": cfg.model.max_length, "split": cfg.split.model_dump(mode="json"),
-            "sizes": sizes.model_dump(),
+            # Per-group exceptions only when set, so the ids of jobs without them stay as they were.
+            "sizes": sizes.model_dump(exclude={"suite_test_per_group_of"} if not sizes.suite_test_per_group_of
+                                      else set()),
             # Only when set, so the ids of jobs that use neither stay as they were.
             **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
             **({"task_options": spec.options} if spec.options else {}),

@@ -41,9 +41,11 @@ def split_counts(n: int, ratios: tuple[float, float, float]) -> tuple[int, int, 
 
 
 def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0.5, 0.25, 0.25),
-                per_group: tuple[int, int, int] = (0, 0, 0)) -> SuiteSplit:
+                per_group: tuple[int, int, int] = (0, 0, 0), test_per_group_of: dict[str, int] | None = None,
+                ) -> SuiteSplit:
     """Split every scoring group 50/25/25 (by default), then optionally keep at most ``per_group[k]`` cases
-    of each group in split k (0 keeps all): the subsample is itself seeded and nested in the full split."""
+    of each group in split k (0 keeps all): the subsample is itself seeded and nested in the full split.
+    ``test_per_group_of`` replaces the T_test cap of the groups it names."""
     level = suite.header.scoring_level
     by_group: dict[str, list[str]] = defaultdict(list)
     for case in suite.cases:
@@ -54,7 +56,8 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
         _rng(seed, "split", group).shuffle(order)
         counts = split_counts(len(order), ratios)
         start = 0
-        for name, count, cap in zip(SPLITS, counts, per_group, strict=True):
+        caps = per_group if group not in (test_per_group_of or {}) else (*per_group[:2], test_per_group_of[group])
+        for name, count, cap in zip(SPLITS, counts, caps, strict=True):
             part = order[start:start + count]
             start += count
             if cap and len(part) > cap:

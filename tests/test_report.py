@@ -269,6 +269,10 @@ def test_cli_report_terminal_and_files(store: Path, tmp_path: Path, capsys: pyte
     main(["report", str(store)])
     out = capsys.readouterr().out
     assert "G seen" in out and "▲" in out
+    # The collapsed iid-plus-t model is named under the table; the others are not.
+    warnings = [line for line in out.splitlines() if line.startswith("degenerate")]
+    assert warnings and all("iid-plus-t/vanilla" in w for w in warnings), out
+    assert "iid-then-t/" not in out
     main(["report", str(store), "--format", "html", "--out", str(tmp_path / "h")])
     assert (tmp_path / "h" / "report.html").is_file()
     for bad in (["--format", "pdf", "--out", str(tmp_path)], ["--format", "md"], ["--out", str(tmp_path)]):

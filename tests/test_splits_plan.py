@@ -59,6 +59,12 @@ def test_subsample_is_nested_in_the_full_split(sentiment: Suite) -> None:
     assert set(small.train) <= set(full.train) and set(small.test) <= set(full.test)
     level = sentiment.header.scoring_level
     assert max(Counter(sentiment.case(c).groups[level] for c in small.test).values()) == 4
+    # A per-group exception replaces that group's T_test cap only, still nested in the full split.
+    more = split_suite(sentiment, 123, per_group=(5, 1, 4), test_per_group_of={"reducers": 30})
+    counts = Counter(sentiment.case(c).groups[level] for c in more.test)
+    assert counts["reducers"] == 30 and max(n for g, n in counts.items() if g != "reducers") == 4
+    assert set(more.test) <= set(full.test) and set(small.test) - set(more.test) == set()
+    assert more.train == small.train and more.val == small.val
 
 
 def test_folds_never_train_on_their_heldout_group(sentiment: Suite) -> None:

@@ -120,7 +120,10 @@ CONFIG_ERRORS = {
     "unknown key": (GOOD_CONFIG + "learning_rat = 1e-5\n", ["line 9", "training.learning_rat", "Extra inputs"]),
     "wrong type": (GOOD_CONFIG.replace("epochs = 1", 'epochs = "three"'), ["line 8", "training.epochs", "number"]),
     "scenario not a level": (GOOD_CONFIG.replace('"phenomenon"]', '"functionality"]'),
-                             ["scenario 'functionality' is not a level", "phenomenon, length, test_type"]),
+                             ["line 2", "scenario 'functionality' is not a level", "phenomenon, length, test_type"]),
+    "per-group size of an unknown group": (GOOD_CONFIG + "[sizes.suite_test_per_group_of]\nnegatoin = 50\n",
+                                           ["line 10", "sizes.suite_test_per_group_of.negatoin",
+                                            "'negatoin' is not a phenomenon", "did you mean 'negation'"]),
     "unknown executor": (GOOD_CONFIG + '[executor]\nname = "slurm"\n', ["unknown executor 'slurm'", "local"]),
 }
 

@@ -120,3 +120,14 @@ def locate_key(text: str, loc: tuple[Any, ...]) -> int | None:
         if not table and names and key == names[0] and best is None:
             best = i
     return best
+
+
+def with_config_line(exc: BelugaError, config_path: Path) -> BelugaError:
+    """``exc`` with the line of its config field added, when it names one of ``config_path`` and lacks it."""
+    if exc.line is not None or not exc.field or exc.source is None or Path(exc.source) != config_path:
+        return exc
+    try:
+        line = locate_key(config_path.read_text(encoding="utf-8"), tuple(exc.field.split(".")))
+    except OSError:
+        return exc
+    return exc if line is None else BelugaError(exc.message, source=exc.source, line=line, field=exc.field)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -63,6 +63,11 @@ class SizeSpec(_Strict):
     suite_train_per_group: int = Field(0, ge=0, description="T_train cases per scoring group (0 = all).")
     suite_val_per_group: int = Field(0, ge=0, description="T_val cases per scoring group (0 = all).")
     suite_test_per_group: int = Field(0, ge=0, description="T_test cases per scoring group (0 = all).")
+    suite_test_per_group_of: dict[str, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description=("Per-group exceptions to suite_test_per_group (scoring-group name → cases, 0 = all): more "
+                     "cases for groups whose expectation skips most of them, e.g. sentiment's 'reducers', whose "
+                     "check skips every original predicted neutral."))
 
 
 class StageHParams(_Strict):
