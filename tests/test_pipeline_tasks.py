@@ -4,30 +4,13 @@ CheckList QQP and SQuAD suites and the shipped offline fixtures; and the benchma
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-import duckdb
 import pytest
+from test_pipeline import DATA, beluga, query
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parent / "data"
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
-
-
-def beluga(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "beluga_core", *args], capture_output=True, text=True, env=ENV,
-                          timeout=timeout)
-
-
-def query(store: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(store), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def run_ok(*args: str) -> subprocess.CompletedProcess[str]:

@@ -61,30 +61,11 @@ DROPPED_CASES = "mft_cases_dropped_entirely"
 
 def load_qa_model(name: str, *, dropout: float | None = None, seed: int = 0) -> torch.nn.Module:
     """A transformers question-answering model; a head the checkpoint lacks is initialised from ``seed``."""
-    from transformers import AutoConfig, AutoModelForQuestionAnswering
-    from transformers.utils import logging as hf_logging
+    from transformers import AutoModelForQuestionAnswering
 
-    from beluga_core.training.model import _offline_hint, resolve_model_path
+    from beluga_core.training.model import load_pretrained
 
-    path = resolve_model_path(name)
-    overrides: dict[str, Any] = {}
-    if dropout is not None:
-        overrides |= {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
-    try:
-        config = AutoConfig.from_pretrained(path, **overrides)
-    except OSError as exc:
-        raise BelugaError(f"cannot load model '{name}': {exc}{_offline_hint(path)}") from None
-    verbosity = hf_logging.get_verbosity()
-    # A fresh span head is reported as missing weights by design: noise for users.
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        torch.manual_seed(seed)
-        return AutoModelForQuestionAnswering.from_pretrained(path, config=config)
-    except ValueError as exc:  # a model type without a question-answering head
-        raise BelugaError(f"model '{name}' has no question-answering variant in transformers: {exc}") from None
-    finally:
-        hf_logging.set_verbosity(verbosity)
+    return load_pretrained(AutoModelForQuestionAnswering, name, dropout=dropout, seed=seed)
 
 
 def first_occurrence(context: str, answer: Any) -> tuple[int, int] | None:

@@ -64,11 +64,21 @@ def load_tokenizer(name: str) -> Any:
 def load_sequence_classifier(name: str, num_labels: int, *, dropout: float | None = None,
                              seed: int = 0) -> torch.nn.Module:
     """A transformers sequence-classification model; the new head is initialised from ``seed``."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers import AutoModelForSequenceClassification
+
+    return load_pretrained(AutoModelForSequenceClassification, name, {"num_labels": num_labels},
+                           dropout=dropout, seed=seed)
+
+
+def load_pretrained(auto_class: Any, name: str, overrides: dict[str, Any] | None = None, *,
+                    dropout: float | None = None, seed: int = 0) -> torch.nn.Module:
+    """``auto_class.from_pretrained`` of a hub name, local path or embedded model, with config ``overrides``;
+    a head the checkpoint lacks is initialised from ``seed``."""
+    from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
 
     path = resolve_model_path(name)
-    overrides: dict[str, Any] = {"num_labels": num_labels}
+    overrides = dict(overrides or {})
     if dropout is not None:
         overrides |= {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
     try:
@@ -76,8 +86,8 @@ def load_sequence_classifier(name: str, num_labels: int, *, dropout: float | Non
     except OSError as exc:
         raise BelugaError(f"cannot load model '{name}': {exc}{_offline_hint(path)}") from None
     verbosity = hf_logging.get_verbosity()
-    # The new classifier weights are reported as missing by design; that report (and a per-load progress
-    # bar) is noise for users.
+    # The new head's weights are reported as missing by design; that report (and a per-load progress bar)
+    # is noise for users.
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     try:
@@ -85,7 +95,9 @@ def load_sequence_classifier(name: str, num_labels: int, *, dropout: float | Non
         # the model (the first of a process) must train with the same dropout masks as one that reuses it.
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            return AutoModelForSequenceClassification.from_pretrained(path, config=config)
+            return auto_class.from_pretrained(path, config=config)
+    except ValueError as exc:  # a model type without this head (e.g. no question-answering variant)
+        raise BelugaError(f"model '{name}' has no {auto_class.__name__} variant in transformers: {exc}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
 
