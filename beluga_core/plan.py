@@ -160,9 +160,10 @@ class Plan:
                     continue
                 plugin = registry.get("method", pending.method)
                 if plugin.reuses:
-                    hp = job_hparams(self.config, pending.method, reused={k[2]: chosen[k] for k in keys})
+                    hp = job_hparams(self.config, pending.method, reused={k[2]: chosen[k] for k in keys},
+                                     configuration=pending.config)
                 else:
-                    hp = job_hparams(self.config, pending.method, chosen[keys[0]])
+                    hp = job_hparams(self.config, pending.method, chosen[keys[0]], configuration=pending.config)
                 job = tp.fold_job(pending, hp)
                 tp.jobs.append(job)
                 new.append(job)
@@ -221,6 +222,28 @@ def _check_size_groups(per_group_of: dict[str, int], suite: Suite, config_path: 
                               source=config_path, field=f"sizes.suite_test_per_group_of.{name}")
 
 
+def _check_configuration_keys(cfg: BenchmarkConfig, config_path: Path) -> None:
+    """Per-configuration settings must name a configuration of the run that has the step they set."""
+    checks = (("sizes.iid_mix_of", cfg.sizes.iid_mix_of, lambda c: c.uses_iid and c.uses_suite,
+               "mix i.i.d. data into the suite step"),
+              ("training.configurations", cfg.training.configurations, lambda c: c.uses_suite,
+               "have a suite step"))
+    for where, table, has_step, what in checks:
+        eligible = [c for c in cfg.configurations if has_step(registry.get("training configuration", c))]
+        for name in table:
+            if name in eligible:
+                continue
+            close = difflib.get_close_matches(name, eligible, n=1, cutoff=0.6)
+            if name in cfg.configurations:
+                message = f"'{name}' does not {what}"
+            elif close:
+                message = f"'{name}' is not a configuration of this run; did you mean '{close[0]}'?"
+            else:
+                message = f"'{name}' is not a configuration of this run"
+            raise BelugaError(f"{message}; the run's configurations that {what}: {', '.join(eligible) or 'none'}",
+                              source=config_path, field=f"{where}.{name}")
+
+
 def _check_env_level(hp: dict[str, Any], method: str, suite: Suite, config_path: Path) -> None:
     level = hp.get("method", {}).get("env_level")
     holdable = suite.header.holdable_levels()
@@ -255,6 +278,7 @@ def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: 
 def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bool) -> Plan:
     tasks: list[TaskPlan] = []
     model_of = cfg.model.task_models
+    _check_configuration_keys(cfg, config_path)
     for spec in cfg.tasks:
         unavailable = _load_task(spec, allow_missing_tasks)
         suite = load_suite(spec.suite)
@@ -272,9 +296,10 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
             "format": JOB_FORMAT, "task": spec.name, "suite": suite.header.name,
             "suite_cases": len(suite.cases), "corrections": spec.apply_corrections, "iid": spec.iid,
             "model": model, "max_length": cfg.model.max_length, "split": cfg.split.model_dump(mode="json"),
-            # Per-group exceptions only when set, so the ids of jobs without them stay as they were.
-            "sizes": sizes.model_dump(exclude={"suite_test_per_group_of"} if not sizes.suite_test_per_group_of
-                                      else set()),
+            # Per-group and per-configuration exceptions only when set, so the ids of jobs without them stay
+            # as they were.
+            "sizes": sizes.model_dump(exclude={k for k in ("suite_test_per_group_of", "iid_mix_of")
+                                               if not getattr(sizes, k)}),
             # Only when set, so the ids of jobs that use neither stay as they were.
             **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
             **({"task_options": spec.options} if spec.options else {}),
@@ -306,7 +331,8 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
                         if cfg.grid.enabled:
                             tp.pending.append(pending)
                         else:
-                            tp.jobs.append(tp.fold_job(pending, job_hparams(cfg, method)))
+                            tp.jobs.append(tp.fold_job(pending, job_hparams(cfg, method,
+                                                                            configuration=config_name)))
         if cfg.grid.enabled and tp.pending:  # nothing to select for without suite folds
             _add_grid_jobs(cfg, tp, folds, iid_ids)
         tasks.append(tp)
@@ -355,7 +381,7 @@ def _add_grid_jobs(cfg: BenchmarkConfig, tp: TaskPlan, folds: list[Fold], iid_id
             for scope, fold in selection_scopes(tp, folds, cfg.grid.mode):
                 train_digest, eval_digest = _ids_digest(fold.train_ids), _ids_digest(fold.eval_ids)
                 for point in points:
-                    hp = job_hparams(cfg, method, point)
+                    hp = job_hparams(cfg, method, point, configuration=config_name)
                     job_id = _digest({
                         **tp.common, "kind": "grid", "seed": seed, "config": config_name, "method": method,
                         "hparams": hp, "parent": parent, "scope": list(scope),

@@ -139,7 +139,8 @@ class Worker:
             iid_train = _subset(iid.train, sizes.iid_train, self.cfg.split.seed, "iid_train")
             cases = []
         else:
-            iid_train = _subset(iid.train, sizes.iid_mix, self.cfg.split.seed, "iid_mix") if conf.uses_iid else []
+            iid_train = (_subset(iid.train, sizes.iid_mix_for(job.config), self.cfg.split.seed, "iid_mix")
+                         if conf.uses_iid else [])
             cases = [suite.case(cid) for cid in job.fold.train_ids]
         env_level = job.hparams.get("method", {}).get("env_level") or suite.header.scoring_level
         trainset = task.build_trainset(cases, iid_train, env_level, suite.group_of)

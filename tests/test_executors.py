@@ -61,6 +61,13 @@ def test_two_local_workers_equal_local_executor(local_store: Path, tmp_path: Pat
     assert list((tmp_path / "multi.duckdb.cache" / "tokens").glob("*/*/*.npz"))
 
 
+def test_per_configuration_settings_reach_their_folds_only(local_store: Path) -> None:
+    rows = query(local_store, "SELECT DISTINCT config, n_train_iid, CAST(hparams->>'learning_rate' AS DOUBLE) "
+                              "FROM models WHERE config <> 'iid' ORDER BY config")
+    # [sizes.iid_mix_of] and [training.configurations.iid-plus-t]; IID→T mixes nothing in, at the base rate.
+    assert rows == [("iid-plus-t", 24, 1e-4), ("iid-then-t", 0, 5e-5)]
+
+
 def _forget(store: Path, config: str) -> int:
     """Delete a configuration's models from a store, as if a run had been interrupted before them."""
     con = duckdb.connect(str(store))

@@ -193,6 +193,21 @@ def test_l2_weight_decay_reaches_the_optimizer(tmp_path: Path) -> None:
     assert overridden["weight_decay"] == 0.01
 
 
+def test_per_configuration_training_keys_sit_between_the_suite_step_and_the_method(tmp_path: Path) -> None:
+    cfg = config('methods = ["l2", "lp-ft"]\n[training.suite]\nbatch_size = 8\n'
+                 '[training.configurations.iid-plus-t]\nlearning_rate = 2e-4\nweight_decay = 0.5\n', tmp_path)
+    plus = job_hparams(cfg, "vanilla", configuration="iid-plus-t")
+    assert (plus["learning_rate"], plus["batch_size"], plus["weight_decay"]) == (2e-4, 8, 0.5)
+    other = job_hparams(cfg, "vanilla", configuration="iid-then-t")
+    assert (other["learning_rate"], other["batch_size"], other["weight_decay"]) == (cfg.training.learning_rate, 8, 0.0)
+    assert cfg.training.stage("iid")["learning_rate"] == cfg.training.learning_rate  # not a suite step
+    # A method's own training key and a grid point are more specific than the configuration's.
+    assert job_hparams(cfg, "l2", configuration="iid-plus-t")["weight_decay"] == 0.1
+    assert job_hparams(cfg, "vanilla", {"learning_rate": 3e-5}, configuration="iid-plus-t")["learning_rate"] == 3e-5
+    lp_stage, ft_stage = job_hparams(cfg, "lp-ft", configuration="iid-plus-t")["stages"]
+    assert ft_stage["learning_rate"] == 2e-4 and lp_stage["learning_rate"] != 2e-4  # lp keeps its own rate
+
+
 def test_dropout_probabilities_reach_the_model_config(tmp_path: Path) -> None:
     method = registry.get("method", "dropout")(job_hparams(config("", tmp_path), "dropout")["method"])
     assert method.model_overrides() == {"dropout": 0.3}

@@ -124,6 +124,15 @@ CONFIG_ERRORS = {
     "per-group size of an unknown group": (GOOD_CONFIG + "[sizes.suite_test_per_group_of]\nnegatoin = 50\n",
                                            ["line 10", "sizes.suite_test_per_group_of.negatoin",
                                             "'negatoin' is not a phenomenon", "did you mean 'negation'"]),
+    "per-configuration size of a configuration not run": (
+        GOOD_CONFIG + "[sizes.iid_mix_of]\niid-plus-tt = 50\n",
+        ["line 10", "sizes.iid_mix_of.iid-plus-tt", "did you mean 'iid-plus-t'"]),
+    "i.i.d. mix for a configuration that mixes none": (
+        GOOD_CONFIG + "[sizes.iid_mix_of]\niid-then-t = 50\n",
+        ["line 10", "'iid-then-t' does not mix i.i.d. data", "iid-plus-t, iid-then-iid-plus-t"]),
+    "training overrides for an unknown configuration": (
+        GOOD_CONFIG + "[training.configurations.iid-then]\nlearning_rate = 1e-4\n",
+        ["line 9", "training.configurations.iid-then", "did you mean 'iid-then-t'"]),
     "unknown executor": (GOOD_CONFIG + '[executor]\nname = "slurm"\n', ["unknown executor 'slurm'", "local"]),
 }
 

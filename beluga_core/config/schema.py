@@ -68,6 +68,14 @@ class SizeSpec(_Strict):
         description=("Per-group exceptions to suite_test_per_group (scoring-group name → cases, 0 = all): more "
                      "cases for groups whose expectation skips most of them, e.g. sentiment's 'reducers', whose "
                      "check skips every original predicted neutral."))
+    iid_mix_of: dict[str, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description=("Per-configuration exceptions to iid_mix (configuration → examples, 0 = all of D_train): "
+                     "e.g. more for iid-plus-t, which learns the task from the pretrained model and these alone, "
+                     "than for iid-then-iid-plus-t, whose IID model already has."))
+
+    def iid_mix_for(self, configuration: str) -> int:
+        return self.iid_mix_of.get(configuration, self.iid_mix)
 
 
 class StageHParams(_Strict):
@@ -88,12 +96,17 @@ class TrainingSpec(_Strict):
     iid: StageHParams = Field(default_factory=StageHParams, description="Overrides for the IID step.")
     suite: StageHParams = Field(default_factory=StageHParams,
                                 description="Overrides for the step that sees suite data.")
+    configurations: dict[str, StageHParams] = Field(default_factory=dict, description=(
+        "Per-configuration overrides of the suite step, on top of [training.suite], e.g. "
+        "[training.configurations.iid-plus-t] learning_rate = 2e-4 (the reference selects hyper-parameters "
+        "per task, configuration and method; a method's own training keys and a grid point still win)."))
 
-    def stage(self, which: Literal["iid", "suite"]) -> dict[str, Any]:
+    def stage(self, which: Literal["iid", "suite"], configuration: str | None = None) -> dict[str, Any]:
         base = {k: getattr(self, k) for k in ("learning_rate", "batch_size", "epochs", "weight_decay",
                                               "warmup_ratio", "max_grad_norm")}
         override = (self.iid if which == "iid" else self.suite).model_dump(exclude_none=True)
-        return base | override
+        per_config = self.configurations.get(configuration) if which == "suite" and configuration else None
+        return base | override | (per_config.model_dump(exclude_none=True) if per_config else {})
 
 
 class ExecutorSpec(_Strict):

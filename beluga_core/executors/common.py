@@ -97,7 +97,9 @@ def _plan_inputs(plan: Plan, tp: Any, iid: Any) -> Iterable[Any]:
     for cid in sorted(ids):
         yield from tp.suite.case(cid).inputs
     cfg = plan.config
-    for examples, k, what in ((iid.train, cfg.sizes.iid_train, "iid_train"), (iid.train, cfg.sizes.iid_mix, "iid_mix"),
+    mixes = {cfg.sizes.iid_mix_for(job.config) for job in tp.jobs}
+    for examples, k, what in ((iid.train, cfg.sizes.iid_train, "iid_train"),
+                              *((iid.train, mix, "iid_mix") for mix in sorted(mixes)),
                               (iid.test, cfg.sizes.iid_test, "iid_test")):
         for i in sample_indices(len(examples), k, cfg.split.seed, what):
             yield examples[i].inputs

@@ -30,9 +30,11 @@ def method_hparams(cfg: BenchmarkConfig, method: str) -> dict[str, Any]:
 
 
 def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None = None,
-                reused: dict[str, dict[str, Any] | None] | None = None) -> dict[str, Any]:
-    """A suite step's hyper-parameters: ``[training]`` (+ ``[training.suite]``), then the method's
-    training-key defaults and overrides, then a grid point; the method's own under ``method``.
+                reused: dict[str, dict[str, Any] | None] | None = None,
+                configuration: str | None = None) -> dict[str, Any]:
+    """A suite step's hyper-parameters: ``[training]`` (+ ``[training.suite]``, + the configuration's
+    ``[training.configurations.NAME]``), then the method's training-key defaults and overrides, then a grid
+    point; the method's own under ``method``.
 
     A method that reuses others' selections (lp-ft) gets their full hyper-parameters, each with its
     chosen point from ``reused``, under ``stages``.
@@ -40,7 +42,7 @@ def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None 
     plugin = registry.get("method", method)
     mh = method_hparams(cfg, method)
     point = point or {}
-    hp = cfg.training.stage("suite")
+    hp = cfg.training.stage("suite", configuration)
     hp |= {k: v for k, v in mh.items() if k in TRAINING_KEYS}
     for key, value in point.items():
         if key in TRAINING_KEYS:
@@ -49,7 +51,8 @@ def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None 
             mh[key] = value
     hp["method"] = mh
     if plugin.reuses:
-        hp["stages"] = [job_hparams(cfg, m, (reused or {}).get(m)) for m in plugin.reuses]
+        hp["stages"] = [job_hparams(cfg, m, (reused or {}).get(m), configuration=configuration)
+                        for m in plugin.reuses]
     return hp
 
 
