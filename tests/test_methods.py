@@ -277,6 +277,40 @@ def test_irm_anneals_the_penalty_weight_and_divides_the_loss_by_it() -> None:
     assert torch.equal(irm.scale, torch.ones(2))
 
 
+def test_fused_forward_gives_each_batch_the_loss_and_gradient_of_its_own_forward(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    model = tiny_bert().eval()  # no dropout: fused and separate passes must agree up to padding
+    rng = random.Random(1)
+
+    def ids(n: int) -> tuple[int, ...]:
+        return tuple(rng.randrange(5, 45) for _ in range(n))
+
+    batches = [Batch("mft", "mft", "single", [ids(3), ids(9)], targets=np.stack([onehot(0), onehot(1)]),
+                     envs=["a", "a"]),
+               Batch("inv", "inv", "pair", [ids(4), ids(6)], params=[{}], envs=["b"]),
+               Batch("mft", "mft", "single", [ids(12), ids(2), ids(5)],
+                     targets=np.stack([onehot(1), onehot(1), onehot(0)]), envs=["c"] * 3)]
+    trainer = Trainer(ToyTask(), model, ToyEncoder(), CPU, {"learning_rate": 0.1, "batch_size": 4, "epochs": 1},
+                      1, IRM())
+
+    def grads(losses: list[torch.Tensor]) -> list[torch.Tensor]:
+        model.zero_grad()
+        sum(losses).backward()
+        return [p.grad.clone() for p in model.parameters()]
+
+    separate = [trainer.batch_loss(b) for b in batches]
+    groups = list(trainer.loss_groups(batches))
+    assert len(groups) == 1  # 7 rows: one forward pass
+    by_length = sorted(batches, key=lambda b: max(map(len, b.inputs)))  # the groups' order
+    fused = {id(b): loss for b, loss in zip(by_length, groups[0], strict=True)}
+    for b, loss in zip(batches, separate, strict=True):
+        assert float(fused[id(b)]) == pytest.approx(float(loss), rel=1e-5, abs=1e-7)
+    for g_sep, g_fused in zip(grads(separate), grads(groups[0]), strict=True):
+        assert torch.allclose(g_sep, g_fused, rtol=1e-4, atol=1e-6)
+    monkeypatch.setattr(loop, "FUSED_ROWS", 3)
+    assert [len(g) for g in trainer.loss_groups(batches)] == [1, 1, 1]  # no group beyond the row cap
+
+
 def test_irm_step_takes_one_batch_from_every_environment() -> None:
     trainset = token_trainset(n=30, envs=("a", "b", "c"))
     irm = IRM()

@@ -72,15 +72,16 @@ class IRM(EnvironmentMethod):
         trainer.zero_grad()
         total = torch.zeros((), device=trainer.device)
         penalty_sum = torch.zeros((), device=trainer.device)
-        # The objective is a sum over environments, so each environment's part is back-propagated on its
-        # own: the same gradient as one backward of the sum, holding one environment's graph at a time.
-        for batch in batches:
-            risk = trainer.batch_loss(batch)
-            penalty = irm_penalty(risk, self.scale)
-            part = (risk + weight * penalty) / (n * divisor)
+        # The objective is a sum over environments, so each group of environments (one forward pass) is
+        # back-propagated on its own: the same gradient as one backward of the sum, one group's graph held
+        # at a time.
+        for risks in trainer.loss_groups(batches):
+            penalties = [irm_penalty(risk, self.scale) for risk in risks]
+            part = sum((r + weight * p for r, p in zip(risks, penalties, strict=True)),
+                       torch.zeros((), device=trainer.device)) / (n * divisor)
             part.backward()
             total += part.detach()
-            penalty_sum += penalty.detach()
+            penalty_sum += sum(p.detach() for p in penalties)
         self.scale.grad = None  # the scale is a probe, not a parameter
         trainer.step()
         self.step_count += 1

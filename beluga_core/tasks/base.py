@@ -162,8 +162,20 @@ class ClassificationTask:
         return build_trainset(self, cases, iid, env_level, group_of)
 
     def batch_loss(self, trainer: Trainer, batch: Batch) -> torch.Tensor:
+        return self._loss(trainer, batch, trainer.logits(batch.inputs))
+
+    def batch_losses(self, trainer: Trainer, batches: Sequence[Batch]) -> list[torch.Tensor]:
+        """Each batch's ``batch_loss`` from one forward pass over all their inputs (the rows of a batch do
+        not see each other, so only padding and dropout masks differ from separate passes)."""
+        logits = trainer.logits([x for b in batches for x in b.inputs])
+        out, start = [], 0
+        for b in batches:
+            out.append(self._loss(trainer, b, logits[start:start + len(b)]))
+            start += len(b)
+        return out
+
+    def _loss(self, trainer: Trainer, batch: Batch, logits: torch.Tensor) -> torch.Tensor:
         loss = trainer.loss_fn(batch.loss)
-        logits = trainer.logits(batch.inputs)
         if batch.kind == "single":
             return loss(logits, torch.as_tensor(batch.targets, device=trainer.device))
         k = len(batch.inputs) // 2
