@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,17 @@ class Plan:
     config: BenchmarkConfig
     config_path: Path
     tasks: list[TaskPlan]
+
+    def for_workers(self) -> Plan:
+        """The plan with each suite cut to the cases its jobs (and folds still pending a grid search) read:
+        what is sent to worker processes (the whole sentiment suite pickles to ~44 MB, seconds per worker to
+        send and to load)."""
+        tasks = []
+        for tp in self.tasks:
+            folds = [*tp.folds, *(j.fold for j in (*tp.jobs, *tp.grid_jobs)), *(p.fold for p in tp.pending)]
+            read = {c for f in folds for c in (*f.train_ids, *f.eval_ids)}
+            tasks.append(replace(tp, suite=tp.suite.subset(read)))
+        return replace(self, tasks=tasks)
 
     @property
     def jobs(self) -> list[Job]:

@@ -103,6 +103,19 @@ def test_plan_counts_and_job_identity(tmp_path: Path) -> None:
     assert {j.id for j in changed.jobs}.isdisjoint({j.id for j in jobs})
 
 
+def test_worker_plan_keeps_every_case_a_job_reads_and_little_else(tmp_path: Path) -> None:
+    cfg_path = tmp_path / "t.toml"
+    cfg_path.write_text(CONFIG)
+    plan = build_plan(parse_config(CONFIG, cfg_path), cfg_path)
+    worker_plan = plan.for_workers()
+    full, cut = plan.tasks[0].suite, worker_plan.tasks[0].suite
+    read = {c for j in plan.jobs for c in (*j.fold.train_ids, *j.fold.eval_ids)}
+    assert read <= {c.id for c in cut.cases}
+    assert len(cut.cases) < len(full.cases) / 50  # 10 cases per functionality of ~86k
+    assert [j.id for j in worker_plan.jobs] == [j.id for j in plan.jobs]
+    assert cut.case(next(iter(read))) == full.case(next(iter(read)))
+
+
 def test_halves_are_seeded() -> None:
     a, b = halves(872, 42)
     assert len(a) == len(b) == 436 and not set(a) & set(b)

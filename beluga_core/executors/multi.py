@@ -106,6 +106,7 @@ class MultiExecutor:
         slots = slots[:max(1, len(jobs))]
         warm_token_cache(plan, Path(cache_dir))
         ctx = mp.get_context("spawn")
+        worker_plan = plan.for_workers()
         outbox = ctx.Queue()
         procs: dict[int, _Proc] = {}
         next_wid = 0
@@ -113,7 +114,7 @@ class MultiExecutor:
         def start(slot: Slot) -> None:
             nonlocal next_wid
             inbox = ctx.Queue()
-            p = ctx.Process(target=_worker_main, args=(plan, slot, cache_dir, inbox, outbox, next_wid),
+            p = ctx.Process(target=_worker_main, args=(worker_plan, slot, cache_dir, inbox, outbox, next_wid),
                             name=f"beluga-worker-{next_wid}", daemon=True)
             p.start()
             procs[next_wid] = _Proc(slot, p, inbox, time.monotonic())

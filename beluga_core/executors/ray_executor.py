@@ -149,7 +149,7 @@ class RayExecutor:
 
         cpus, gpus, device, threads = self._resources(ray)
         warm_token_cache(plan, cache_dir)
-        plan_ref = ray.put(plan)
+        plan_ref = ray.put(plan.for_workers())
         shards_ref = ray.put(token_cache.shard_files(cache_dir / "tokens"))
         remote = ray.remote(max_calls=1 if gpus > 0 else 0)(run_fold).options(
             num_cpus=cpus, num_gpus=gpus, max_retries=int(self.options.get("max_retries", 3)),

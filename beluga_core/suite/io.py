@@ -39,6 +39,10 @@ class Suite:
     def group_of(self, case: Case, level: str) -> str:
         return case.test_type if level == "test_type" else case.groups[level]
 
+    def subset(self, case_ids: set[str]) -> Suite:
+        """The suite with only the cases named (in suite order)."""
+        return Suite(self.header, [c for c in self.cases if c.id in case_ids], self.path)
+
     def effective(self) -> Suite:
         """The suite with every documented correction applied."""
         if not any(c.correction for c in self.cases):
