@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from beluga_core.config.load import parse_config
-from beluga_core.plan import build_plan, make_folds
+from beluga_core.plan import Plan, build_plan, make_folds
 from beluga_core.splits import halves, split_counts, split_suite
 from beluga_core.suite.io import Suite, load_suite
 
@@ -86,10 +86,15 @@ def test_folds_never_train_on_their_heldout_group(sentiment: Suite) -> None:
         assert set(evaluated) == set(split.test) and set(evaluated.values()) == {1}
 
 
-def test_plan_counts_and_job_identity(tmp_path: Path) -> None:
-    cfg_path = tmp_path / "t.toml"
+@pytest.fixture(scope="module")
+def plan_and_path(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, Path]:
+    cfg_path = tmp_path_factory.mktemp("plan") / "t.toml"
     cfg_path.write_text(CONFIG)
-    plan = build_plan(parse_config(CONFIG, cfg_path), cfg_path)
+    return build_plan(parse_config(CONFIG, cfg_path), cfg_path), cfg_path
+
+
+def test_plan_counts_and_job_identity(plan_and_path: tuple[Plan, Path]) -> None:
+    plan, cfg_path = plan_and_path
     jobs = plan.jobs
     assert len(jobs) == 1 + 2 * 49
     assert len({j.id for j in jobs}) == len(jobs)
@@ -103,10 +108,8 @@ def test_plan_counts_and_job_identity(tmp_path: Path) -> None:
     assert {j.id for j in changed.jobs}.isdisjoint({j.id for j in jobs})
 
 
-def test_worker_plan_keeps_every_case_a_job_reads_and_little_else(tmp_path: Path) -> None:
-    cfg_path = tmp_path / "t.toml"
-    cfg_path.write_text(CONFIG)
-    plan = build_plan(parse_config(CONFIG, cfg_path), cfg_path)
+def test_worker_plan_keeps_every_case_a_job_reads_and_little_else(plan_and_path: tuple[Plan, Path]) -> None:
+    plan, _ = plan_and_path
     worker_plan = plan.for_workers()
     full, cut = plan.tasks[0].suite, worker_plan.tasks[0].suite
     read = {c for j in plan.jobs for c in (*j.fold.train_ids, *j.fold.eval_ids)}
