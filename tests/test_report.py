@@ -272,6 +272,7 @@ def test_cli_report_terminal_and_files(store: Path, tmp_path: Path, capsys: pyte
     # The collapsed iid-plus-t model is named under the table; the others are not.
     warnings = [line for line in out.splitlines() if line.startswith("degenerate")]
     assert warnings and all("iid-plus-t/vanilla" in w for w in warnings), out
+    assert "D_test negative:" in " ".join(out.split())  # label names, not ids
     assert "iid-then-t/" not in out
     main(["report", str(store), "--format", "html", "--out", str(tmp_path / "h")])
     assert (tmp_path / "h" / "report.html").is_file()

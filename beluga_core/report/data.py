@@ -70,6 +70,7 @@ class ReportData:
     mft_gold: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)  # (task, suite) → label → n
     mft_gold_source: str | None = None
     mft_case_ids: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # evaluated MFT cases
+    mft_label_names: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)  # label id → name
 
     @property
     def running(self) -> list[dict[str, Any]]:

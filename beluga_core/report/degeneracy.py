@@ -38,6 +38,7 @@ class Distribution:
 
     pred: dict[str, int]
     gold: dict[str, int] | None = None
+    names: dict[str, str] = field(default_factory=dict)  # label id → name, for display
 
     @property
     def n(self) -> int:
@@ -110,7 +111,8 @@ def degeneracy_rows(data: ReportData) -> list[DegeneracyRow]:
             if dist.collapsed and source not in row.flags:
                 row.flags.append(source)
             attr = "iid" if source == "D_test" else "mft"
-            total = getattr(row, attr) or Distribution({}, {} if dist.gold is not None else None)
+            names = _head_names(key[0]) if source == "D_test" else data.mft_label_names.get((key[0], key[1]), {})
+            total = getattr(row, attr) or Distribution({}, {} if dist.gold is not None else None, names)
             for label, n in dist.pred.items():
                 _add(total.pred, label, n)
             if source == "MFT":
@@ -126,14 +128,26 @@ def degeneracy_rows(data: ReportData) -> list[DegeneracyRow]:
     return sorted(rows.values(), key=lambda r: (r.task, str(r.suite), order[(r.config, r.method)], scen[r.scenario]))
 
 
-def format_distribution(dist: Distribution | None, names: dict[str, str] | None = None) -> str:
-    """'0: 95.2 % (gold 47.3 %), 1: 4.8 % (gold 52.7 %)'."""
+def _head_names(task: str) -> dict[str, str]:
+    """The task's head labels by id (what D_test predictions store), when its plugin is installed."""
+    from beluga_core import registry
+    from beluga_core.errors import BelugaError
+
+    try:
+        labels = getattr(registry.get("task", task), "head_labels", None) or []
+    except BelugaError:
+        return {}
+    return {str(i): str(name) for i, name in enumerate(labels)}
+
+
+def format_distribution(dist: Distribution | None) -> str:
+    """'negative: 95.2 % (gold 47.3 %), positive: 4.8 % (gold 52.7 %)' (label ids where names are unknown)."""
     if dist is None or not dist.n:
         return "—"
     labels = sorted(set(dist.pred) | {g for g in (dist.gold or {}) if not g.startswith("not ")})
     parts = []
     for label in labels:
-        text = f"{(names or {}).get(label, label)}: {100 * dist.pred.get(label, 0) / dist.n:.1f} %"
+        text = f"{dist.names.get(label, label)}: {100 * dist.pred.get(label, 0) / dist.n:.1f} %"
         gold = dist.gold_share(label) if dist.gold else None
         if gold is not None and dist.gold:
             exact = dist.gold.get(label, 0) / sum(dist.gold.values())
@@ -154,9 +168,10 @@ def suite_mft_gold(data: ReportData) -> None:
     sources = []
     for (task, suite), ids in data.mft_case_ids.items():
         for path, apply_corrections in specs.get(task, []):
-            gold = _gold_from_file(path, suite, ids, apply_corrections)
-            if gold is not None:
-                found[(task, suite)] = gold
+            read = _gold_from_file(path, suite, ids, apply_corrections)
+            if read is not None:
+                found[(task, suite)], space = read
+                data.mft_label_names[(task, suite)] = {str(i): name for i, name in enumerate(space)}
                 sources.append(str(path))
                 break
     if found:
@@ -188,8 +203,10 @@ def _suite_specs(runs: Iterable[dict[str, Any]]) -> dict[str, list[tuple[Path, b
     return out
 
 
-def _gold_from_file(path: Path, suite: str, ids: set[str], apply_corrections: bool) -> dict[str, int] | None:
-    """Gold label counts of ``ids`` in a suite file; None when it is not that suite or lacks the cases."""
+def _gold_from_file(path: Path, suite: str, ids: set[str],
+                    apply_corrections: bool) -> tuple[dict[str, int], list[str]] | None:
+    """Gold label counts of ``ids`` in a suite file, and its label space; None when it is not that suite or
+    lacks the cases."""
     try:
         with open(path, "rb") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
@@ -209,7 +226,7 @@ def _gold_from_file(path: Path, suite: str, ids: set[str], apply_corrections: bo
                 _add(counts, _case_gold(rec, apply_corrections, space), 1)
     except (OSError, ValueError, EOFError):
         return None
-    return counts if seen == len(ids) else None
+    return (counts, space) if seen == len(ids) else None
 
 
 def _case_gold(rec: dict[str, Any], apply_corrections: bool, space: list[str]) -> str:

@@ -101,17 +101,19 @@ def print_degeneracy(store: Path, console: Console) -> None:
     """One warning line per configuration-method whose predictions collapsed (METHOD.md §6): its G scores
     measure a constant predictor, which passes many INV and DIR tests trivially."""
     from beluga_core.report.data import read_report_data
-    from beluga_core.report.degeneracy import degeneracy_rows, format_distribution
+    from beluga_core.report.degeneracy import degeneracy_rows, format_distribution, suite_mft_gold
 
     d_test: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     mft: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    for row in degeneracy_rows(read_report_data(store)):
+    data = read_report_data(store)
+    suite_mft_gold(data)  # the same gold-aware rule and label names as the file reports (~1 s per suite)
+    for row in degeneracy_rows(data):
         key = (row.task, row.config, row.method)
         if "D_test" in row.flags:
             d_test[key].append(f"D_test {format_distribution(row.iid)}")
         if "MFT" in row.flags and row.mft is not None and row.mft.top is not None:
             label, share = row.mft.top
-            mft[key].append(f"{row.scenario} {label}: {100 * share:.1f} %")
+            mft[key].append(f"{row.scenario} {row.mft.names.get(label, label)}: {100 * share:.1f} %")
     flagged = sorted(set(d_test) | set(mft))
     for key in flagged:
         parts = d_test[key] + ([f"MFT cases ({', '.join(mft[key])})"] if mft[key] else [])
