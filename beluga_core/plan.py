@@ -129,12 +129,13 @@ class Plan:
     tasks: list[TaskPlan]
 
     def for_workers(self) -> Plan:
-        """The plan with each suite cut to the cases its jobs (and folds still pending a grid search) read:
+        """The plan with each suite cut to the cases its jobs (and the folds still pending a grid search) read:
         what is sent to worker processes (the whole sentiment suite pickles to ~44 MB, seconds per worker to
         send and to load)."""
         tasks = []
         for tp in self.tasks:
-            folds = [*tp.folds, *(j.fold for j in (*tp.jobs, *tp.grid_jobs)), *(p.fold for p in tp.pending)]
+            # tp.folds covers the folds still pending a grid search; the IID and grid jobs have their own.
+            folds = [*tp.folds, *(j.fold for j in (*tp.jobs, *tp.grid_jobs))]
             read = {c for f in folds for c in (*f.train_ids, *f.eval_ids)}
             tasks.append(replace(tp, suite=tp.suite.subset(read)))
         return replace(self, tasks=tasks)
@@ -244,15 +245,11 @@ def _check_configuration_keys(cfg: BenchmarkConfig, config_path: Path) -> None:
         for name in table:
             if name in eligible:
                 continue
-            close = difflib.get_close_matches(name, eligible, n=1, cutoff=0.6)
             if name in cfg.configurations:
-                message = f"'{name}' does not {what}"
-            elif close:
-                message = f"'{name}' is not a configuration of this run; did you mean '{close[0]}'?"
+                message = f"'{name}' does not {what}; the run's configurations that do: {', '.join(eligible) or 'none'}"
             else:
-                message = f"'{name}' is not a configuration of this run"
-            raise BelugaError(f"{message}; the run's configurations that {what}: {', '.join(eligible) or 'none'}",
-                              source=config_path, field=f"{where}.{name}")
+                message = registry.unknown_name_message("configuration of this run", name, eligible)
+            raise BelugaError(message, source=config_path, field=f"{where}.{name}")
 
 
 def _check_env_level(hp: dict[str, Any], method: str, suite: Suite, config_path: Path) -> None:

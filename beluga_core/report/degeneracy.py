@@ -25,6 +25,8 @@ from typing import Any
 
 import tomllib
 
+from beluga_core import registry
+from beluga_core.errors import BelugaError
 from beluga_core.report.data import ReportData
 
 COLLAPSE_SHARE = 0.9
@@ -43,6 +45,9 @@ class Distribution:
     @property
     def n(self) -> int:
         return sum(self.pred.values())
+
+    def label_name(self, label: str) -> str:
+        return self.names.get(label, label)
 
     @property
     def top(self) -> tuple[str, float] | None:
@@ -130,9 +135,6 @@ def degeneracy_rows(data: ReportData) -> list[DegeneracyRow]:
 
 def _head_names(task: str) -> dict[str, str]:
     """The task's head labels by id (what D_test predictions store), when its plugin is installed."""
-    from beluga_core import registry
-    from beluga_core.errors import BelugaError
-
     try:
         labels = getattr(registry.get("task", task), "head_labels", None) or []
     except BelugaError:
@@ -147,7 +149,7 @@ def format_distribution(dist: Distribution | None) -> str:
     labels = sorted(set(dist.pred) | {g for g in (dist.gold or {}) if not g.startswith("not ")})
     parts = []
     for label in labels:
-        text = f"{dist.names.get(label, label)}: {100 * dist.pred.get(label, 0) / dist.n:.1f} %"
+        text = f"{dist.label_name(label)}: {100 * dist.pred.get(label, 0) / dist.n:.1f} %"
         gold = dist.gold_share(label) if dist.gold else None
         if gold is not None and dist.gold:
             exact = dist.gold.get(label, 0) / sum(dist.gold.values())

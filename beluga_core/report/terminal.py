@@ -113,7 +113,7 @@ def print_degeneracy(store: Path, console: Console) -> None:
             d_test[key].append(f"D_test {format_distribution(row.iid)}")
         if "MFT" in row.flags and row.mft is not None and row.mft.top is not None:
             label, share = row.mft.top
-            mft[key].append(f"{row.scenario} {row.mft.names.get(label, label)}: {100 * share:.1f} %")
+            mft[key].append(f"{row.scenario} {row.mft.label_name(label)}: {100 * share:.1f} %")
     flagged = sorted(set(d_test) | set(mft))
     for key in flagged:
         parts = d_test[key] + ([f"MFT cases ({', '.join(mft[key])})"] if mft[key] else [])

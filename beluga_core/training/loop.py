@@ -104,11 +104,13 @@ class Trainer:
         length = getattr(self.encoder, "length", None)
         ordered = sorted(batches, key=lambda b: max(map(length, b.inputs))) if length else list(batches)
         group: list[Batch] = []
+        rows = 0
         for b in ordered:
-            if group and sum(map(len, group)) + len(b) > FUSED_ROWS:
+            if group and rows + len(b) > FUSED_ROWS:
                 yield fused(self, group)
-                group = []
+                group, rows = [], 0
             group.append(b)
+            rows += len(b)
         if group:
             yield fused(self, group)
 
