@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import inspect
 import json
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -28,6 +29,7 @@ from beluga_core.grid.space import method_hparams as method_hparams
 from beluga_core.splits import SuiteSplit, group_ids, split_suite
 from beluga_core.suite.io import Suite, load_suite
 from beluga_core.tasks.base import configure_task
+from beluga_core.training.model import check_config_overrides
 
 # Bumped when training or evaluation code changes what a job computes, so old results are not reused.
 JOB_FORMAT = 1
@@ -252,6 +254,19 @@ def _check_configuration_keys(cfg: BenchmarkConfig, config_path: Path) -> None:
             raise BelugaError(message, source=config_path, field=f"{where}.{name}")
 
 
+def _check_config_overrides(cfg: BenchmarkConfig, spec: TaskSpec, model: str, config_path: Path) -> None:
+    if not cfg.model.config_overrides:
+        return
+    build = registry.get("task", spec.name).build_model
+    if "config_overrides" not in inspect.signature(build).parameters:
+        raise BelugaError(f"task '{spec.name}' cannot apply [model] config_overrides: its build_model takes no "
+                          "config_overrides argument", source=config_path, field="model.config_overrides")
+    try:
+        check_config_overrides(model, cfg.model.config_overrides)
+    except BelugaError as exc:
+        raise BelugaError(exc.message, source=config_path, field=exc.field) from None
+
+
 def _check_env_level(hp: dict[str, Any], method: str, suite: Suite, config_path: Path) -> None:
     level = hp.get("method", {}).get("env_level")
     holdable = suite.header.holdable_levels()
@@ -300,6 +315,8 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
                             sizes.suite_test_per_group_of)
         folds, skipped = make_folds(suite, split, cfg.scenarios)
         model = model_of.get(spec.name, cfg.model.name)
+        if unavailable is None:
+            _check_config_overrides(cfg, spec, model, config_path)
         common = {
             "format": JOB_FORMAT, "task": spec.name, "suite": suite.header.name,
             "suite_cases": len(suite.cases), "corrections": spec.apply_corrections, "iid": spec.iid,
@@ -311,6 +328,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
             # Only when set, so the ids of jobs that use neither stay as they were.
             **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
             **({"task_options": spec.options} if spec.options else {}),
+            **({"model_config": cfg.model.config_overrides} if cfg.model.config_overrides else {}),
         }
         tp = TaskPlan(spec, suite, split, skipped_groups=skipped, common=common, model=model,
                       unavailable=unavailable, folds=folds)

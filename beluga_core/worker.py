@@ -89,7 +89,8 @@ class Worker:
         key = (task.name, model_name, repr(sorted(overrides.items())))
         if key not in self._models:
             # One pristine copy of the pretrained weights (with a fixed head initialisation) per model.
-            model = task.build_model(model_name, seed=0, **overrides).to(self.device)
+            extra = {"config_overrides": self.cfg.model.config_overrides} if self.cfg.model.config_overrides else {}
+            model = task.build_model(model_name, seed=0, **overrides, **extra).to(self.device)
             base = (task.name, model_name)
             if base not in self._pristine:
                 self._pristine[base] = {k: v.detach().clone() for k, v in model.state_dict().items()}

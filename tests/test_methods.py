@@ -322,6 +322,21 @@ def test_irm_step_takes_one_batch_from_every_environment() -> None:
         assert all(len(set(b.envs)) == 1 for b in batches)
 
 
+def test_environment_methods_count_an_epoch_to_the_nearest_step() -> None:
+    # Environment "a" has 2 batches of 4 units, b-e one each: 6 batches are one pass. irm (5 batches a step)
+    # and fish (5 inner steps) take 1 step, not the 2 that rounding up would give (~2 passes); group-dro 6.
+    units = [SingleUnit((((5 + i, 6), onehot(i % 2)),), "a") for i in range(8)]
+    units += [SingleUnit((((5 + i, 7), onehot(i % 2)),), env) for env in "bcde" for i in range(4)]
+    trainset = TrainSet({"mft": units}, {"mft": "mft"})
+    assert trainset.batches_per_epoch(4, True) == 6
+    assert IRM().n_steps(trainset, 4, 1) == 1
+    assert Fish().n_steps(trainset, 4, 1) == 1
+    assert GroupDRO().n_steps(trainset, 4, 1) == 6
+    assert IRM().n_steps(trainset, 4, 2) == 2  # 2.4 steps
+    assert IRM().n_steps(trainset, 4, 0.1) == 1  # never less than one step
+    assert IRM().n_steps(TrainSet({}, {}), 4, 1) == 0  # nothing to train on
+
+
 # --------------------------------------------------------------------------------------------- group-dro
 
 
@@ -392,7 +407,9 @@ def test_fish_draws_distinct_environments_and_schedules_inner_steps() -> None:
     trainset = token_trainset(n=60, envs=tuple("abcdef"))
     fish = Fish()
     steps = list(fish.steps(trainset, random.Random(0), batch_size=4, epochs=1))
-    assert len(steps) == fish.n_steps(trainset, 4, 1) == math.ceil(trainset.batches_per_epoch(4, True) / 5)
+    # 6 envs x 3 batches of ≤ 4 of 10 units = 18 batches = 3.6 steps of 5: 4 steps (the nearest whole number).
+    assert trainset.batches_per_epoch(4, True) == 18
+    assert len(steps) == fish.n_steps(trainset, 4, 1) == 4
     assert all(len({b.envs[0] for b in batches}) == 5 for batches in steps)
     assert fish.optimizer_steps(len(steps)) == 5 * len(steps)
 

@@ -134,6 +134,10 @@ CONFIG_ERRORS = {
         GOOD_CONFIG + "[training.configurations.iid-then]\nlearning_rate = 1e-4\n",
         ["line 9", "training.configurations.iid-then", "did you mean 'iid-then-t'"]),
     "unknown executor": (GOOD_CONFIG + '[executor]\nname = "slurm"\n', ["unknown executor 'slurm'", "local"]),
+    "model config override the model does not have": (
+        GOOD_CONFIG + "[model]\nconfig_overrides = { num_hiden_layers = 2 }\n",
+        ["line 10", "model.config_overrides.num_hiden_layers", "not a setting of the bert config",
+         "did you mean 'num_hidden_layers'"]),
 }
 
 

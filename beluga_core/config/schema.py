@@ -21,6 +21,10 @@ class ModelSpec(_Strict):
     max_length: int = Field(128, ge=8, le=4096, description="Truncation length in tokens.")
     task_models: dict[str, str] = Field(default_factory=dict, description=(
         "Per-task model overrides, e.g. {reading = 'bert-large-uncased-whole-word-masking'}."))
+    config_overrides: dict[str, Any] = Field(default_factory=dict, description=(
+        "transformers config values for every model of the run, as Hugging Face's `config_overrides`: e.g. "
+        "{num_hidden_layers = 3} keeps the first 3 pretrained layers (fast smoke runs, depth ablations). A "
+        "method's own settings (dropout's probabilities) apply on top."))
 
 
 class TaskSpec(_Strict):

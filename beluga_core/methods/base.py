@@ -97,7 +97,10 @@ class EnvironmentMethod(Method):
     """Base of methods that draw batches per environment (irm, group-dro, fish).
 
     One "epoch" is as many batches as one pass over the data (METHOD.md §5): a step that takes k batches
-    counts k towards it. An environment's batch holds units of that environment only, and one loss type.
+    counts k towards it, and the step count is the nearest whole number (at least 1). Rounding up instead
+    would make irm, whose steps take a batch from every environment, visit up to twice the data: with one
+    environment of two batches and 38 of one, 40 batches are 1.03 steps of 39. An environment's batch holds
+    units of that environment only, and one loss type.
     """
 
     needs_environments: ClassVar[bool] = True
@@ -109,4 +112,6 @@ class EnvironmentMethod(Method):
 
     def n_steps(self, trainset: TrainSet, batch_size: int, epochs: float) -> int:
         per_epoch = trainset.batches_per_epoch(batch_size, by_env=True)
-        return math.ceil(epochs * per_epoch / self._per_update(trainset))
+        if per_epoch == 0 or epochs <= 0:
+            return 0
+        return max(1, math.floor(epochs * per_epoch / self._per_update(trainset) + 0.5))

@@ -154,8 +154,10 @@ class ClassificationTask:
     def make_encoder(self, tokenizer: Any, max_length: int) -> Encoder:
         return Encoder(tokenizer, max_length)
 
-    def build_model(self, model_name: str, *, seed: int = 0, dropout: float | None = None) -> torch.nn.Module:
-        return load_sequence_classifier(model_name, self.num_labels, dropout=dropout, seed=seed)
+    def build_model(self, model_name: str, *, seed: int = 0, dropout: float | None = None,
+                    config_overrides: dict[str, Any] | None = None) -> torch.nn.Module:
+        return load_sequence_classifier(model_name, self.num_labels, dropout=dropout, seed=seed,
+                                        config_overrides=config_overrides)
 
     def build_trainset(self, cases: Sequence[Case], iid: Sequence[IIDExample], env_level: str | None,
                        group_of: Callable[[Case, str], str] | None = None) -> TrainSet:

@@ -59,13 +59,15 @@ AFFECTED_CASES = "mft_cases_with_a_dropped_input"
 DROPPED_CASES = "mft_cases_dropped_entirely"
 
 
-def load_qa_model(name: str, *, dropout: float | None = None, seed: int = 0) -> torch.nn.Module:
+def load_qa_model(name: str, *, dropout: float | None = None, seed: int = 0,
+                  config_overrides: dict[str, Any] | None = None) -> torch.nn.Module:
     """A transformers question-answering model; a head the checkpoint lacks is initialised from ``seed``."""
     from transformers import AutoModelForQuestionAnswering
 
     from beluga_core.training.model import load_pretrained
 
-    return load_pretrained(AutoModelForQuestionAnswering, name, dropout=dropout, seed=seed)
+    return load_pretrained(AutoModelForQuestionAnswering, name, dropout=dropout, seed=seed,
+                           config_overrides=config_overrides)
 
 
 def first_occurrence(context: str, answer: Any) -> tuple[int, int] | None:
@@ -115,8 +117,9 @@ class ReadingTask:
         o = self.options
         return ReadingEncoder(tokenizer, o["max_length"], o["doc_stride"], o["max_query_length"])
 
-    def build_model(self, model_name: str, *, seed: int = 0, dropout: float | None = None) -> torch.nn.Module:
-        return load_qa_model(model_name, dropout=dropout, seed=seed)
+    def build_model(self, model_name: str, *, seed: int = 0, dropout: float | None = None,
+                    config_overrides: dict[str, Any] | None = None) -> torch.nn.Module:
+        return load_qa_model(model_name, dropout=dropout, seed=seed, config_overrides=config_overrides)
 
     # -- training -----------------------------------------------------------------------------------------
     def build_trainset(self, cases: Sequence[Case], iid: Sequence[SquadExample], env_level: str | None,

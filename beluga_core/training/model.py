@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 from typing import Any
@@ -61,24 +62,26 @@ def load_tokenizer(name: str) -> Any:
         raise BelugaError(f"cannot load tokenizer '{name}': {exc}{_offline_hint(path)}") from None
 
 
-def load_sequence_classifier(name: str, num_labels: int, *, dropout: float | None = None,
-                             seed: int = 0) -> torch.nn.Module:
+def load_sequence_classifier(name: str, num_labels: int, *, dropout: float | None = None, seed: int = 0,
+                             config_overrides: dict[str, Any] | None = None) -> torch.nn.Module:
     """A transformers sequence-classification model; the new head is initialised from ``seed``."""
     from transformers import AutoModelForSequenceClassification
 
     return load_pretrained(AutoModelForSequenceClassification, name, {"num_labels": num_labels},
-                           dropout=dropout, seed=seed)
+                           dropout=dropout, seed=seed, config_overrides=config_overrides)
 
 
 def load_pretrained(auto_class: Any, name: str, overrides: dict[str, Any] | None = None, *,
-                    dropout: float | None = None, seed: int = 0) -> torch.nn.Module:
-    """``auto_class.from_pretrained`` of a hub name, local path or embedded model, with config ``overrides``;
-    a head the checkpoint lacks is initialised from ``seed``."""
+                    dropout: float | None = None, seed: int = 0,
+                    config_overrides: dict[str, Any] | None = None) -> torch.nn.Module:
+    """``auto_class.from_pretrained`` of a hub name, local path or embedded model; the config takes the
+    user's ``config_overrides`` (``[model] config_overrides``), then the task's ``overrides`` (its head), then
+    ``dropout`` (the dropout method). A head the checkpoint lacks is initialised from ``seed``."""
     from transformers import AutoConfig
     from transformers.utils import logging as hf_logging
 
     path = resolve_model_path(name)
-    overrides = dict(overrides or {})
+    overrides = {**(config_overrides or {}), **(overrides or {})}
     if dropout is not None:
         overrides |= {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
     try:
@@ -100,6 +103,27 @@ def load_pretrained(auto_class: Any, name: str, overrides: dict[str, Any] | None
         raise BelugaError(f"model '{name}' has no {auto_class.__name__} variant in transformers: {exc}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
+
+
+def check_config_overrides(name: str, config_overrides: dict[str, Any]) -> None:
+    """Every key of ``config_overrides`` must be a setting of the model's config (a misspelt key would be
+    stored on the config and silently ignored). Skipped when the config cannot be read here (a hub model
+    offline): loading the model reports that."""
+    if not config_overrides:
+        return
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(resolve_model_path(name))
+    except (OSError, ValueError):
+        return
+    known = sorted(config.to_dict())
+    for key in config_overrides:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise BelugaError(f"'{key}' is not a setting of the {config.model_type} config of model '{name}'{hint}",
+                              field=f"model.config_overrides.{key}")
 
 
 def configure_threads(threads: int, workers: int = 1) -> None:
