@@ -1,7 +1,9 @@
-"""The third-party method path: install plugins/beluga-example-method with pip into a throw-away virtualenv
-(seeing this environment's packages), find it in ``beluga plugins list``, and run a tiny benchmark with it.
+"""The third-party method path: install plugins/beluga-example-method with pip into a throw-away folder that
+is put on this environment's path, find it in ``beluga plugins list``, and run a tiny benchmark with it.
 
-Nothing is installed into the test environment itself, so the test is idempotent and leaves no trace.
+Nothing is installed into the test environment itself, so the test is idempotent and leaves no trace. A
+nested ``venv --system-site-packages`` would not do: created from inside a virtualenv it sees the base
+interpreter's packages, not this environment's beluga.
 """
 
 from __future__ import annotations
@@ -55,38 +57,39 @@ threads = 2
 
 
 @pytest.fixture(scope="module")
-def venv_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def plugin_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment variables of a process that sees the installed plugin."""
     root = tmp_path_factory.mktemp("plugin")
     src = root / "beluga-example-method"
     shutil.copytree(PLUGIN, src)  # build artefacts land in the copy, not in the repository
-    venv = root / "venv"
-    # No pip of its own: the venv sees this environment's pip, setuptools and beluga.
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
-    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    proc = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
-                           str(src)], capture_output=True, text=True, env=ENV, timeout=300)
+    target = root / "site"
+    # Built with this environment's setuptools, offline; --target keeps it out of this environment.
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index",
+                           "--target", str(target), str(src)], capture_output=True, text=True, env=ENV, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return python
+    assert (target / "beluga_example_method").is_dir()
+    pythonpath = os.pathsep.join(p for p in (str(target), os.environ.get("PYTHONPATH")) if p)
+    return {**ENV, "PYTHONPATH": pythonpath}
 
 
-def beluga(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(python), "-m", "beluga_core", *args], capture_output=True, text=True, env=ENV,
+def beluga(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "beluga_core", *args], capture_output=True, text=True, env=env,
                           timeout=900)
 
 
-def test_plugins_list_shows_the_installed_method(venv_python: Path) -> None:
-    proc = beluga(venv_python, "plugins", "list")
+def test_plugins_list_shows_the_installed_method(plugin_env: dict[str, str]) -> None:
+    proc = beluga(plugin_env, "plugins", "list")
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if "flooding" in ln)
     assert "beluga-example-method" in line and "beluga_example_method:Flooding" in line
-    # Installed into the throw-away environment only.
-    assert "flooding" not in beluga(Path(sys.executable), "plugins", "list").stdout
+    # Installed into the throw-away folder only.
+    assert "flooding" not in beluga(ENV, "plugins", "list").stdout
 
 
-def test_tiny_benchmark_runs_with_the_plugin_method(venv_python: Path, tmp_path: Path) -> None:
+def test_tiny_benchmark_runs_with_the_plugin_method(plugin_env: dict[str, str], tmp_path: Path) -> None:
     config = tmp_path / "plugin.toml"
     config.write_text(CONFIG)
-    proc = beluga(venv_python, "run", str(config))
+    proc = beluga(plugin_env, "run", str(config))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     con = duckdb.connect(str(tmp_path / "plugin.duckdb"), read_only=True)
     try:
