@@ -24,7 +24,7 @@ from beluga_core import __version__, registry
 from beluga_core.config.load import with_config_line
 from beluga_core.config.schema import SEEN, STANDARD, BenchmarkConfig, TaskSpec
 from beluga_core.errors import BelugaError
-from beluga_core.grid.space import grid_methods, grid_points, job_hparams
+from beluga_core.grid.space import check_grid_tables, grid_methods, grid_points, job_hparams
 from beluga_core.grid.space import method_hparams as method_hparams
 from beluga_core.splits import SuiteSplit, group_ids, split_suite
 from beluga_core.suite.io import Suite, load_suite
@@ -290,11 +290,17 @@ def _load_task(spec: TaskSpec, allow_missing: bool) -> str | None:
     return None
 
 
+# Top-level names of a benchmark config (field aliases as written in TOML).
+_CONFIG_TABLES = {f.alias or name for name, f in BenchmarkConfig.model_fields.items()}
+
+
 def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False) -> Plan:
     """The plan of a config. With a grid search, fold jobs wait in ``pending`` until ``Plan.resolve``."""
     try:
         return _build_plan(cfg, config_path, allow_missing_tasks)
     except BelugaError as exc:
+        if exc.source is None and exc.field and exc.field.split(".")[0] in _CONFIG_TABLES:
+            exc = BelugaError(exc.message, source=config_path, field=exc.field)  # then find its line
         raise with_config_line(exc, config_path) from None
 
 
@@ -302,6 +308,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
     tasks: list[TaskPlan] = []
     model_of = cfg.model.task_models
     _check_configuration_keys(cfg, config_path)
+    check_grid_tables(cfg)
     for spec in cfg.tasks:
         unavailable = _load_task(spec, allow_missing_tasks)
         suite = load_suite(spec.suite)

@@ -137,6 +137,15 @@ def test_axes_merge_task_method_and_config_overrides(tmp_path: Path) -> None:
         plan_of(tmp_path, grid="[grid.methods.irm]\npenalty = [1.0]\n")
 
 
+def test_reading_searches_its_own_batch_sizes_unless_the_config_says_otherwise(tmp_path: Path) -> None:
+    cfg = plan_of(tmp_path).config
+    assert {p["batch_size"] for p in grid_points(cfg, "reading", "vanilla")} == {2, 3}  # METHOD.md §5
+    assert {p["batch_size"] for p in grid_points(cfg, "sentiment", "vanilla")} == {8, 16}
+    assert {p["learning_rate"] for p in grid_points(cfg, "reading", "lp")} == {1e-4, 5e-4, 1e-3}
+    cfg = plan_of(tmp_path, grid="[grid.tasks.reading]\nbatch_size = [4]\n").config
+    assert {p["batch_size"] for p in grid_points(cfg, "reading", "vanilla")} == {4}
+
+
 def test_config_mistakes_are_caught_before_training(tmp_path: Path) -> None:
     with pytest.raises(BelugaError, match="grid criterion 'best'"):
         plan_of(tmp_path, grid='criterion = "best"')

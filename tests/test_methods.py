@@ -18,7 +18,9 @@ import pytest
 import torch
 
 from beluga_core import registry
+from beluga_core import worker as worker_module
 from beluga_core.config.load import parse_config
+from beluga_core.errors import BelugaError
 from beluga_core.grid.space import job_hparams
 from beluga_core.methods.base import stage_part
 from beluga_core.methods.fish import Fish
@@ -30,6 +32,7 @@ from beluga_core.tasks.base import ClassificationTask
 from beluga_core.training import loop
 from beluga_core.training.batches import Batch, PairUnit, SingleUnit, TrainSet
 from beluga_core.training.loop import Trainer, train_stage
+from beluga_core.worker import Worker
 
 CPU = torch.device("cpu")
 
@@ -147,24 +150,34 @@ def test_lp_ft_second_stage_starts_from_the_probed_head_with_a_fresh_optimizer(
     def recording_init(self: Trainer, *args: Any, **kwargs: Any) -> None:
         original_init(self, *args, **kwargs)
         created.append({"optimizer": self.optimizer, "state": len(self.optimizer.state),
-                        "head": {k: v.clone() for k, v in self.model.classifier.state_dict().items()},
+                        "start": {k: v.clone() for k, v in self.model.state_dict().items()},
                         "lr": self.optimizer.param_groups[0]["lr"],
                         "trainable": sum(p.numel() for g in self.optimizer.param_groups for p in g["params"])})
 
+    ended: list[dict[str, torch.Tensor]] = []
+
+    def recording_train_stage(*args: Any, **kwargs: Any) -> Any:
+        stats = train_stage(*args, **kwargs)
+        ended.append({k: v.clone() for k, v in args[1].state_dict().items()})
+        return stats
+
     monkeypatch.setattr(loop.Trainer, "__init__", recording_init)
+    monkeypatch.setattr(worker_module, "train_stage", recording_train_stage)
     model = tiny_bert()
     initial = {k: v.clone() for k, v in model.state_dict().items()}
-    probed = None
-    for i, (m, stage_hp) in enumerate(stages):
-        train_stage(ToyTask(), model, ToyEncoder(), CPU, token_trainset(), stage_hp, m, seed=i)
-        if i == 0:
-            probed = {k: v.clone() for k, v in model.state_dict().items()}
-    assert probed is not None and len(created) == 2
+    # The production path: the worker trains the job's stages one after the other.
+    job = SimpleNamespace(id="lp-ft-job", seed=0, hparams=hp)
+    stats = Worker._train(SimpleNamespace(device=CPU), job, ToyTask(), model, ToyEncoder(), token_trainset(),
+                          method, None)
+    assert len(created) == 2 and len(ended) == 2 and stats.steps > 0
     first, second = created
-    # Stage 2 starts from the probed head (not the initial one), with a new, empty optimizer over all weights.
-    assert all(torch.equal(second["head"][k], probed[f"classifier.{k}"]) for k in second["head"])
+    probed = ended[0]
+    # Stage 2 starts from exactly what stage 1 left (the probed head, the untouched encoder) ...
+    assert all(torch.equal(second["start"][k], probed[k]) for k in probed)
     assert not torch.equal(probed["classifier.weight"], initial["classifier.weight"])
+    # ... with a new, empty optimizer over all weights, while stage 1's optimizer had accumulated state.
     assert second["optimizer"] is not first["optimizer"] and second["state"] == 0
+    assert len(first["optimizer"].state) > 0
     assert first["lr"] == 5e-2 and second["lr"] == 2e-2
     assert second["trainable"] == sum(p.numel() for p in model.parameters()) > first["trainable"]
     # Stage 1 left the encoder alone; stage 2 trained it.
@@ -218,6 +231,25 @@ def test_dropout_probabilities_reach_the_model_config(tmp_path: Path) -> None:
     custom = config("[method.dropout]\ndropout = 0.2\n", tmp_path)
     assert registry.get("method", "dropout")(job_hparams(custom, "dropout")["method"]).model_overrides() == \
         {"dropout": 0.2}
+
+
+def test_dropout_reaches_models_whose_config_names_it_otherwise(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers import DistilBertConfig, DistilBertForSequenceClassification
+
+    from beluga_core.training import model as model_module
+
+    # DistilBERT calls them dropout / attention_dropout, and its head has a dropout of its own (0.2).
+    config = DistilBertConfig(vocab_size=50, dim=16, n_layers=1, n_heads=2, hidden_dim=32, max_position_embeddings=32)
+    DistilBertForSequenceClassification(config).save_pretrained(tmp_path / "distil")
+    model = ToyTask().build_model(str(tmp_path / "distil"), dropout=0.3)
+    assert (model.config.dropout, model.config.attention_dropout, model.config.seq_classif_dropout) == (0.3, 0.3, 0.3)
+    assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {0.3}
+    assert "hidden_dropout_prob" not in model.config.to_dict()  # nothing the model would ignore
+    # A config with none of the known settings is an error, not a run of vanilla under another name.
+    monkeypatch.setattr(model_module, "DROPOUT_KEYS", ("no_such_dropout",))
+    with pytest.raises(BelugaError, match="cannot set the dropout of model"):
+        ToyTask().build_model(str(tmp_path / "distil"), dropout=0.3)
 
 
 # --------------------------------------------------------------------------------------------- irm
@@ -275,6 +307,27 @@ def test_irm_anneals_the_penalty_weight_and_divides_the_loss_by_it() -> None:
         assert float(irm.last_penalty) == pytest.approx(penalty, rel=1e-5)
     assert irm.scale.grad is None  # the dummy scale itself never trains
     assert torch.equal(irm.scale, torch.ones(2))
+
+
+def test_irm_penalty_trains_the_model_through_its_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = LinearToy()
+    irm, trainer = _irm_trainer(model, n_steps=10)
+    irm.step_count = 5  # past the annealing point: weight 1e4, loss divided by it
+    batches = [float_batch(XS[:2], YS[:2], "a"), float_batch(XS[2:], YS[2:], "b")]
+    params = list(model.parameters())
+    # By hand: the gradient of (Σ_e risk_e + 1e4 · penalty_e) / (2 · 1e4), and of the risks alone.
+    risks = [trainer.batch_loss(b) for b in batches]
+    penalties = [irm_penalty(r, irm.scale) for r in risks]
+    objective = sum(r + 1e4 * q for r, q in zip(risks, penalties, strict=True)) / (2 * 1e4)
+    expected = torch.autograd.grad(objective, params, retain_graph=True)
+    risk_only = torch.autograd.grad(sum(risks) / (2 * 1e4), params)
+    seen: list[list[torch.Tensor]] = []
+    monkeypatch.setattr(trainer, "step", lambda: seen.append([p.grad.clone() for p in params]))
+    irm.update(trainer, batches)
+    (got,) = seen
+    for g, e, r in zip(got, expected, risk_only, strict=True):
+        torch.testing.assert_close(g, e, rtol=1e-5, atol=1e-8)
+        assert not torch.allclose(e, r, rtol=1e-3)  # the penalty's own gradient is a real part of it
 
 
 def test_fused_forward_gives_each_batch_the_loss_and_gradient_of_its_own_forward(
@@ -337,6 +390,24 @@ def test_environment_methods_count_an_epoch_to_the_nearest_step() -> None:
     assert IRM().n_steps(TrainSet({}, {}), 4, 1) == 0  # nothing to train on
 
 
+def test_an_environment_epoch_visits_as_many_units_as_one_pass() -> None:
+    # "big": 16 units in 4 batches of 4; s1-s4: one unit each, so a batch drawn from them visits one unit.
+    units = [SingleUnit((((5 + i, 6), onehot(i % 2)),), "big") for i in range(16)]
+    units += [SingleUnit((((5, 7, i), onehot(i % 2)),), f"s{i}") for i in range(1, 5)]
+    trainset = TrainSet({"mft": units}, {"mft": "mft"})
+    assert trainset.units_per_env_batch(4) == {"big": 4.0, "s1": 1.0, "s2": 1.0, "s3": 1.0, "s4": 1.0}
+    # group-dro: a uniformly drawn environment's batch holds (4 + 1 + 1 + 1 + 1) / 5 = 1.6 units on average,
+    # so one pass over the 20 units takes 12.5 → 13 steps (8 batches would visit ~13 units).
+    dro = GroupDRO()
+    assert dro.n_steps(trainset, 4, 1) == 13
+    rng = random.Random(0)
+    visited = [sum(len(b.envs) for batches in dro.steps(trainset, rng, 4, 1) for b in batches) for _ in range(400)]
+    assert sum(visited) / len(visited) == pytest.approx(20.8, rel=0.05)  # 13 × 1.6, i.e. one pass
+    # irm: a batch from every environment is 8 units a step: 2.5 → 3 steps; fish: 5 × 1.6 = 8 as well.
+    assert IRM().n_steps(trainset, 4, 1) == 3
+    assert Fish().n_steps(trainset, 4, 1) == 3
+
+
 # --------------------------------------------------------------------------------------------- group-dro
 
 
@@ -379,11 +450,15 @@ def test_group_dro_draws_one_environment_per_step() -> None:
 
 def test_fish_meta_update_is_theta_plus_epsilon_times_the_inner_displacement() -> None:
     lr = 0.05
-    fish = Fish()
+    default = Fish()
+    default.start(toy_trainer(LinearToy(), default, lr=lr), TrainSet({}, {}), 10)
+    assert default.epsilon == pytest.approx(5e-7 / (lr * 5))
+    # ε = meta_lr / (lr · inner_steps) = 0.3 here, so the meta step is far above float32 resolution.
+    fish = Fish({"meta_lr": 0.3 * lr * 5})
     model = LinearToy()
     trainer = toy_trainer(model, fish, lr=lr)
     fish.start(trainer, TrainSet({}, {}), 10)
-    assert fish.epsilon == pytest.approx(5e-7 / (lr * 5))
+    assert fish.epsilon == pytest.approx(0.3)
     # The same model and optimizer state, stepped by hand through the five inner steps.
     shadow_model = copy.deepcopy(model)
     shadow = toy_trainer(shadow_model, fish, lr=lr)
@@ -395,7 +470,8 @@ def test_fish_meta_update_is_theta_plus_epsilon_times_the_inner_displacement() -
     fish.update(trainer, batches)
     for p, t, ti in zip(model.parameters(), theta, theta_inner, strict=True):
         assert not torch.equal(ti, t)
-        torch.testing.assert_close(p.detach(), t + fish.epsilon * (ti - t), rtol=0, atol=1e-7)
+        torch.testing.assert_close(p.detach(), t + fish.epsilon * (ti - t), rtol=0, atol=1e-6)
+        assert (p.detach() - t).abs().max() > 1e-3  # the meta step moved θ, by ε of the inner displacement
     # The run's AdamW keeps its state (five steps so far) into the next outer step.
     state = trainer.optimizer.state[model.head.weight]
     assert int(state["step"]) == 5

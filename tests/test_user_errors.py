@@ -134,6 +134,21 @@ CONFIG_ERRORS = {
         GOOD_CONFIG + "[training.configurations.iid-then]\nlearning_rate = 1e-4\n",
         ["line 9", "training.configurations.iid-then", "did you mean 'iid-then-t'"]),
     "unknown executor": (GOOD_CONFIG + '[executor]\nname = "slurm"\n', ["unknown executor 'slurm'", "local"]),
+    "hyper-parameters of a misspelt method": (GOOD_CONFIG + "[method.group_dro]\neta = 0.1\n",
+                                              ["line 9", "unknown method 'group_dro'", "did you mean 'group-dro'"]),
+    "unknown method hyper-parameter": (
+        GOOD_CONFIG.replace('name = "x"', 'name = "x"\nmethods = ["irm"]') + "[method.irm]\npenalty = 3\n",
+        ["line 11", "method.irm.penalty", "unknown hyper-parameter(s) ['penalty']", "penalty_weight"]),
+    "training key of a method that reuses others' values": (
+        GOOD_CONFIG.replace('name = "x"', 'name = "x"\nmethods = ["lp-ft"]') + "[method.lp-ft]\nlearning_rate = 1e-3\n",
+        ["line 11", "method.lp-ft.learning_rate", "trains its stages with the values of lp and vanilla",
+         "[method.lp] / [method.vanilla]"]),
+    "grid axes of a method without a search of its own": (
+        GOOD_CONFIG.replace('name = "x"', 'name = "x"\nmethods = ["lp-ft"]')
+        + "[grid]\nenabled = true\n[grid.methods.lp-ft]\nlearning_rate = [1e-3]\n",
+        ["line 12", "grid.methods.lp-ft", "no grid search of its own", "[grid.methods.lp] / [grid.methods.vanilla]"]),
+    "grid axes of a misspelt task": (GOOD_CONFIG + "[grid.tasks.reeding]\nbatch_size = [2]\n",
+                                     ["line 9", "unknown task 'reeding'", "did you mean 'reading'"]),
     "model config override the model does not have": (
         GOOD_CONFIG + "[model]\nconfig_overrides = { num_hiden_layers = 2 }\n",
         ["line 10", "model.config_overrides.num_hiden_layers", "not a setting of the bert config",

@@ -6,11 +6,13 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from beluga_core.errors import BelugaError
 
+# Markdown help: docstring paragraphs reflow to the terminal, and config tables ("[grid]") stay literal.
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="Behavioral learning generalization analysis.")
+                  rich_markup_mode="markdown", help="Behavioral learning generalization analysis.")
 suite_app = typer.Typer(no_args_is_help=True, help="Import, inspect and check grouped test suites.")
 plugins_app = typer.Typer(no_args_is_help=True, help="Installed plugins.")
 app.add_typer(suite_app, name="suite")
@@ -38,7 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, standalone_mode=False)
     except BelugaError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        # Messages name config tables ("[method.lp]"), which rich would read as markup and drop.
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted; finished work is kept (re-run to resume)")

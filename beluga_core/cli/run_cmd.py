@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from beluga_core import registry
@@ -97,12 +98,12 @@ def _print_availability(tp: TaskPlan, console: Console) -> None:
     from beluga_core.availability import iid_availability, model_availability
 
     if tp.unavailable:
-        console.print(f"  [yellow]task plugin '{tp.spec.name}' is not importable[/] ({tp.unavailable}); the "
+        console.print(f"  [yellow]task plugin '{tp.spec.name}' is not importable[/] ({escape(tp.unavailable)}); the "
                       "folds above are counted from the suite, but the run needs the plugin", highlight=False)
     for what, (ok, how) in ((f"i.i.d. data {tp.spec.iid}", iid_availability(tp.spec.iid)),
                             (f"model {tp.model}", model_availability(tp.model))):
         if not ok:
-            console.print(f"  [yellow]{what}[/]: {how}", highlight=False)
+            console.print(f"  [yellow]{escape(what)}[/]: {escape(how)}", highlight=False)
 
 
 @app.command("run")

@@ -13,7 +13,7 @@ from beluga_core.grid.criteria import CRITERIA, DEFAULT_CRITERION
 
 @app.command("select")
 def select(
-    store: Path = typer.Argument(..., help="Result store with grid points (a run with \\[grid] enabled)."),
+    store: Path = typer.Argument(..., help="Result store with grid points (a run with [grid] enabled)."),
     criterion: str = typer.Option(DEFAULT_CRITERION, "--criterion", "-c", help=(
         f"One of {', '.join(CRITERIA)}, or a SQL expression over the grid_scores view's columns "
         "(e.g. 'reference + 0.5 * iid_val'). Higher is better.")),
@@ -23,7 +23,7 @@ def select(
     """Show which grid point every (task, configuration, method[, held-out group]) selection would choose.
 
     Nothing is retrained: the store keeps every grid point's validation scores. To train the folds with
-    another criterion's choice, set `\\[grid] criterion` in the config and run it again: finished grid
+    another criterion's choice, set `[grid] criterion` in the config and run it again: finished grid
     points are reused and only folds whose chosen values changed are trained.
     """
     from beluga_core.grid.selection import rank_grid_points

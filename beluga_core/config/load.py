@@ -61,6 +61,11 @@ def _check_plugins(cfg: BenchmarkConfig, text: str, path: Path) -> None:
         ("executor", [cfg.executor.name], ("executor", "name")),
     ]
     checks += [("task", [t.name], ("tasks", i, "name")) for i, t in enumerate(cfg.tasks)]
+    # Tables named after a plugin: a misspelt name would otherwise be silently ignored. A table of an
+    # installed method the run does not use is fine (methods come and go from the list).
+    checks += [("method", [m], ("method", m)) for m in cfg.methods_hparams]
+    checks += [("method", [m], ("grid", "methods", m)) for m in cfg.grid.methods]
+    checks += [("task", [t], ("grid", "tasks", t)) for t in cfg.grid.tasks]
     for kind, wanted, loc in checks:
         available = registry.names(kind)
         for name in wanted:

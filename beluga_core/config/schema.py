@@ -140,7 +140,8 @@ class GridSpec(_Strict):
     learning_rate: list[float] = Field(default_factory=lambda: [2e-5, 3e-5, 5e-5], min_length=1)
     epochs: list[float] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     tasks: dict[str, dict[str, list[Any]]] = Field(default_factory=dict, description=(
-        "Per-task axes replacing the ones above, e.g. [grid.tasks.reading] batch_size = [2, 3]."))
+        "Per-task axes replacing the ones above and the task's own (reading searches batch sizes {2, 3} "
+        "by default), e.g. [grid.tasks.reading] batch_size = [2, 4]."))
     methods: dict[str, dict[str, list[Any]]] = Field(default_factory=dict, description=(
         "Per-method axes (any training key or method hyper-parameter), replacing the method's own grid "
         "(lp's learning rates) and the ones above, e.g. [grid.methods.irm] penalty_weight = [1e2, 1e4]."))

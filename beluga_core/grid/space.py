@@ -1,8 +1,9 @@
 """The grid of a (task, method): which values each hyper-parameter takes, and the job hyper-parameters.
 
 Axes merge in this order, each replacing the axis of the same name: the config's ``[grid]`` axes, the
-task's (``[grid.tasks.NAME]``, e.g. reading's batch sizes), the method's own (``Method.grid_axes``, lp's
-learning rates) and the config's per-method ones (``[grid.methods.NAME]``).
+task's own (``grid_axes`` of the task plugin: reading's batch sizes {2, 3}), the config's per-task ones
+(``[grid.tasks.NAME]``), the method's own (``Method.grid_axes``, lp's learning rates) and the config's
+per-method ones (``[grid.methods.NAME]``).
 """
 
 from __future__ import annotations
@@ -21,12 +22,22 @@ def method_hparams(cfg: BenchmarkConfig, method: str) -> dict[str, Any]:
     plugin = registry.get("method", method)
     defaults = dict(getattr(plugin, "defaults", {}) or {})
     overrides = cfg.methods_hparams.get(method, {})
-    unknown = set(overrides) - set(defaults) - set(TRAINING_KEYS)
-    if unknown:
-        raise BelugaError(f"[method.{method}] sets unknown hyper-parameter(s) {sorted(unknown)}; "
-                          f"'{method}' takes {sorted(defaults) or 'none'} and the training keys "
-                          f"{list(TRAINING_KEYS)}")
-    return defaults | overrides
+    # A method that reuses others' selections trains each stage with their values, so a training key of
+    # its own would be silently ignored.
+    allowed = set(defaults) | (set() if plugin.reuses else set(TRAINING_KEYS))
+    unknown = sorted(set(overrides) - allowed)
+    if not unknown:
+        return defaults | overrides
+    field = f"method.{method}.{unknown[0]}"
+    takes = f"'{method}' takes {sorted(defaults) or 'none'}"
+    if plugin.reuses and not set(unknown) - set(TRAINING_KEYS):
+        tables = " / ".join(f"[method.{m}]" for m in plugin.reuses)
+        raise BelugaError(f"[method.{method}] sets {unknown}, but '{method}' trains its stages with the values of "
+                          f"{' and '.join(plugin.reuses)}: set them in {tables} (or [training.suite]); {takes}",
+                          field=field)
+    if not plugin.reuses:
+        takes += f" and the training keys {list(TRAINING_KEYS)}"
+    raise BelugaError(f"[method.{method}] sets unknown hyper-parameter(s) {unknown}; {takes}", field=field)
 
 
 def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None = None,
@@ -66,9 +77,29 @@ def grid_methods(methods: list[str]) -> list[str]:
     return out
 
 
+def check_grid_tables(cfg: BenchmarkConfig) -> None:
+    """``[grid.methods.NAME]`` of a method without a search of its own (lp-ft) could never apply."""
+    for method in cfg.grid.methods:
+        reuses = registry.get("method", method).reuses
+        if reuses:
+            raise BelugaError(f"'{method}' has no grid search of its own: it reuses the choices of "
+                              f"{' and '.join(reuses)}; search their values in "
+                              f"{' / '.join(f'[grid.methods.{m}]' for m in reuses)}",
+                              field=f"grid.methods.{method}")
+
+
+def _task_axes(task: str) -> dict[str, list[Any]]:
+    try:
+        plugin = registry.get("task", task)
+    except BelugaError:
+        return {}  # a dry run without the task plugin (the plan reports it) counts the config's axes
+    return dict(getattr(plugin, "grid_axes", {}) or {})
+
+
 def axes_for(cfg: BenchmarkConfig, task: str, method: str) -> dict[str, list[Any]]:
     plugin = registry.get("method", method)
     axes = cfg.grid.base_axes()
+    axes |= _task_axes(task)
     axes |= cfg.grid.tasks.get(task, {})
     axes |= dict(getattr(plugin, "grid_axes", {}) or {})
     axes |= cfg.grid.methods.get(method, {})

@@ -96,11 +96,13 @@ class Method:
 class EnvironmentMethod(Method):
     """Base of methods that draw batches per environment (irm, group-dro, fish).
 
-    One "epoch" is as many batches as one pass over the data (METHOD.md §5): a step that takes k batches
-    counts k towards it, and the step count is the nearest whole number (at least 1). Rounding up instead
-    would make irm, whose steps take a batch from every environment, visit up to twice the data: with one
-    environment of two batches and 38 of one, 40 batches are 1.03 steps of 39. An environment's batch holds
-    units of that environment only, and one loss type.
+    One "epoch" is the number of updates that visits as many units (examples; a pair counts once) as one
+    pass over the data (METHOD.md §5): the units an update visits on average are its batches per update
+    times the mean batch of an environment drawn uniformly. Counting batches instead would undercount where
+    environments are small: a step drawing a one-case functionality visits one unit, not a batch's worth.
+    The step count is the nearest whole number (at least 1); rounding up would make irm, whose steps take a
+    batch from every environment, visit up to twice the data. An environment's batch holds units of that
+    environment only, and one loss type.
     """
 
     needs_environments: ClassVar[bool] = True
@@ -111,7 +113,8 @@ class EnvironmentMethod(Method):
         return self.batches_per_update or max(1, len(trainset.envs()))
 
     def n_steps(self, trainset: TrainSet, batch_size: int, epochs: float) -> int:
-        per_epoch = trainset.batches_per_epoch(batch_size, by_env=True)
-        if per_epoch == 0 or epochs <= 0:
+        per_batch = trainset.units_per_env_batch(batch_size)
+        if not per_batch or epochs <= 0:
             return 0
-        return max(1, math.floor(epochs * per_epoch / self._per_update(trainset) + 0.5))
+        per_update = self._per_update(trainset) * sum(per_batch.values()) / len(per_batch)
+        return max(1, math.floor(epochs * trainset.n_examples / per_update + 0.5))

@@ -199,12 +199,14 @@ def _views_in_memory(con: duckdb.DuckDBPyConnection) -> None:
 
 def refresh_after_run(store: Path, console: Any) -> None:
     """The end of ``beluga run``: bring the store's significance tests up to date, or say why not."""
+    from rich.markup import escape
+
     from beluga_core.errors import BelugaError
 
     try:
         summary = analyze_store(store)
     except (BelugaError, duckdb.Error) as exc:
-        console.print(f"[yellow]significance tests not updated[/] ({exc}); run `beluga analyze {store}`")
+        console.print(f"[yellow]significance tests not updated[/] ({escape(str(exc))}); run `beluga analyze {store}`")
         return
     console.print(f"significance: {summary.n_computed} test(s) computed, {summary.n_kept} already current "
                   f"({summary.seconds:.1f} s; {DEFAULT_ROUNDS:,} rounds, seed {DEFAULT_SEED})")

@@ -58,6 +58,9 @@ class ClassificationTask:
     builtin_iid: ClassVar[dict[str, Path]] = {}
     metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
     primary_metric: ClassVar[str] = "accuracy"
+    # Grid-search axes of the task's own, replacing the config's [grid] axes of the same name (reading's
+    # batch sizes); ``[grid.tasks.NAME]`` replaces these in turn.
+    grid_axes: ClassVar[dict[str, list[Any]]] = {}
 
     def __init__(self) -> None:
         self.suite_labels: list[str] | None = None

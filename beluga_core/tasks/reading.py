@@ -83,6 +83,8 @@ class ReadingTask:
     metrics: ClassVar[tuple[str, ...]] = ("exact_match", "f1")
     primary_metric: ClassVar[str] = "exact_match"  # what G uses (METHOD.md §6)
     builtin_iid: ClassVar[dict[str, Path]] = BUILTIN_SQUAD
+    # METHOD.md §5: the reference searches batch sizes {2, 3} for reading (384-token windows, large model).
+    grid_axes: ClassVar[dict[str, list[Any]]] = {"batch_size": [2, 3]}
 
     def __init__(self) -> None:
         self.suite_labels: list[str] | None = None

@@ -79,6 +79,16 @@ class TrainSet:
     def batches_per_epoch(self, batch_size: int, by_env: bool = False) -> int:
         return sum(len(chunk) for chunk in self._chunks(random.Random(0), batch_size, by_env, shuffle=False))
 
+    def units_per_env_batch(self, batch_size: int) -> dict[str, float]:
+        """Each environment's mean units per batch when its batches are drawn (``EnvSampler``)."""
+        units: dict[str, int] = defaultdict(int)
+        batches: dict[str, int] = defaultdict(int)
+        for per_stream in self._chunks(random.Random(0), batch_size, by_env=True, shuffle=False):
+            for _, chunk in per_stream:
+                units[chunk[0].env] += len(chunk)
+                batches[chunk[0].env] += 1
+        return {env: units[env] / batches[env] for env in sorted(units)}
+
     def _chunks(self, rng: random.Random, batch_size: int, by_env: bool,
                 shuffle: bool = True) -> list[list[tuple[str, list[SingleUnit | PairUnit]]]]:
         out = []

@@ -82,12 +82,12 @@ def load_pretrained(auto_class: Any, name: str, overrides: dict[str, Any] | None
 
     path = resolve_model_path(name)
     overrides = {**(config_overrides or {}), **(overrides or {})}
-    if dropout is not None:
-        overrides |= {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
     try:
         config = AutoConfig.from_pretrained(path, **overrides)
     except OSError as exc:
         raise BelugaError(f"cannot load model '{name}': {exc}{_offline_hint(path)}") from None
+    if dropout is not None:
+        set_dropout(config, dropout, name)
     verbosity = hf_logging.get_verbosity()
     # The new head's weights are reported as missing by design; that report (and a per-load progress bar)
     # is noise for users.
@@ -103,6 +103,31 @@ def load_pretrained(auto_class: Any, name: str, overrides: dict[str, Any] | None
         raise BelugaError(f"model '{name}' has no {auto_class.__name__} variant in transformers: {exc}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
+
+
+# The hidden and attention dropout settings of the model families transformers ships: BERT, RoBERTa,
+# ELECTRA, DeBERTa, ALBERT, MiniLM (the first two); DistilBERT, BART, XLM (dropout, attention_dropout);
+# T5 (dropout_rate); GPT-2 (resid_pdrop, embd_pdrop, attn_pdrop).
+DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout",
+                "dropout_rate", "resid_pdrop", "embd_pdrop", "attn_pdrop")
+# A classification head's own dropout, where it does not follow the hidden one (BERT's classifier_dropout
+# is None, meaning "as hidden_dropout_prob"; DistilBERT's seq_classif_dropout is 0.2).
+HEAD_DROPOUT_KEYS = ("classifier_dropout", "seq_classif_dropout")
+
+
+def set_dropout(config: Any, p: float, name: str) -> None:
+    """Set every hidden and attention dropout probability ``config`` has to ``p`` (the dropout method).
+
+    An unknown key would be stored on the config and ignored by the model, so a config with none of the
+    known keys is an error rather than a silent no-op."""
+    settings = config.to_dict()
+    keys = [k for k in DROPOUT_KEYS if k in settings]
+    if not keys:
+        raise BelugaError(f"the dropout method cannot set the dropout of model '{name}': its "
+                          f"{config.model_type} config has none of {', '.join(DROPOUT_KEYS)}; set its own dropout "
+                          "settings with [model] config_overrides (and compare with vanilla) instead")
+    for key in keys + [k for k in HEAD_DROPOUT_KEYS if settings.get(k) is not None]:
+        setattr(config, key, p)
 
 
 def check_config_overrides(name: str, config_overrides: dict[str, Any]) -> None:
