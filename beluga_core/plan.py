@@ -290,17 +290,11 @@ def _load_task(spec: TaskSpec, allow_missing: bool) -> str | None:
     return None
 
 
-# Top-level names of a benchmark config (field aliases as written in TOML).
-_CONFIG_TABLES = {f.alias or name for name, f in BenchmarkConfig.model_fields.items()}
-
-
 def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False) -> Plan:
     """The plan of a config. With a grid search, fold jobs wait in ``pending`` until ``Plan.resolve``."""
     try:
         return _build_plan(cfg, config_path, allow_missing_tasks)
     except BelugaError as exc:
-        if exc.source is None and exc.field and exc.field.split(".")[0] in _CONFIG_TABLES:
-            exc = BelugaError(exc.message, source=config_path, field=exc.field)  # then find its line
         raise with_config_line(exc, config_path) from None
 
 

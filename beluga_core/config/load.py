@@ -127,9 +127,20 @@ def locate_key(text: str, loc: tuple[Any, ...]) -> int | None:
     return best
 
 
+# Top-level names of a benchmark config, as written in TOML (field aliases).
+_CONFIG_TABLES = {f.alias or name for name, f in BenchmarkConfig.model_fields.items()}
+
+
 def with_config_line(exc: BelugaError, config_path: Path) -> BelugaError:
-    """``exc`` with the line of its config field added, when it names one of ``config_path`` and lacks it."""
-    if exc.line is not None or not exc.field or exc.source is None or Path(exc.source) != config_path:
+    """``exc`` with the line of its config field added, when it names one of ``config_path`` and lacks it.
+
+    An error raised without a file (checks that see the config, not its path) whose field is a config
+    field is taken as one of ``config_path``."""
+    if exc.line is not None or not exc.field:
+        return exc
+    if exc.source is None and exc.field.split(".")[0] in _CONFIG_TABLES:
+        exc = BelugaError(exc.message, source=config_path, field=exc.field)
+    if exc.source is None or Path(exc.source) != config_path:
         return exc
     try:
         line = locate_key(config_path.read_text(encoding="utf-8"), tuple(exc.field.split(".")))

@@ -31,10 +31,9 @@ def method_hparams(cfg: BenchmarkConfig, method: str) -> dict[str, Any]:
     field = f"method.{method}.{unknown[0]}"
     takes = f"'{method}' takes {sorted(defaults) or 'none'}"
     if plugin.reuses and not set(unknown) - set(TRAINING_KEYS):
-        tables = " / ".join(f"[method.{m}]" for m in plugin.reuses)
         raise BelugaError(f"[method.{method}] sets {unknown}, but '{method}' trains its stages with the values of "
-                          f"{' and '.join(plugin.reuses)}: set them in {tables} (or [training.suite]); {takes}",
-                          field=field)
+                          f"{' and '.join(plugin.reuses)}: set them in {_tables('method', plugin.reuses)} (or "
+                          f"[training.suite]); {takes}", field=field)
     if not plugin.reuses:
         takes += f" and the training keys {list(TRAINING_KEYS)}"
     raise BelugaError(f"[method.{method}] sets unknown hyper-parameter(s) {unknown}; {takes}", field=field)
@@ -83,9 +82,12 @@ def check_grid_tables(cfg: BenchmarkConfig) -> None:
         reuses = registry.get("method", method).reuses
         if reuses:
             raise BelugaError(f"'{method}' has no grid search of its own: it reuses the choices of "
-                              f"{' and '.join(reuses)}; search their values in "
-                              f"{' / '.join(f'[grid.methods.{m}]' for m in reuses)}",
+                              f"{' and '.join(reuses)}; search their values in {_tables('grid.methods', reuses)}",
                               field=f"grid.methods.{method}")
+
+
+def _tables(prefix: str, methods: tuple[str, ...]) -> str:
+    return " / ".join(f"[{prefix}.{m}]" for m in methods)
 
 
 def _task_axes(task: str) -> dict[str, list[Any]]:

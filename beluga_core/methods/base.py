@@ -109,12 +109,12 @@ class EnvironmentMethod(Method):
     # Batches one update draws; None: one per environment (irm).
     batches_per_update: ClassVar[int | None] = 1
 
-    def _per_update(self, trainset: TrainSet) -> int:
-        return self.batches_per_update or max(1, len(trainset.envs()))
+    def _per_update(self, n_envs: int) -> int:
+        return self.batches_per_update or n_envs
 
     def n_steps(self, trainset: TrainSet, batch_size: int, epochs: float) -> int:
         per_batch = trainset.units_per_env_batch(batch_size)
         if not per_batch or epochs <= 0:
             return 0
-        per_update = self._per_update(trainset) * sum(per_batch.values()) / len(per_batch)
+        per_update = self._per_update(len(per_batch)) * sum(per_batch.values()) / len(per_batch)
         return max(1, math.floor(epochs * trainset.n_examples / per_update + 0.5))

@@ -32,7 +32,7 @@ class Fish(EnvironmentMethod):
     def inner_steps(self) -> int:
         return int(self.hp["inner_steps"])
 
-    def _per_update(self, trainset: TrainSet) -> int:
+    def _per_update(self, n_envs: int) -> int:
         return self.inner_steps
 
     def optimizer_steps(self, n_steps: int) -> int:
