@@ -4,7 +4,8 @@
 
 Uses the shipped ``builtin:sentiment`` suite; without it, converts the shared reference JSONL
 (``BELUGA_SHARED`` or ``../shared``) into a temporary suite file first. Targets on a 2-core machine:
-load < 10 s, check (end to end, through the CLI) < 30 s.
+load < 10 s, check (end to end, through the CLI) < 30 s. Also times loading the shipped SST-2
+(``builtin:sst2``: decompress, parse, halve dev), target < 1 s.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from beluga_core.expectations.base import FlatPredictions
 from beluga_core.expectations.evaluate import evaluate_cases
 from beluga_core.suite.io import Suite, load_suite, resolve_suite_path, write_suite
 from beluga_core.suite.schema import Case, SuiteHeader
+from beluga_core.tasks.iid_data import load_classification_iid
 
-LOAD_TARGET_S, CHECK_TARGET_S = 10.0, 30.0
+LOAD_TARGET_S, CHECK_TARGET_S, SST2_TARGET_S = 10.0, 30.0, 1.0
 DOC_KEYS = {"note", "alias", "requires", "fingerprint", "faithful_rule", "intended_rule_per_description"}
 
 
@@ -127,11 +129,14 @@ def main() -> None:
         eff = suite.effective()
         _, eval_times = timed(lambda: evaluate_cases(eff.cases, flat), args.repeat)
 
+    _, sst2_times = timed(lambda: load_classification_iid("builtin:sst2", text_fields=("sentence",)), args.repeat)
+
     s_t = next((line for line in report.splitlines() if line.startswith("s_T")), "?")
     print(f"check output: {s_t}")
     rows = [("load_suite", load_times, LOAD_TARGET_S),
             ("suite check (CLI, end to end)", check_times, CHECK_TARGET_S),
-            ("evaluate_cases only", eval_times, None)]
+            ("evaluate_cases only", eval_times, None),
+            ("builtin:sst2 load", sst2_times, SST2_TARGET_S)]
     print(f"\n{'step':32} {'median s':>9} {'min s':>7} {'max s':>7}  target")
     for name, times, target in rows:
         ok = target is None or statistics.median(times) < target
