@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from beluga_core.cli import app as app_module
-from beluga_core.cli.suite_check import check_suite
-from beluga_core.errors import BelugaError
-from beluga_core.expectations.base import FlatPredictions
-from beluga_core.expectations.evaluate import evaluate_cases
-from beluga_core.suite.io import Suite, load_suite, resolve_suite_path, write_suite
-from beluga_core.suite.schema import Case, SuiteHeader
-from beluga_core.tasks.iid_data import load_classification_iid
+from beluga_core.cli.suite_check_cmd import check_suite
+from beluga_core.contracts.expectations import FlatPredictions
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.iid.classification import load_classification_iid
+from beluga_core.data.suite.io import Suite, load_suite, resolve_suite_path, write_suite
+from beluga_core.data.suite.schema import Case, SuiteHeader
+from beluga_core.evaluation.evaluate import evaluate_cases
 
 LOAD_TARGET_S, CHECK_TARGET_S, SST2_TARGET_S = 10.0, 30.0, 1.0
 DOC_KEYS = {"note", "alias", "requires", "fingerprint", "faithful_rule", "intended_rule_per_description"}
@@ -126,7 +126,7 @@ def main() -> None:
         # What the training code calls after inference: evaluation alone, from one probability array.
         probs = np.random.default_rng(args.seed).dirichlet(np.ones(3), size=n_inputs)
         flat = FlatPredictions.from_arrays(probs=probs, lengths=[len(c.inputs) for c in suite.cases])
-        eff = suite.effective()
+        eff = suite.with_corrections()
         _, eval_times = timed(lambda: evaluate_cases(eff.cases, flat), args.repeat)
 
     _, sst2_times = timed(lambda: load_classification_iid("builtin:sst2", text_fields=("sentence",)), args.repeat)

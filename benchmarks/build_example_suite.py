@@ -5,7 +5,7 @@ comparison, plain; the scoring level) and ``length`` (short, medium, long): it s
 own grouping, and the tests run the whole path on it. MFT cases keep the sentence's SST-2 label; INV cases
 perturb a sentence with typos and punctuation and expect the prediction not to change.
 
-    python benchmarks/build_example_suite.py [OUT]   # default: beluga_core/data/suites/sst2-phenomena.jsonl.gz
+    python benchmarks/build_example_suite.py [OUT]   # default: beluga_core/data/builtin/suites/sst2-phenomena.jsonl.gz
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import re
 import sys
 from pathlib import Path
 
-from beluga_core.suite.io import write_suite
-from beluga_core.suite.schema import Case, Expectation, SuiteHeader
+from beluga_core.data.suite.io import write_suite
+from beluga_core.data.suite.schema import Case, Expectation, SuiteHeader
 from beluga_core.tasks.sentiment import SentimentTask
 
 PHENOMENA = {
@@ -97,5 +97,6 @@ def build(out: Path) -> Path:
 
 
 if __name__ == "__main__":
-    default = Path(__file__).resolve().parents[1] / "beluga_core" / "data" / "suites" / "sst2-phenomena.jsonl.gz"
+    default = (Path(__file__).resolve().parents[1] / "beluga_core" / "data" / "builtin" / "suites"
+               / "sst2-phenomena.jsonl.gz")
     print(build(Path(sys.argv[1]) if len(sys.argv) > 1 else default))

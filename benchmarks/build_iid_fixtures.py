@@ -24,9 +24,9 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from beluga_core.suite.io import load_suite
+from beluga_core.data.suite.io import load_suite
 
-DATA = Path(__file__).resolve().parent.parent / "beluga_core" / "data"
+DATA = Path(__file__).resolve().parent.parent / "beluga_core" / "data" / "builtin"
 SEED = 20240601
 QQP_NEGATIVE_SHARE = 0.40
 QQP_DEV = 1000

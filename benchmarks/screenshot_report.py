@@ -91,14 +91,14 @@ def main() -> int:
     except Skip as exc:
         print(f"SKIPPED: {exc}")
         return 0
-    from beluga_core.report.build import write_report
+    from beluga_core.analysis.report.build import write_report
 
     with tempfile.TemporaryDirectory(prefix="beluga-screenshot-") as tmp:
         store = args.store
         if store is None:
             from synthetic_store import build_synthetic_store
 
-            from beluga_core.significance import analyze_store
+            from beluga_core.analysis.significance import analyze_store
 
             store = Path(tmp) / "synthetic-quick.duckdb"
             build_synthetic_store(store)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from beluga_core.data.suite.io import resolve_suite_path
 from beluga_core.store import CaseRow, StoreWriter
-from beluga_core.suite.io import resolve_suite_path
 
 CONFIGS = {  # config → (suite pass-rate shift per scenario, D_test accuracy)
     "iid-then-t": ({"seen": 0.30, "functionality": 0.10, "class": 0.04, "test_type": -0.08}, 0.55),

@@ -17,8 +17,9 @@ import pytest
 from conftest import require_shared
 
 import beluga_core.cli.app as cli_app
-from beluga_core.checklist import importer
-from beluga_core.checklist.importer import (
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.checklist import importer
+from beluga_core.data.checklist.importer import (
     DOC_KEYS,
     convert_suite,
     import_checklist,
@@ -26,8 +27,7 @@ from beluga_core.checklist.importer import (
     read_checklist_file,
     strip_doc_keys,
 )
-from beluga_core.errors import BelugaError
-from beluga_core.suite.io import BUILTIN_DIR, load_suite, write_suite
+from beluga_core.data.suite.io import BUILTIN_DIR, load_suite, write_suite
 
 COUNTS = {  # cases, inputs, cases per test type (SUITES_SUMMARY.md / PROVENANCE.md)
     "sentiment": (86_420, 178_578, {"MFT": 68_912, "DIR": 9_368, "INV": 8_140}),
@@ -46,7 +46,7 @@ EQ_LABEL = {"kind": "eq", "level": "single", "target": "label", "agg": "all"}
 
 def _validating() -> bool:
     try:
-        import beluga_core.expectations.evaluate  # noqa: F401
+        import beluga_core.evaluation.evaluate  # noqa: F401
     except ImportError:
         return False
     return True
@@ -157,10 +157,10 @@ def test_qqp_corrections() -> None:
     asym = by_test["Order does matter for asymmetric relations"]
     assert all(c.label == 1 and c.correction.label == 0 for c in asym)  # released form kept in the case
     assert "footnote 7" in asym[0].correction.reason and "Known issues" in asym[0].correction.reason
-    assert asym[0].effective().label == 0
+    assert asym[0].with_corrections().label == 0
 
     synonyms = by_test["(question, f(question)) where f(question) replaces synonyms?"]
-    fixed = synonyms[0].effective()
+    fixed = synonyms[0].with_corrections()
     assert synonyms[0].test_type == "INV" and synonyms[0].loss == "inv"
     assert (fixed.test_type, fixed.loss, fixed.label) == ("MFT", "mft", 1)
     assert fixed.expectation.model_dump() == EQ_LABEL
@@ -168,7 +168,7 @@ def test_qqp_corrections() -> None:
 
     implications = by_test["Testing implications"]
     assert implications[0].expectation.model_dump() == IMPLICATION_RELEASED
-    assert implications[0].effective().expectation.model_dump() == {**IMPLICATION_RELEASED, "variant": "intended"}
+    assert implications[0].with_corrections().expectation.model_dump() == {**IMPLICATION_RELEASED, "variant": "intended"}
     assert implications[0].label == [0, 1, 0]
 
 
@@ -354,7 +354,7 @@ def test_convert_rejects_malformed_inputs(monkeypatch: pytest.MonkeyPatch, tmp_p
 def _run_cli(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     # Register only this command: the test is about its behaviour, not about the other subcommands.
     def register() -> None:
-        from beluga_core.cli import suite_import  # noqa: F401
+        from beluga_core.cli import suite_import_cmd  # noqa: F401
 
     monkeypatch.setattr(cli_app, "_register", register)
     try:

@@ -104,7 +104,7 @@ def test_ray_local_cluster_equals_local_executor_and_resumes(local_store: Path, 
 
 def test_worker_slots_per_gpu_and_cpu() -> None:
     from beluga_core.config.schema import ExecutorSpec
-    from beluga_core.executors.common import Slot, plan_slots
+    from beluga_core.execution.scheduling import Slot, plan_slots
 
     # CPU: the cores are split between workers unless threads is set.
     assert plan_slots(ExecutorSpec(workers=2), cores=2, gpus=0) == [Slot("cpu", 1)] * 2

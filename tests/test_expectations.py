@@ -16,18 +16,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from beluga_core.errors import BelugaError
-from beluga_core.expectations.base import FAIL, PASS, SKIP, FlatPredictions, aggregate
-from beluga_core.expectations.evaluate import (
+from beluga_core.contracts.expectations import FAIL, PASS, SKIP, FlatPredictions, aggregate
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.suite.io import Suite, load_suite
+from beluga_core.data.suite.schema import Case, Correction, Expectation, SuiteHeader
+from beluga_core.evaluation.evaluate import (
     evaluate_cases,
     group_pass_rates,
     mean_pass_rate,
     parse_expectation,
     validate_suite_expectations,
 )
-from beluga_core.suite.io import Suite, load_suite
-from beluga_core.suite.schema import Case, Correction, Expectation, SuiteHeader
-from beluga_core.tasks.sentiment_labels import binary_target, binary_targets, binary_to_three
+from beluga_core.evaluation.sentiment_mapping import binary_target, binary_targets, binary_to_three
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "outcomes-sample"
 SUITES = ("sentiment", "qqp", "squad")
@@ -163,7 +163,7 @@ def test_label_space_names_and_subsets_evaluate_alike() -> None:
 
 def test_corrections_change_exactly_the_qqp_cases_they_should() -> None:
     cases, preds, expected, tests = sample("qqp")
-    corrected = evaluate_cases([c.effective() for c in cases], preds)
+    corrected = evaluate_cases([c.with_corrections() for c in cases], preds)
     changed = {t for t, a, b in zip(tests, corrected, expected, strict=True) if a != b}
     assert changed <= set(QQP_CORRECTIONS)
     pred = [[int(np.argmax(v)) for v in p] for p in preds]
@@ -197,8 +197,8 @@ def test_shipped_suites_agree_with_checklist_when_present(suite: str) -> None:
     ship = [by_id[c.id] for c in cases]
     assert (evaluate_cases(ship, preds, label_space=shipped.header.label_space) == expected).sum() == len(cases)
     if suite == "qqp":  # its corrections change exactly the tests this file's QQP_CORRECTIONS change
-        mine = evaluate_cases([c.effective() for c in cases], preds)
-        theirs = evaluate_cases([c.effective() for c in ship], preds)
+        mine = evaluate_cases([c.with_corrections() for c in cases], preds)
+        theirs = evaluate_cases([c.with_corrections() for c in ship], preds)
         assert (mine == theirs).all()
 
 

@@ -10,12 +10,12 @@ from typing import Any
 import duckdb
 import pytest
 
+from beluga_core.analysis.selection.criteria import check_criterion
+from beluga_core.analysis.selection.select import rank_grid_points, select_for_plan
 from beluga_core.config.load import parse_config
-from beluga_core.errors import BelugaError
-from beluga_core.grid.criteria import check_criterion
-from beluga_core.grid.selection import rank_grid_points, select_for_plan
-from beluga_core.grid.space import grid_points, job_hparams
-from beluga_core.plan import Plan, build_plan
+from beluga_core.core.errors import BelugaError
+from beluga_core.planning.grid_space import grid_points, job_hparams
+from beluga_core.planning.plan import Plan, build_plan
 from beluga_core.store import StoreWriter, case_rows
 from beluga_core.store.reader import open_store
 
@@ -158,7 +158,7 @@ def test_config_mistakes_are_caught_before_training(tmp_path: Path) -> None:
 
 
 def test_dry_run_counts_without_the_task_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from beluga_core import registry
+    from beluga_core.core import registry
 
     real = registry.get
 

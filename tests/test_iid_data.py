@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from beluga_core.errors import BelugaError
-from beluga_core.splits import halves
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.iid.classification import IIDExample, load_classification_iid
+from beluga_core.data.splits import halves
 from beluga_core.tasks import iid_data
-from beluga_core.tasks.iid_data import IIDExample, load_classification_iid
 
 SST2 = iid_data.BUILTIN_IID_DATASETS["sst2"]
 SHARED = Path(os.environ.get("BELUGA_SHARED") or Path(__file__).resolve().parents[2] / "shared")
 SHARED_SST2 = SHARED / "data" / "sst2"
-# sha256 of the original TSVs, as recorded in beluga_core/data/sst2/PROVENANCE.md.
+# sha256 of the original TSVs, as recorded in beluga_core/data/builtin/sst2/PROVENANCE.md.
 ORIGINAL_SHA256 = {
     "train": "8621df47b79e9b3fa010405ef4dd506cbf483319cf851f20f2b6773f61d387b5",
     "dev": "54a9c12c77e402fc14d6a66a506f24d999f596b0176eb777c972cccc2f9cc4b0",
@@ -262,8 +262,8 @@ def test_wrong_number_of_text_fields(tmp_path: Path) -> None:
 
 def test_hf_name_offline_fails_fast_and_clearly() -> None:
     # A fresh process, because huggingface_hub reads HF_HUB_OFFLINE once, when it is imported.
-    code = ("from beluga_core.errors import BelugaError\n"
-            "from beluga_core.tasks.iid_data import load_classification_iid\n"
+    code = ("from beluga_core.core.errors import BelugaError\n"
+            "from beluga_core.data.iid.classification import load_classification_iid\n"
             "try:\n"
             "    load_classification_iid('glue/sst2', text_fields=('sentence',))\n"
             "except BelugaError as e:\n"

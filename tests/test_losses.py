@@ -25,7 +25,7 @@ def t(*rows: list[float], grad: bool = False) -> torch.Tensor:
 
 
 def test_plugin_metadata_and_registry() -> None:
-    from beluga_core import registry
+    from beluga_core.core import registry
 
     assert (MFTLoss.name, MFTLoss.kind) == ("mft", "single")
     assert (INVLoss.name, INVLoss.kind) == ("inv", "pair")

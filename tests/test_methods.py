@@ -17,22 +17,22 @@ import numpy as np
 import pytest
 import torch
 
-from beluga_core import registry
-from beluga_core import worker as worker_module
 from beluga_core.config.load import parse_config
-from beluga_core.errors import BelugaError
-from beluga_core.grid.space import job_hparams
-from beluga_core.methods.base import stage_part
-from beluga_core.methods.fish import Fish
-from beluga_core.methods.group_dro import GroupDRO
-from beluga_core.methods.irm import IRM, irm_penalty
-from beluga_core.methods.lp import LinearProbing
-from beluga_core.methods.lp_ft import LinearProbingFineTuning
-from beluga_core.tasks.base import ClassificationTask
+from beluga_core.contracts.methods import stage_part
+from beluga_core.core import registry
+from beluga_core.core.errors import BelugaError
+from beluga_core.execution import worker as worker_module
+from beluga_core.execution.worker import Worker
+from beluga_core.planning.grid_space import job_hparams
+from beluga_core.tasks.classification import ClassificationTask
 from beluga_core.training import loop
-from beluga_core.training.batches import Batch, PairUnit, SingleUnit, TrainSet
 from beluga_core.training.loop import Trainer, train_stage
-from beluga_core.worker import Worker
+from beluga_core.training.methods.fish import Fish
+from beluga_core.training.methods.group_dro import GroupDRO
+from beluga_core.training.methods.irm import IRM, irm_penalty
+from beluga_core.training.methods.lp import LinearProbing
+from beluga_core.training.methods.lp_ft import LinearProbingFineTuning
+from beluga_core.training.trainset import Batch, PairUnit, SingleUnit, TrainSet
 
 CPU = torch.device("cpu")
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from beluga_core.config.load import parse_config
-from beluga_core.plan import build_plan
-from beluga_core.training.model import load_sequence_classifier
-from beluga_core.worker import Worker
+from beluga_core.execution.worker import Worker
+from beluga_core.planning.plan import build_plan
+from beluga_core.training.models import load_sequence_classifier
 
 CONFIG = """name = "t"
 configurations = ["iid", "iid-then-t"]

@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 import torch
 
-from beluga_core.tasks.reading_decode import best_spans
-from beluga_core.tasks.reading_encode import ReadingEncoder
-from beluga_core.tasks.squad_metrics import (
+from beluga_core.tasks.reading.decode import best_spans
+from beluga_core.tasks.reading.encode import ReadingEncoder
+from beluga_core.tasks.reading.metrics import (
     exact_match_score,
     f1_score,
     max_over_ground_truths,
     normalize_answer,
     squad_metrics,
 )
-from beluga_core.training.model import load_tokenizer
-from beluga_core.training.span_losses import SpanINVLoss, aligned_positions
+from beluga_core.tasks.reading.span_loss import SpanINVLoss, aligned_positions
+from beluga_core.training.models import load_tokenizer
 
 # --- SQuAD v1.1 metrics ---------------------------------------------------------------------------------
 # The official evaluate-v1.1.py functions, verbatim in behaviour, as the oracle.
@@ -231,8 +231,8 @@ class _StubQA(torch.nn.Module):
 
 
 def test_decoding_and_token_accuracy_with_a_stub_model(tokenizer) -> None:  # type: ignore[no-untyped-def]
-    from beluga_core.tasks.reading import ReadingTask
-    from beluga_core.tasks.reading_decode import predict_answers, token_accuracy
+    from beluga_core.tasks.reading.decode import predict_answers, token_accuracy
+    from beluga_core.tasks.reading.task import ReadingTask
 
     anna, bob = tokenizer.convert_tokens_to_ids(["anna", "bob"])
     enc = ReadingEncoder(tokenizer, max_length=48, stride=8, max_query_length=16)
@@ -246,7 +246,7 @@ def test_decoding_and_token_accuracy_with_a_stub_model(tokenizer) -> None:  # ty
     assert token_accuracy(_StubQA(anna, bob), enc, [(x, target)], device) == (1.0, 0.0)
     assert token_accuracy(_StubQA(anna, anna), enc, [(x, target)], device) == (1.0, 1.0)
     # the task's validation rows: MFT pass rate, start / end accuracy, objective = their mean
-    from beluga_core.suite.schema import Case
+    from beluga_core.data.suite.schema import Case
 
     case = Case(id="c", groups={"class": "C", "functionality": "F"}, test_type="MFT", loss="mft", inputs=[x],
                 label=["Anna"], expectation={"kind": "eq", "level": "single", "target": "label"})
@@ -260,8 +260,8 @@ def test_any_local_question_answering_model_path(tmp_path, tokenizer) -> None:  
     and answers come back as substrings of the context."""
     from transformers import BertConfig, BertForQuestionAnswering
 
-    from beluga_core.tasks.reading import load_qa_model
-    from beluga_core.tasks.reading_decode import predict_answers
+    from beluga_core.tasks.reading.decode import predict_answers
+    from beluga_core.tasks.reading.task import load_qa_model
 
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=128)

@@ -17,13 +17,13 @@ import pytest
 from PIL import Image
 from store_builder import FUNCTIONALITIES, StoreBuilder, make_cases, perturb, random_outcomes
 
+from beluga_core.analysis.report.build import write_report
+from beluga_core.analysis.report.data import read_report_data
+from beluga_core.analysis.report.degeneracy import Distribution, degeneracy_rows, suite_mft_gold
+from beluga_core.analysis.report.figures import DPI, draw_heatmap, heatmaps
+from beluga_core.analysis.report.table3 import AVG, IID, Column, build_table3
+from beluga_core.analysis.significance import analyze_store
 from beluga_core.cli.app import main
-from beluga_core.report.build import write_report
-from beluga_core.report.data import read_report_data
-from beluga_core.report.degeneracy import Distribution, degeneracy_rows, suite_mft_gold
-from beluga_core.report.figures import DPI, draw_heatmap, heatmaps
-from beluga_core.report.table3 import AVG, IID, Column, build_table3
-from beluga_core.significance import analyze_store
 from beluga_core.store import CaseRow, StoreWriter
 
 REPO = Path(__file__).resolve().parents[1]

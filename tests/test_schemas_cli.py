@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from beluga_core.cli.app import main
-from beluga_core.jsonschema import MODELS, render
+from beluga_core.cli.jsonschema import MODELS, render
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 
@@ -15,9 +15,9 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "schemas"
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_json_schema_in_sync(name: str) -> None:
     path = SCHEMAS / name
-    assert path.exists(), f"{path} missing: run python -m beluga_core.jsonschema"
+    assert path.exists(), f"{path} missing: run python -m beluga_core.cli.jsonschema"
     assert path.read_text(encoding="utf-8") == render(MODELS[name]), \
-        f"{path} is stale: run python -m beluga_core.jsonschema"
+        f"{path} is stale: run python -m beluga_core.cli.jsonschema"
 
 
 def run_ok(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

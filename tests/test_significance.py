@@ -21,8 +21,7 @@ import pytest
 from scipy.stats import binomtest
 from store_builder import StoreBuilder, make_cases, perturb, random_outcomes
 
-from beluga_core.cli.app import main
-from beluga_core.significance import (
+from beluga_core.analysis.significance import (
     IidCounts,
     Stratum,
     SuiteCounts,
@@ -31,7 +30,8 @@ from beluga_core.significance import (
     randomization_test,
     sign_test,
 )
-from beluga_core.significance.stats import OUTCOMES, comparison_rng
+from beluga_core.analysis.significance.stats import OUTCOMES, comparison_rng
+from beluga_core.cli.app import main
 from beluga_core.store import StoreWriter
 from beluga_core.store.significance import SignificanceWriter
 
@@ -488,8 +488,8 @@ def test_documented_queries_run(known: tuple[Path, dict]) -> None:
 def test_refresh_after_run(known: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
 
-    from beluga_core.errors import BelugaError
-    from beluga_core.significance import analyze as analyze_mod
+    from beluga_core.analysis.significance import analyze as analyze_mod
+    from beluga_core.core.errors import BelugaError
 
     path, _ = known
     console = Console(record=True, width=200)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from beluga_core.config.load import parse_config
-from beluga_core.plan import Plan, build_plan, make_folds
-from beluga_core.splits import halves, split_counts, split_suite
-from beluga_core.suite.io import Suite, load_suite
+from beluga_core.data.splits import halves, split_counts, split_suite
+from beluga_core.data.suite.io import Suite, load_suite
+from beluga_core.planning.plan import Plan, build_plan, make_folds
 
 CONFIG = """
 name = "t"
@@ -29,7 +29,7 @@ suite_test_per_group = 4
 
 @pytest.fixture(scope="module")
 def sentiment() -> Suite:
-    return load_suite("builtin:sentiment").effective()
+    return load_suite("builtin:sentiment").with_corrections()
 
 
 def test_split_is_50_25_25_within_every_group(sentiment: Suite) -> None:

@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from beluga_core.errors import BelugaError
+from beluga_core.core.errors import BelugaError
 from beluga_core.store import (
     SCHEMA_VERSION,
     VIEWS,
@@ -639,9 +639,9 @@ def test_new_store_is_readable_by_duckdb_1x(tmp_path: Path) -> None:
 
 
 def test_case_rows_of_a_suite(writer: StoreWriter) -> None:
+    from beluga_core.data.suite.io import Suite
+    from beluga_core.data.suite.schema import Case, SuiteHeader
     from beluga_core.store import case_rows
-    from beluga_core.suite.io import Suite
-    from beluga_core.suite.schema import Case, SuiteHeader
 
     header = SuiteHeader(name="mini", levels=["class", "functionality"], scoring_level="functionality",
                          input_kind="text", test_types=["MFT"])

@@ -13,10 +13,10 @@ import pytest
 from test_expectations import QQP_CORRECTIONS, header, sample
 
 from beluga_core.cli import app as app_module
-from beluga_core.expectations.base import FAIL, PASS, SKIP
-from beluga_core.expectations.evaluate import evaluate_cases
-from beluga_core.suite.io import write_suite
-from beluga_core.tasks.sentiment_labels import binary_to_three
+from beluga_core.contracts.expectations import FAIL, PASS, SKIP
+from beluga_core.data.suite.io import write_suite
+from beluga_core.evaluation.evaluate import evaluate_cases
+from beluga_core.evaluation.sentiment_mapping import binary_to_three
 
 NAMES = {PASS: "pass", FAIL: "fail", SKIP: "skip"}
 Cli = Callable[..., tuple[int, str, str]]
@@ -25,7 +25,7 @@ Cli = Callable[..., tuple[int, str, str]]
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     """Run ``beluga`` in-process; returns (exit code, stdout, stderr)."""
-    import beluga_core.cli.suite_check  # noqa: F401  (registers the command)
+    import beluga_core.cli.suite_check_cmd  # noqa: F401  (registers the command)
 
     # Only this command is under test; other subcommands' modules are not imported.
     monkeypatch.setattr(app_module, "_register", lambda: None)

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from beluga_core.config.schema import TaskSpec
-from beluga_core.errors import BelugaError
-from beluga_core.splits import halves
-from beluga_core.suite.schema import Case
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.iid.classification import IIDExample
+from beluga_core.data.iid.squad import SquadExample, load_squad_iid
+from beluga_core.data.splits import halves
+from beluga_core.data.suite.schema import Case
 from beluga_core.tasks import reading_data
-from beluga_core.tasks.iid_data import IIDExample
 from beluga_core.tasks.paraphrase import ParaphraseTask
-from beluga_core.tasks.reading import AFFECTED_CASES, DROPPED_CASES, DROPPED_INPUTS, ReadingTask
-from beluga_core.tasks.reading_data import SquadExample, load_squad_iid
+from beluga_core.tasks.reading.task import AFFECTED_CASES, DROPPED_CASES, DROPPED_INPUTS, ReadingTask
 
 # A few rows as GLUE distributes QQP (QQP/dev.tsv): tab-separated, no quoting, label column is_duplicate.
 GLUE_QQP_HEADER = "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate"

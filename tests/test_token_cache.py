@@ -8,7 +8,7 @@ import pytest
 
 from beluga_core.training import token_cache
 from beluga_core.training.encode import Encoder
-from beluga_core.training.model import load_tokenizer
+from beluga_core.training.models import load_tokenizer
 
 TEXTS = ["a fine film", "not a good film at all", "the plot , sadly , is thin", "wow"]
 PAIRS = [("how old are you?", "what is your age?"), ("is it raining?", "is it sunny?")]

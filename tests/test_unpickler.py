@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import require_shared
 
-from beluga_core.checklist.unpickler import (
+from beluga_core.data.checklist.unpickler import (
     DisallowedGlobalError,
     InertCall,
     InertCode,

@@ -8,8 +8,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from beluga_core.cli.app import app
-from beluga_core.errors import BelugaError
+from beluga_core.core.errors import BelugaError
 
 
 def _pct(v: float | None) -> str:
@@ -39,7 +38,6 @@ def _mark(row: dict, p: str, delta: str) -> str | None:
     return "better" if row[delta] > 0 else "worse"
 
 
-@app.command("analyze")
 def analyze(
     store: Path = typer.Argument(..., help="A beluga result store (DuckDB file)."),
     rounds: int = typer.Option(10_000, "--rounds", min=1, help="Randomization rounds per test (METHOD.md §7)."),
@@ -53,7 +51,7 @@ def analyze(
     """Compute significance tests against the IID baseline (and between two configuration-methods)."""
     if not store.exists():
         raise BelugaError("no such result store", source=store)
-    from beluga_core.significance.analyze import analyze_store, parse_config_method
+    from beluga_core.analysis.significance.analyze import analyze_store, parse_config_method
     from beluga_core.store.reader import open_store
 
     console = Console()

@@ -1,4 +1,4 @@
-"""The ``beluga`` command. Each subcommand lives in its own module and registers itself here."""
+"""The ``beluga`` command: registers the commands of the ``*_cmd`` modules (which never import this one)."""
 
 from __future__ import annotations
 
@@ -8,35 +8,41 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from beluga_core.errors import BelugaError
+from beluga_core.cli import (
+    analyze_cmd,
+    plugins_cmd,
+    report_cmd,
+    run_cmd,
+    select_cmd,
+    suite_check_cmd,
+    suite_from_table_cmd,
+    suite_import_cmd,
+    suite_info_cmd,
+)
+from beluga_core.core.errors import BelugaError
 
 # Markdown help: docstring paragraphs reflow to the terminal, and config tables ("[grid]") stay literal.
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   rich_markup_mode="markdown", help="Behavioral learning generalization analysis.")
-suite_app = typer.Typer(no_args_is_help=True, help="Import, inspect and check grouped test suites.")
+suite_app = typer.Typer(no_args_is_help=True, help="Import, build, inspect and check grouped test suites.")
 plugins_app = typer.Typer(no_args_is_help=True, help="Installed plugins.")
 app.add_typer(suite_app, name="suite")
 app.add_typer(plugins_app, name="plugins")
 
+app.command("run")(run_cmd.run)
+app.command("report")(report_cmd.report)
+app.command("analyze")(analyze_cmd.analyze)
+app.command("select")(select_cmd.select)
+suite_app.command("info")(suite_info_cmd.info)
+suite_app.command("check")(suite_check_cmd.check_cmd)
+suite_app.command("import-checklist")(suite_import_cmd.import_checklist_cmd)
+suite_app.command("from-table")(suite_from_table_cmd.from_table_cmd)
+plugins_app.command("list")(plugins_cmd.list_plugins)
+
 err_console = Console(stderr=True)
 
 
-def _register() -> None:
-    # Imported for their side effect of adding commands; kept here so `--help` lists all of them.
-    from beluga_core.cli import (  # noqa: F401
-        analyze_cmd,
-        plugins_cmd,
-        report_cmd,
-        run_cmd,
-        select_cmd,
-        suite_check,
-        suite_import,
-        suite_info,
-    )
-
-
 def main(argv: list[str] | None = None) -> None:
-    _register()
     try:
         app(args=argv, standalone_mode=False)
     except BelugaError as exc:

@@ -5,21 +5,19 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from beluga_core import registry
-from beluga_core.cli.app import plugins_app
+from beluga_core.contracts import registries  # noqa: F401 - declares the plugin kinds' registries
+from beluga_core.core.registry import ALL
+from beluga_core.execution.executors import base  # noqa: F401 - declares the executors' registry
 
 
-@plugins_app.command("list")
 def list_plugins() -> None:
-    """Show every plugin namespace with its plugins and the package each comes from."""
+    """Show every plugin kind with its plugins and the package each comes from."""
     console = Console()
-    infos = registry.list_plugins()
-    for kind, namespace in registry.NAMESPACES.items():
-        table = Table(title=f"{kind} ({namespace})", title_justify="left", show_edge=False)
+    for kind, reg in ALL.items():
+        table = Table(title=f"{kind} ({reg.namespace})", title_justify="left", show_edge=False)
         table.add_column("name")
         table.add_column("from package")
         table.add_column("object")
-        for info in infos:
-            if info.kind == kind:
-                table.add_row(info.name, info.distribution, info.target)
+        for info in reg.entries():
+            table.add_row(info.name, info.distribution, info.target)
         console.print(table)

@@ -7,11 +7,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from beluga_core.cli.app import app
-from beluga_core.errors import BelugaError
+from beluga_core.core.errors import BelugaError
 
 
-@app.command("report")
 def report(
     store: Path = typer.Argument(..., help="A beluga result store (DuckDB file)."),
     fmt: str | None = typer.Option(None, "--format", metavar="md|html",
@@ -29,11 +27,11 @@ def report(
     if fmt is None:
         if out is not None:
             raise BelugaError("--out needs --format md or --format html")
-        from beluga_core.report.terminal import print_g_table
+        from beluga_core.analysis.report.terminal import print_g_table
 
         print_g_table(store, Console())
         return
-    from beluga_core.report.build import FORMATS, write_report
+    from beluga_core.analysis.report.build import FORMATS, write_report
 
     if fmt not in FORMATS:
         raise BelugaError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

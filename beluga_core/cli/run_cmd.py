@@ -10,11 +10,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from beluga_core import registry
-from beluga_core.cli.app import app
-from beluga_core.config.load import load_config
-from beluga_core.grid.cost import grid_costs
-from beluga_core.plan import Plan, TaskPlan, build_plan
+from beluga_core.analysis.selection.criteria import check_criterion
+from beluga_core.config.load import load_config, with_config_line
+from beluga_core.contracts.registries import METHODS
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.availability import iid_availability, model_availability
+from beluga_core.execution.executors.base import EXECUTORS
+from beluga_core.orchestration.coordinator import run_plan
+from beluga_core.planning.grid_cost import grid_costs
+from beluga_core.planning.plan import Plan, TaskPlan, build_plan
 
 
 def _fold_counts(tp: TaskPlan) -> Counter[tuple[str, str, str]]:
@@ -87,16 +91,14 @@ def _print_grid(plan: Plan, tp: TaskPlan, console: Console) -> tuple[int, int]:
     seen, strict = sum(c.seen for c in costs), sum(c.strict for c in costs)
     table.add_row("total", "", "", str(seen), str(strict), style="bold")
     console.print(table)
-    reusing = [m for m in plan.config.methods if registry.get("method", m).reuses]
+    reusing = [m for m in plan.config.methods if METHODS.get(m).reuses]
     for m in reusing:
         console.print(f"  {m}: no search of its own; reuses the choices of "
-                      f"{' and '.join(registry.get('method', m).reuses)}")
+                      f"{' and '.join(METHODS.get(m).reuses)}")
     return seen, strict
 
 
 def _print_availability(tp: TaskPlan, console: Console) -> None:
-    from beluga_core.availability import iid_availability, model_availability
-
     if tp.unavailable:
         console.print(f"  [yellow]task plugin '{tp.spec.name}' is not importable[/] ({escape(tp.unavailable)}); the "
                       "folds above are counted from the suite, but the run needs the plugin", highlight=False)
@@ -106,7 +108,6 @@ def _print_availability(tp: TaskPlan, console: Console) -> None:
             console.print(f"  [yellow]{escape(what)}[/]: {escape(how)}", highlight=False)
 
 
-@app.command("run")
 def run(
     config: Path = typer.Argument(..., help="Benchmark config (TOML)."),
     store: Path | None = typer.Option(None, "--store", help="Result store; overrides the config's `store`."),
@@ -117,10 +118,15 @@ def run(
     cfg = load_config(config)
     if store is not None:
         cfg = cfg.model_copy(update={"store": str(store.resolve())})
-    plan = build_plan(cfg, config.resolve(), allow_missing_tasks=dry_run)
+    path = config.resolve()
+    try:
+        EXECUTORS.require(cfg.executor.name, field="executor.name")
+        if cfg.grid.enabled:
+            check_criterion(cfg.grid.criterion)
+    except BelugaError as exc:
+        raise with_config_line(exc, path) from None
+    plan = build_plan(cfg, path, allow_missing_tasks=dry_run)
     if dry_run:
         print_plan(plan, console)
         return
-    from beluga_core.runner import run_plan
-
     run_plan(plan, console)

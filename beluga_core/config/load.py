@@ -9,9 +9,11 @@ from typing import Any
 import tomllib
 from pydantic import ValidationError
 
-from beluga_core import registry
-from beluga_core.config.schema import SEEN, BenchmarkConfig
-from beluga_core.errors import BelugaError
+from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.contracts.registries import CONFIGURATIONS, METHODS, TASKS
+from beluga_core.core.constants import SEEN
+from beluga_core.core.errors import BelugaError
+from beluga_core.core.registry import Registry, unknown_name_message
 
 
 def load_config(path: str | Path) -> BenchmarkConfig:
@@ -55,22 +57,21 @@ def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
 
 
 def _check_plugins(cfg: BenchmarkConfig, text: str, path: Path) -> None:
-    checks: list[tuple[str, list[str], tuple[Any, ...]]] = [
-        ("training configuration", cfg.configurations, ("configurations",)),
-        ("method", cfg.methods, ("methods",)),
-        ("executor", [cfg.executor.name], ("executor", "name")),
+    # The executor's name is checked where executors are known (`beluga run`), a layer above the config.
+    checks: list[tuple[Registry[Any], list[str], tuple[Any, ...]]] = [
+        (CONFIGURATIONS, cfg.configurations, ("configurations",)),
+        (METHODS, cfg.methods, ("methods",)),
     ]
-    checks += [("task", [t.name], ("tasks", i, "name")) for i, t in enumerate(cfg.tasks)]
+    checks += [(TASKS, [t.name], ("tasks", i, "name")) for i, t in enumerate(cfg.tasks)]
     # Tables named after a plugin: a misspelt name would otherwise be silently ignored. A table of an
     # installed method the run does not use is fine (methods come and go from the list).
-    checks += [("method", [m], ("method", m)) for m in cfg.methods_hparams]
-    checks += [("method", [m], ("grid", "methods", m)) for m in cfg.grid.methods]
-    checks += [("task", [t], ("grid", "tasks", t)) for t in cfg.grid.tasks]
-    for kind, wanted, loc in checks:
-        available = registry.names(kind)
+    checks += [(METHODS, [m], ("method", m)) for m in cfg.methods_hparams]
+    checks += [(METHODS, [m], ("grid", "methods", m)) for m in cfg.grid.methods]
+    checks += [(TASKS, [t], ("grid", "tasks", t)) for t in cfg.grid.tasks]
+    for registry, wanted, loc in checks:
         for name in wanted:
-            if name not in available:
-                raise BelugaError(registry.unknown_name_message(kind, name, available), source=path,
+            if name not in registry:
+                raise BelugaError(unknown_name_message(registry.kind, name, registry.names()), source=path,
                                   line=locate_key(text, loc), field=".".join(map(str, loc)))
     for i, scenario in enumerate(cfg.scenarios):
         if not scenario:

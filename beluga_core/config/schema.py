@@ -6,8 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-STANDARD = "standard"
-SEEN = "seen"
+from beluga_core.core.constants import SEEN, STANDARD
 
 
 class _Strict(BaseModel):
@@ -37,8 +36,12 @@ class TaskSpec(_Strict):
         "i.i.d. metric G uses, one the task computes (paraphrase: accuracy or f1; reading: exact_match or f1); "
         "default: the task's primary metric."))
     options: dict[str, Any] = Field(default_factory=dict, description=(
-        "Task-specific settings, checked by the task plugin; e.g. reading: max_length (384), doc_stride (128), "
-        "max_query_length (64), max_answer_length (30), n_best (20)."))
+        "Task-specific settings, checked by the task plugin; e.g. classification: text_field, text_pair_field, "
+        "label_field (the i.i.d. columns); reading: max_length (384), doc_stride (128), max_query_length (64), "
+        "max_answer_length (30), n_best (20)."))
+    label_map: dict[str, str] = Field(default_factory=dict, description=(
+        "How the i.i.d. data's label names map onto the suite's label space (i.i.d. name → suite name), e.g. "
+        "{pos = 'positive', neg = 'negative'}; the two label sets must then be equal."))
     g_exclude: list[str] = Field(default_factory=list,
                                  description="Scoring groups left out of s_T and G (empty by default).")
     apply_corrections: bool = Field(True, description="Apply the suite's documented corrections.")

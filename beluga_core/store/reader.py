@@ -14,16 +14,16 @@ from typing import Any
 
 import duckdb
 
-from beluga_core.errors import BelugaError
-from beluga_core.store.writer import TABLES, connect, store_schema_version
+from beluga_core.core.errors import BelugaError
+from beluga_core.store.connection import DEFAULT_READ_TIMEOUT_S, connect, store_schema_version
+from beluga_core.store.migrations import SCHEMA_VERSION
+from beluga_core.store.writer import TABLES
 
 VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scores", "g_summary",
-         "models_status", "duplicate_outcomes", "label_distribution", "grid_pass_rates", "grid_test_type_scores",
-         "grid_scores")
+         "models_status", "duplicate_outcomes", "label_names", "label_distribution", "degeneracy",
+         "iid_confusion", "iid_class_scores", "model_training_cases", "training_leaks", "grid_pass_rates",
+         "grid_test_type_scores", "grid_scores", "significance_inputs", "significance_pairs", "significance")
 RELATIONS = frozenset(TABLES) | frozenset(VIEWS)
-
-# A run's writer holds the file for well under a second per model; waiting a little rides over that.
-DEFAULT_READ_TIMEOUT_S = 30.0
 
 Source = str | Path | duckdb.DuckDBPyConnection
 
@@ -37,7 +37,7 @@ def open_store(path: str | Path, *,
         raise BelugaError("no such result store", source=path)
     con = connect(path, read_only=True, timeout=timeout)
     try:
-        if store_schema_version(con, path) is None:
+        if store_schema_version(con, path, SCHEMA_VERSION) is None:
             raise BelugaError("an empty DuckDB file, not a beluga result store", source=path)
         yield con
     finally:

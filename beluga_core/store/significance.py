@@ -1,28 +1,23 @@
-"""Storage of significance tests: the ``significance_tests`` table and its views (significance.sql).
+"""Storage of significance tests: rows of the ``significance_tests`` table (migration 3), read back through
+the views of significance_views.sql.
 
 Writes follow StoreWriter's rule: open, one transaction, commit, close, so a running ``beluga run`` and
-readers are held up for milliseconds only. The table and views are created on demand (idempotently) by the
-first analysis, not by StoreWriter, so stores and their schema version are untouched until then.
+readers are held up for milliseconds only.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from importlib import resources
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from beluga_core import __version__ as BELUGA_VERSION
-from beluga_core.errors import BelugaError
-from beluga_core.store.writer import DEFAULT_LOCK_TIMEOUT_S, connect, store_schema_version, utc_now
+from beluga_core.core.errors import BelugaError
+from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S, Store, table_names, utc_now
+from beluga_core.store.writer import StoreWriter
 
-# Bump (with a migration below) when significance_tests changes; views need none (re-created each write).
-SIGNIFICANCE_SCHEMA_VERSION = 1
-META_KEY = "significance_schema_version"
 TABLE = "significance_tests"
 VIEWS = ("significance_inputs", "significance_pairs", "significance")
 
@@ -33,27 +28,10 @@ COLUMNS = ("comparison_id", "scope", "task", "suite", "model_name", "seed", "spl
            "computed_at", "beluga_version")
 
 
-def significance_sql() -> str:
-    return resources.files("beluga_core.store").joinpath("significance.sql").read_text(encoding="utf-8")
-
-
 def has_significance(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the store holds the significance table and views (i.e. an analysis ran once)."""
-    names = {r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+    """Whether the store holds the significance table and views (every store of schema 3 or newer)."""
+    names = table_names(con)
     return TABLE in names and all(v in names for v in VIEWS)
-
-
-def ensure_significance(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Create (or refresh) the table and views inside the caller's transaction."""
-    if store_schema_version(con, path) is None:
-        raise BelugaError("an empty DuckDB file, not a beluga result store", source=path)
-    rows = con.execute("SELECT value FROM beluga_meta WHERE key = ?", [META_KEY]).fetchall()
-    if rows and int(rows[0][0]) > SIGNIFICANCE_SCHEMA_VERSION:
-        raise BelugaError(f"this store's significance tables are of a newer version ({rows[0][0]}) than this "
-                          f"beluga understands ({SIGNIFICANCE_SCHEMA_VERSION}); upgrade beluga", source=path)
-    con.execute(significance_sql())
-    con.execute("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)", [META_KEY, str(SIGNIFICANCE_SCHEMA_VERSION)])
 
 
 class SignificanceWriter:
@@ -61,27 +39,10 @@ class SignificanceWriter:
 
     def __init__(self, path: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
         self.path = Path(path)
-        self.lock_timeout = lock_timeout
         if not self.path.exists():
             raise BelugaError("no such result store", source=self.path)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        con = connect(self.path, read_only=False, timeout=self.lock_timeout)
-        try:
-            con.begin()
-            yield con
-            con.commit()
-        except BaseException:
-            with contextlib.suppress(duckdb.Error):
-                con.rollback()
-            raise
-        finally:
-            con.close()
-
-    def ensure_schema(self) -> None:
-        with self._transaction() as con:
-            ensure_significance(con, self.path)
+        # The writer migrates the store (an old one gets the table) and refreshes its views.
+        self.store: Store = StoreWriter(self.path, lock_timeout=lock_timeout).store
 
     def write(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, list[str]]:
         """Insert (or replace) rows by ``comparison_id``; returns (rows kept, ids dropped as stale).
@@ -102,8 +63,7 @@ class SignificanceWriter:
                 raise ValueError(f"significance row {r.get('comparison_id')}: missing {missing}")
             values.append([full[c] for c in COLUMNS])
         ids = [v[0] for v in values]
-        with self._transaction() as con:
-            ensure_significance(con, self.path)
+        with self.store.transaction() as con:
             con.execute("CREATE TEMP TABLE _beluga_sig_ids (comparison_id VARCHAR)")
             con.executemany("INSERT INTO _beluga_sig_ids VALUES (?)", [[i] for i in ids])
             con.execute(f"DELETE FROM {TABLE} WHERE comparison_id IN (SELECT comparison_id FROM _beluga_sig_ids)")

@@ -1,28 +1,20 @@
-"""The one writer of a result store (DuckDB).
+"""The one writer of a result store: runs, suites and their splits, and finished jobs, one transaction each.
 
-Exactly one process writes a store: the one that runs the plan. It opens the file, writes one finished
-model in one transaction, and closes it again, so that readers (``beluga report``, the duckdb CLI) can
-open the file between two commits (DuckDB lets one read-write process hold a file, or many readers).
-A write that fails rolls back entirely: a store never holds part of a model.
-
-Bulk rows (outcomes, i.i.d. predictions) go in as numpy column arrays that DuckDB scans directly; a
-21k-outcome model commits in well under a second (see tests/test_store.py).
+Exactly one process writes a store: the one that runs the plan (the coordinator). A write that fails rolls
+back entirely: a store never holds part of a model. Bulk rows (outcomes, i.i.d. predictions) go in as
+numpy column arrays that DuckDB scans directly.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import socket
-import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timezone
-from importlib import resources
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,335 +22,69 @@ import duckdb
 import numpy as np
 
 from beluga_core import __version__ as BELUGA_VERSION
-from beluga_core.errors import BelugaError
+from beluga_core.core.constants import EXTERNAL_CONFIG, EXTERNAL_METHOD, RUN_STATUSES, STANDARD, TEST_TYPE_LEVEL
+from beluga_core.core.errors import BelugaError
+from beluga_core.execution.results import GridPointRecord, JobResult, ModelRecord, Outcomes, TrainingRecord
+from beluga_core.store.connection import (
+    DEFAULT_LOCK_TIMEOUT_S,
+    STORAGE_COMPATIBILITY,
+    Store,
+    as_utc,
+    sql_file,
+    store_schema_version,
+    transaction,
+    utc_now,
+)
+from beluga_core.store.migrations import SCHEMA_VERSION, migrate
 
-# Bump with a migration in _MIGRATIONS whenever a table changes (views need no bump: they are re-created
-# on every open).
-SCHEMA_VERSION = 2
-
-STANDARD = "standard"
-SEEN = "seen"
-OUTCOMES = ("pass", "fail", "skip")
-IID_SPLITS = ("val", "test")
-MODEL_STATUSES = ("done", "failed")
-RUN_STATUSES = ("running", "done", "failed", "interrupted")
-EXTERNAL_CONFIG = "external"
-EXTERNAL_METHOD = "none"
-
-TABLES = ("beluga_meta", "runs", "cases", "models", "iid_predictions", "iid_metrics", "outcomes",
-          "g_exclusions", "grid_points", "grid_outcomes", "grid_metrics", "grid_selections")
-GRID_SOURCES = ("suite_val", "iid_val")
-
-# DuckDB 2.0 writes new files in a storage format that no DuckDB before 2.0 can open; a store is meant for
-# any DuckDB client (and pyproject allows duckdb>=1.0), so new stores use the 1.0 format. Measured: same
-# size and speed on a 60-model, 1.3M-outcome store. DuckDB keeps a file's format when it writes to it later.
-STORAGE_COMPATIBILITY = "v1.0.0"
-
-# How long a writer waits for readers that hold the file open before giving up.
-DEFAULT_LOCK_TIMEOUT_S = 120.0
-
-# version -> function bringing a store at that version to version + 1, run inside one transaction.
-# 1 -> 2 adds the grid-search tables; schema.sql creates only what is missing, so it is the migration.
-_MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
-    1: lambda con: con.execute(schema_sql()),
-}
+TABLES = ("beluga_meta", "runs", "suites", "cases", "splits", "case_splits", "task_heads", "models",
+          "iid_predictions", "iid_metrics", "outcomes", "g_exclusions", "grid_points", "grid_outcomes",
+          "grid_metrics", "grid_selections", "significance_tests")
+MODEL_COLUMNS = ModelRecord.columns()
+GRID_COLUMNS = GridPointRecord.columns()
 
 
-def schema_sql() -> str:
-    return resources.files("beluga_core.store").joinpath("schema.sql").read_text(encoding="utf-8")
-
-
-def views_sql() -> str:
-    return resources.files("beluga_core.store").joinpath("views.sql").read_text(encoding="utf-8")
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-def _utc(ts: datetime | None) -> datetime | None:
-    # Columns are TIMESTAMP (no zone) holding UTC; aware datetimes are converted, naive ones taken as UTC.
-    if ts is None or ts.tzinfo is None:
-        return ts
-    return ts.astimezone(timezone.utc).replace(tzinfo=None)
-
-
-def _json(value: Mapping[str, Any] | None) -> str | None:
-    # Canonical text, so equal dicts compare equal as stored strings (ensure_cases relies on it).
+def canonical_json(value: Any) -> str | None:
+    """Canonical text, so equal dicts compare equal as stored strings."""
     if value is None:
         return None
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _is_lock_error(exc: BaseException) -> bool:
-    return isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower()
-
-
-def connect(path: Path, *, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnection:
-    """Open ``path``, waiting up to ``timeout`` seconds while another process holds a conflicting lock."""
-    deadline = time.monotonic() + timeout
-    delay = 0.02
-    while True:
-        try:
-            return duckdb.connect(str(path), read_only=read_only)
-        except duckdb.IOException as exc:
-            if not _is_lock_error(exc):
-                raise BelugaError(f"cannot open the result store: {exc}", source=path) from exc
-            if time.monotonic() >= deadline:
-                holder = "is being written by another process" if read_only else \
-                    "is held open by another process (a `beluga report`, a duckdb CLI, another run?)"
-                raise BelugaError(f"the result store {holder}; waited {timeout:.0f} s ({exc})",
-                                  source=path) from exc
-        except duckdb.Error as exc:
-            raise BelugaError(f"cannot open the result store: {exc}", source=path) from exc
-        time.sleep(delay)
-        delay = min(delay * 2, 0.5)
-
-
-def store_schema_version(con: duckdb.DuckDBPyConnection, path: Path) -> int | None:
-    """The schema version a store records; None for a DuckDB file with no tables at all.
-
-    Raises ``BelugaError`` for a file that is not a beluga store, or one of a newer schema.
-    """
-    tables = {r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
-    if "beluga_meta" not in tables:
-        if tables:
-            raise BelugaError(f"not a beluga result store (it has tables {sorted(tables)[:5]} but no "
-                              "beluga_meta); pass a new file or an existing store", source=path)
-        return None
-    rows = con.execute("SELECT value FROM beluga_meta WHERE key = 'schema_version'").fetchall()
-    if not rows:
-        raise BelugaError("beluga_meta has no schema_version: not a beluga store, or a damaged one",
-                          source=path)
-    version = int(rows[0][0])
-    if version > SCHEMA_VERSION:
-        created = con.execute("SELECT value FROM beluga_meta WHERE key = 'beluga_version'").fetchall()
-        by = f" by beluga {created[0][0]}" if created else ""
-        raise BelugaError(f"this store was written{by} with store schema version {version}, newer than this "
-                          f"beluga ({BELUGA_VERSION}) understands ({SCHEMA_VERSION}); upgrade beluga, or "
-                          "use another store file", source=path)
-    return version
-
-
-# --------------------------------------------------------------------------------------------- rows
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelRow:
-    """One row of ``models``: a trained (or evaluated) model. See schemas/store.md for each field."""
-
-    model_id: str
-    task: str
-    config: str
-    method: str
-    scenario: str
-    suite: str | None = None
-    model_name: str | None = None
-    heldout_level: str | None = None
-    heldout_group: str | None = None
-    seed: int | None = None
-    split_seed: int | None = None
-    hparams: Mapping[str, Any] | None = None
-    parent_model_id: str | None = None
-    status: str = "done"
-    error: str | None = None
-    run_id: str | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    train_seconds: float | None = None
-    eval_seconds: float | None = None
-    n_train_iid: int | None = None
-    n_train_suite: int | None = None
-    device: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("model_id", "task", "config", "method", "scenario"):
-            if not getattr(self, name):
-                raise ValueError(f"model row: '{name}' is required")
-        if self.status not in MODEL_STATUSES:
-            raise ValueError(f"model {self.model_id}: status must be one of {MODEL_STATUSES}, "
-                             f"got {self.status!r}")
-        if self.scenario in (STANDARD, SEEN):
-            if self.heldout_level is not None or self.heldout_group is not None:
-                raise ValueError(f"model {self.model_id}: scenario '{self.scenario}' holds nothing out, "
-                                 f"but heldout_level={self.heldout_level!r}, "
-                                 f"heldout_group={self.heldout_group!r}")
-        else:
-            # The scenario of a fold is the name of the level it holds out.
-            if self.heldout_level is None:
-                object.__setattr__(self, "heldout_level", self.scenario)
-            if self.heldout_level != self.scenario:
-                raise ValueError(f"model {self.model_id}: a held-out scenario is named after its level, but "
-                                 f"scenario={self.scenario!r} and heldout_level={self.heldout_level!r}")
-            if self.heldout_group is None:
-                raise ValueError(f"model {self.model_id}: held-out scenario '{self.scenario}' "
-                                 "needs heldout_group")
-
-    @classmethod
-    def of(cls, row: ModelRow | Mapping[str, Any]) -> ModelRow:
-        if isinstance(row, ModelRow):
-            return row
-        known = {f.name for f in fields(cls)}
-        unknown = set(row) - known
-        if unknown:
-            raise ValueError(f"model row has unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**row)
-
-    def db_values(self) -> list[Any]:
-        d = asdict(self)
-        d["hparams"] = _json(self.hparams)
-        d["started_at"] = _utc(self.started_at)
-        d["finished_at"] = _utc(self.finished_at) or utc_now()
-        return [d[c] for c in _MODEL_COLUMNS]
-
-
-_MODEL_COLUMNS = ("model_id", "run_id", "task", "suite", "model_name", "config", "method", "scenario",
-                  "heldout_level", "heldout_group", "seed", "split_seed", "hparams", "parent_model_id",
-                  "status", "error", "started_at", "finished_at", "train_seconds", "eval_seconds",
-                  "n_train_iid", "n_train_suite", "device")
-
-
-@dataclass(frozen=True, kw_only=True)
-class GridPointRow:
-    """One row of ``grid_points``: a trained grid point. See schemas/store.md for each field."""
-
-    grid_id: str
-    task: str
-    config: str
-    method: str
-    point: Mapping[str, Any]
-    suite: str | None = None
-    model_name: str | None = None
-    seed: int | None = None
-    split_seed: int | None = None
-    scope_level: str | None = None
-    scope_group: str | None = None
-    hparams: Mapping[str, Any] | None = None
-    parent_model_id: str | None = None
-    status: str = "done"
-    error: str | None = None
-    run_id: str | None = None
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    train_seconds: float | None = None
-    eval_seconds: float | None = None
-    n_train_iid: int | None = None
-    n_train_suite: int | None = None
-    n_val_suite: int | None = None
-    device: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("grid_id", "task", "config", "method"):
-            if not getattr(self, name):
-                raise ValueError(f"grid point row: '{name}' is required")
-        if self.status not in MODEL_STATUSES:
-            raise ValueError(f"grid point {self.grid_id}: status must be one of {MODEL_STATUSES}")
-        if (self.scope_level is None) != (self.scope_group is None):
-            raise ValueError(f"grid point {self.grid_id}: scope_level and scope_group are set together")
-
-    @classmethod
-    def of(cls, row: GridPointRow | Mapping[str, Any]) -> GridPointRow:
-        if isinstance(row, GridPointRow):
-            return row
-        known = {f.name for f in fields(cls)}
-        unknown = set(row) - known
-        if unknown:
-            raise ValueError(f"grid point row has unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
-        return cls(**row)
-
-    def db_values(self) -> list[Any]:
-        d = asdict(self)
-        d["point"] = _json(self.point)
-        d["hparams"] = _json(self.hparams)
-        d["started_at"] = _utc(self.started_at)
-        d["finished_at"] = _utc(self.finished_at) or utc_now()
-        return [d[c] for c in _GRID_COLUMNS]
-
-
-_GRID_COLUMNS = ("grid_id", "run_id", "task", "suite", "model_name", "config", "method", "seed", "split_seed",
-                 "scope_level", "scope_group", "point", "hparams", "parent_model_id", "status", "error",
-                 "started_at", "finished_at", "train_seconds", "eval_seconds", "n_train_iid", "n_train_suite",
-                 "n_val_suite", "device")
-
-
-def _as_model_row(row: GridPointRow) -> ModelRow:
-    # Only to reuse the outcome validation of _ModelBatch (no held-out check: a grid point's T_val spans groups).
-    return ModelRow(model_id=row.grid_id, task=row.task, config=row.config, method=row.method, scenario=SEEN,
-                    suite=row.suite)
-
-
 @dataclass(frozen=True)
 class CaseRow:
-    """One row of ``cases`` (the suite name is given separately to ``ensure_cases``)."""
+    """One row of ``cases``: a case's test type, its group at every level, and its gold label."""
 
     case_id: str
     test_type: str
-    scoring_group: str
     groups: Mapping[str, str]
+    gold: str | None = None
+
+    def group(self, level: str) -> str:
+        return self.test_type if level == TEST_TYPE_LEVEL else self.groups[level]
 
 
-Rows = Mapping[str, Sequence[Any]] | Iterable[Sequence[Any] | Mapping[str, Any]]
+@dataclass(frozen=True)
+class SuiteRow:
+    """One row of ``suites``."""
+
+    suite: str
+    levels: tuple[str, ...]
+    scoring_level: str
+    input_kind: str
+    label_space: tuple[str, ...] | None = None
 
 
-def _columns(rows: Rows | None, names: Sequence[str], what: str,
-             optional: Sequence[str] = ()) -> dict[str, list[Any]]:
-    """Normalise rows given as a mapping of columns, or as tuples / mappings / dataclasses, to columns."""
-    if rows is None:
-        return {n: [] for n in names}
-    if isinstance(rows, Mapping):
-        missing = [n for n in names if n not in rows and n not in optional]
-        if missing:
-            raise ValueError(f"{what}: missing column(s) {missing}; expected {list(names)}")
-        unknown = set(rows) - set(names)
-        if unknown:
-            raise ValueError(f"{what}: unknown column(s) {sorted(unknown)}; expected {list(names)}")
-        lengths = {n: len(rows[n]) for n in names if n in rows}
-        if len(set(lengths.values())) > 1:
-            raise ValueError(f"{what}: columns differ in length: {lengths}")
-        n_rows = next(iter(lengths.values()), 0)
-        return {n: list(rows[n]) if n in rows else [None] * n_rows for n in names}
-    cols: dict[str, list[Any]] = {n: [] for n in names}
-    for i, row in enumerate(rows):
-        if isinstance(row, Mapping) or hasattr(row, "__dataclass_fields__"):
-            get = row.get if isinstance(row, Mapping) else lambda k, d=None, r=row: getattr(r, k, d)
-            for n in names:
-                value = get(n, _MISSING)
-                if value is _MISSING:
-                    if n not in optional:
-                        raise ValueError(f"{what}: row {i} lacks '{n}'")
-                    value = None
-                cols[n].append(value)
-        else:
-            if not (len(names) - len(optional) <= len(row) <= len(names)):
-                raise ValueError(f"{what}: row {i} has {len(row)} values; expected {list(names)}")
-            for n, value in zip(names, (*row, *([None] * (len(names) - len(row)))), strict=True):
-                cols[n].append(value)
-    return cols
+@dataclass(frozen=True)
+class SplitRows:
+    """A suite's split: its identity and every case's part (before the caps) and whether it was kept."""
 
-
-_MISSING = object()
-
-
-def _str_array(values: Sequence[Any]) -> np.ndarray:
-    # Labels may arrive as ints (label ids) or numpy scalars; the store keeps them as text.
-    return np.array([None if v is None else str(v) for v in values], dtype=object)
-
-
-def _check_values(values: Sequence[Any], allowed: Sequence[str], what: str) -> None:
-    bad = sorted({v for v in values if v not in allowed}, key=str)
-    if bad:
-        raise ValueError(f"{what} must be one of {list(allowed)}; got {bad[:5]}")
-
-
-def case_rows(suite: Any, scoring_level: str | None = None) -> list[CaseRow]:
-    """The ``cases`` rows of a loaded ``Suite`` (pass ``suite.effective()`` to store corrected test types)."""
-    level = scoring_level or suite.header.scoring_level
-    rows = []
-    for case in suite.cases:
-        group = case.test_type if level == "test_type" else case.groups[level]
-        rows.append(CaseRow(case.id, case.test_type, group, dict(case.groups)))
-    return rows
+    split_id: str
+    suite: str
+    seed: int
+    ratios: tuple[float, float, float]
+    caps: Mapping[str, Any]
+    parts: Sequence[tuple[str, str, bool]]
 
 
 def external_model_id(model_name: str, task: str, suite: str, split_seed: int | None = None,
@@ -368,96 +94,80 @@ def external_model_id(model_name: str, task: str, suite: str, split_seed: int | 
     return "external-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
-# ------------------------------------------------------------------------------------------- writer
+def _record_values(record: TrainingRecord, columns: Sequence[str], run_id: str | None) -> list[Any]:
+    values: list[Any] = []
+    for name in columns:
+        value = getattr(record, name)
+        if name in ("hparams", "point"):
+            value = canonical_json(value)
+        elif isinstance(value, datetime) or name in ("started_at", "finished_at"):
+            value = as_utc(value) or (utc_now() if name == "finished_at" else None)
+        values.append(value)
+    return [run_id, *values]
 
 
 class StoreWriter:
-    """Writes a result store; every public method opens the file, does one transaction, and closes it.
+    """Writes a result store; every public method is one transaction (a file store is opened and closed).
 
-    Creating the writer creates the store (schema, views, ``beluga_meta``) when the file does not exist,
-    migrates an older one, and refuses one written by a newer schema version (``BelugaError``).
+    Creating the writer creates the store when the file does not exist (applying every migration), migrates
+    an older one, and refuses one written by a newer schema (``BelugaError``). ``StoreWriter.in_memory()``
+    writes an in-memory database, read through ``connection()`` (``beluga suite check``).
     """
 
-    def __init__(self, path: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
-        self.path = Path(path)
-        self.lock_timeout = lock_timeout
+    def __init__(self, path: str | Path | None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
+        self.store = Store(path, lock_timeout=lock_timeout)
         self._prepare()
+
+    @classmethod
+    def in_memory(cls) -> StoreWriter:
+        return cls(None)
+
+    @property
+    def path(self) -> Path:
+        if self.store.path is None:
+            raise ValueError("an in-memory store has no path")
+        return self.store.path
+
+    def connection(self) -> Any:
+        """A connection for reading (``with writer.connection() as con``)."""
+        return self.store.connection()
 
     # ---- opening
 
-    def _connect(self, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-        return connect(self.path, read_only=read_only, timeout=self.lock_timeout)
-
-    @contextmanager
-    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        con = self._connect()
-        try:
-            con.begin()
-            yield con
-            con.commit()
-        except BaseException:
-            with contextlib.suppress(duckdb.Error):  # the failure may have aborted it already
-                con.rollback()
-            raise
-        finally:
-            con.close()
-
     def _prepare(self) -> None:
-        if not self.path.exists():
-            self._create_new()
-        with self._transaction() as con:
-            version = store_schema_version(con, self.path)
+        if self.store.path is not None and not self.store.path.exists():
+            self._create_new(self.store.path)
+        with self.store.connection() as con:
+            version = store_schema_version(con, self.store.where, SCHEMA_VERSION)
             if version is None:
-                # An empty DuckDB file (no tables): initialise in place; DDL is transactional.
-                self._initialise(con)
+                _initialise(con)
                 return
-            while version < SCHEMA_VERSION:
-                _MIGRATIONS[version](con)
-                version += 1
-                con.execute("UPDATE beluga_meta SET value = ? WHERE key = 'schema_version'", [str(version)])
-            con.execute(views_sql())
-            self._set_meta(con, {"last_beluga_version": BELUGA_VERSION,
-                                 "last_duckdb_version": duckdb.__version__})
+            migrate(con, version)
+            with transaction(con):
+                _refresh(con)
 
-    def _create_new(self) -> None:
+    @staticmethod
+    def _create_new(path: Path) -> None:
         # Build the store under a temporary name and move it into place, so a failure (or a crash) never
         # leaves a half-initialised store at the real path.
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
         try:
             con = duckdb.connect(str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY})
             try:
-                con.begin()
-                self._initialise(con)
-                con.commit()
+                _initialise(con)
             finally:
                 con.close()
             try:
                 # link() fails if the path appeared meanwhile, where replace() would clobber a store.
-                os.link(tmp, self.path)
+                os.link(tmp, path)
             except FileExistsError:
                 pass
             except OSError:
-                os.replace(tmp, self.path)
+                os.replace(tmp, path)
         finally:
             for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
                 leftover.unlink(missing_ok=True)
-
-    def _initialise(self, con: duckdb.DuckDBPyConnection) -> None:
-        con.execute(schema_sql())
-        con.execute(views_sql())
-        self._set_meta(con, {
-            "schema_version": str(SCHEMA_VERSION),
-            "beluga_version": BELUGA_VERSION,
-            "duckdb_version": duckdb.__version__,
-            "created_at": utc_now().isoformat(timespec="seconds") + "Z",
-            "last_beluga_version": BELUGA_VERSION,
-            "last_duckdb_version": duckdb.__version__,
-        })
-
-    @staticmethod
-    def _set_meta(con: duckdb.DuckDBPyConnection, values: Mapping[str, str]) -> None:
-        con.executemany("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)", list(values.items()))
 
     # ---- runs
 
@@ -465,9 +175,9 @@ class StoreWriter:
                   device: str | None = None, host: str | None = None, run_id: str | None = None,
                   started_at: datetime | None = None) -> str:
         """Record a run as 'running'; returns its id (sortable by start time)."""
-        started = _utc(started_at) or utc_now()
+        started = as_utc(started_at) or utc_now()
         run_id = run_id or f"{started:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
-        with self._transaction() as con:
+        with self.store.transaction() as con:
             con.execute("INSERT INTO runs VALUES (?, ?, ?, ?, NULL, 'running', ?, ?, ?, ?)",
                         [run_id, None if config_path is None else str(config_path), config_text, started,
                          BELUGA_VERSION, duckdb.__version__, host or socket.gethostname(), device])
@@ -476,192 +186,176 @@ class StoreWriter:
     def finish_run(self, run_id: str, status: str = "done", *, finished_at: datetime | None = None) -> None:
         if status not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
-        with self._transaction() as con:
-            found = con.execute(
-                "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? RETURNING run_id",
-                [status, _utc(finished_at) or utc_now(), run_id]).fetchall()
+        with self.store.transaction() as con:
+            found = con.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? RETURNING run_id",
+                                [status, as_utc(finished_at) or utc_now(), run_id]).fetchall()
             if not found:
                 raise ValueError(f"no run {run_id!r} in the store")
 
-    # ---- cases
+    # ---- suites, cases, splits
 
-    def ensure_cases(self, suite_name: str, rows: Rows) -> int:
-        """Insert the suite's cases the store lacks; returns how many were inserted.
+    def ensure_suite(self, suite: SuiteRow, cases: Sequence[CaseRow]) -> int:
+        """Record a suite and insert the cases the store lacks; returns how many were inserted.
 
-        ``rows``: ``CaseRow``s, (case_id, test_type, scoring_group, groups) tuples, mappings with those
-        keys, or a mapping of those columns. A case already stored with other values means the suite
-        changed under the same name: ``BelugaError`` (its old results would be scored with the new groups).
+        A case already stored with other groups, test type or gold label means the suite changed under the
+        same name: ``BelugaError`` (its old results would be scored with the new groups). Gold labels
+        missing from a store written before they were recorded are filled in.
         """
-        with self._transaction() as con:
-            return self._insert_cases(con, suite_name, rows)
+        with self.store.transaction() as con:
+            return self._ensure_suite(con, suite, cases)
 
-    def _insert_cases(self, con: duckdb.DuckDBPyConnection, suite_name: str, rows: Rows) -> int:
-        cols = _columns(rows, ("case_id", "test_type", "scoring_group", "groups"), "cases")
-        ids = cols["case_id"]
+    def _ensure_suite(self, con: duckdb.DuckDBPyConnection, suite: SuiteRow, cases: Sequence[CaseRow]) -> int:
+        row = [suite.suite, canonical_json(list(suite.label_space) if suite.label_space is not None else None),
+               canonical_json(list(suite.levels)), suite.scoring_level, suite.input_kind]
+        old = con.execute("SELECT label_space::VARCHAR, levels::VARCHAR, scoring_level, input_kind FROM suites "
+                          "WHERE suite = ?", [suite.suite]).fetchall()
+        if old and tuple(old[0]) != tuple(row[1:]):
+            raise BelugaError(f"suite '{suite.suite}' differs from the one this store already holds under that "
+                              f"name (label space, levels, scoring level or input kind: {list(old[0])} against "
+                              f"{row[1:]}); use a new store, or give the changed suite a new name",
+                              source=self.store.where)
+        if not old:
+            con.execute("INSERT INTO suites VALUES (?, ?::JSON, ?::JSON, ?, ?)", row)
+        ids = [c.case_id for c in cases]
         if len(set(ids)) != len(ids):
-            dup = sorted({i for i in ids if ids.count(i) > 1})[:5] if len(ids) < 10_000 else "some"
-            raise ValueError(f"cases of suite {suite_name!r}: duplicate case ids {dup}")
-        for name in ("case_id", "test_type", "scoring_group"):
-            if any(v is None or v == "" for v in cols[name]):
-                raise ValueError(f"cases of suite {suite_name!r}: empty {name}")
-        data = {"case_id": _str_array(ids), "test_type": _str_array(cols["test_type"]),
-                "scoring_group": _str_array(cols["scoring_group"]),
-                "groups": np.array([_json(dict(g or {})) for g in cols["groups"]], dtype=object)}
+            raise ValueError(f"cases of suite {suite.suite!r}: duplicate case ids")
+        level = suite.scoring_level
+        data = {"case_id": _text(ids), "test_type": _text([c.test_type for c in cases]),
+                "scoring_group": _text([c.group(level) for c in cases]),
+                "groups": _text([canonical_json(dict(c.groups)) for c in cases]),
+                "gold": _text([c.gold for c in cases])}
         con.register("_beluga_new_cases", data)
         try:
             n_conflicts, examples = con.execute(
                 """SELECT count(*), list(n.case_id ORDER BY n.case_id)[1:5]
                    FROM _beluga_new_cases n JOIN cases c ON c.suite = ? AND c.case_id = n.case_id
                    WHERE c.test_type <> n.test_type OR c.scoring_group <> n.scoring_group
-                      OR c.groups::VARCHAR <> n.groups::VARCHAR""", [suite_name]).fetchall()[0]
+                      OR c.groups::VARCHAR <> n.groups OR c.gold IS DISTINCT FROM n.gold AND c.gold IS NOT NULL""",
+                [suite.suite]).fetchall()[0]
             if n_conflicts:
                 raise BelugaError(
-                    f"suite '{suite_name}' differs from the one this store already holds under that name "
-                    f"({n_conflicts} case(s) with other groups or test type, e.g. {examples}); use a new "
-                    "store, or give the changed suite a new name", source=self.path)
+                    f"suite '{suite.suite}' differs from the one this store already holds under that name "
+                    f"({n_conflicts} case(s) with other groups, test type or gold label, e.g. {examples}); use "
+                    "a new store, or give the changed suite a new name", source=self.store.where)
+            con.execute("""UPDATE cases SET gold = n.gold FROM _beluga_new_cases n
+                           WHERE cases.suite = ? AND cases.case_id = n.case_id AND cases.gold IS NULL
+                             AND n.gold IS NOT NULL""", [suite.suite])
             (inserted,) = con.execute(
-                """INSERT INTO cases
-                   SELECT ?, n.case_id, n.test_type, n.scoring_group, n.groups::JSON
+                """INSERT INTO cases (suite, case_id, test_type, scoring_group, groups, gold)
+                   SELECT ?, n.case_id, n.test_type, n.scoring_group, n.groups::JSON, n.gold
                    FROM _beluga_new_cases n
                    WHERE NOT EXISTS (SELECT 1 FROM cases c WHERE c.suite = ? AND c.case_id = n.case_id)""",
-                [suite_name, suite_name]).fetchall()[0]
+                [suite.suite, suite.suite]).fetchall()[0]
         finally:
             con.unregister("_beluga_new_cases")
         return int(inserted)
 
-    # ---- models
-
-    def done_model_ids(self) -> set[str]:
-        """Ids of the models already done (a failed model is retried on resume)."""
-        con = self._connect(read_only=True)
-        try:
-            return {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done'").fetchall()}
-        finally:
-            con.close()
-
-    def commit_model(self, model: ModelRow | Mapping[str, Any], iid_predictions: Rows | None = None,
-                     iid_metrics: Rows | None = None, outcomes: Rows | None = None) -> None:
-        """Write one model with all its rows in one transaction (replacing an earlier row of that id).
-
-        - ``iid_predictions``: (split, example_idx, gold, pred, correct) rows, or a mapping of columns.
-        - ``iid_metrics``: (split, metric, value, is_primary) rows (is_primary defaults to False); the
-          primary metric of a split must be a fraction in [0, 1], since G mixes it with pass rates.
-        - ``outcomes``: (case_id, outcome, pred) rows (pred optional), or a mapping of columns; the suite
-          is the model's. The cases must be in the store already (``ensure_cases``), and a held-out fold's
-          outcomes must all lie in its held-out group.
-        Any error rolls back everything: the store keeps no row of this model (nor loses an earlier one).
-        """
-        row = ModelRow.of(model)
-        batch = _ModelBatch.build(row, iid_predictions, iid_metrics, outcomes)
-        with self._transaction() as con:
-            self._write_model(con, row, batch)
-
-    def _write_model(self, con: duckdb.DuckDBPyConnection, row: ModelRow, batch: _ModelBatch) -> None:
-        mid = row.model_id
-        if con.execute("SELECT 1 FROM models WHERE model_id = ?", [mid]).fetchall():
-            for table in ("outcomes", "iid_predictions", "iid_metrics", "models"):
-                con.execute(f"DELETE FROM {table} WHERE model_id = ?", [mid])
-        con.execute(f"INSERT INTO models ({', '.join(_MODEL_COLUMNS)}) "
-                    f"VALUES ({', '.join('?' * len(_MODEL_COLUMNS))})", row.db_values())
-        if batch.metrics:
-            con.executemany("INSERT INTO iid_metrics VALUES (?, ?, ?, ?, ?)",
-                            [[mid, *m] for m in batch.metrics])
-        if batch.predictions is not None:
-            con.register("_beluga_preds", batch.predictions)
+    def record_split(self, split: SplitRows) -> None:
+        """Record a suite's split (once per split id: the same id always means the same assignment)."""
+        with self.store.transaction() as con:
+            if con.execute("SELECT 1 FROM splits WHERE split_id = ?", [split.split_id]).fetchall():
+                return
+            con.execute("INSERT INTO splits VALUES (?, ?, ?, ?::JSON, ?::JSON)",
+                        [split.split_id, split.suite, split.seed, canonical_json(list(split.ratios)),
+                         canonical_json(dict(split.caps))])
+            data = {"split_id": _text([split.split_id] * len(split.parts)),
+                    "case_id": _text([p[0] for p in split.parts]), "part": _text([p[1] for p in split.parts]),
+                    "kept": np.array([p[2] for p in split.parts], dtype=bool)}
+            con.register("_beluga_parts", data)
             try:
-                con.execute("""INSERT INTO iid_predictions
-                               SELECT ?, split::VARCHAR, example_idx::BIGINT, gold::VARCHAR, pred::VARCHAR,
-                                      correct::BOOLEAN
+                con.execute("INSERT INTO case_splits SELECT split_id, case_id, part, kept FROM _beluga_parts")
+            finally:
+                con.unregister("_beluga_parts")
+
+    def set_task_head(self, task: str, suite: str, labels: Sequence[str] | None) -> None:
+        """The class names of ``task``'s head when judged by ``suite`` (None: answers, not classes)."""
+        with self.store.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO task_heads VALUES (?, ?, ?::JSON)",
+                        [task, suite, canonical_json(list(labels) if labels is not None else None)])
+
+    def set_g_exclusions(self, task: str, groups: Iterable[str]) -> None:
+        """Replace the scoring groups of ``task`` left out of s_T and G."""
+        chosen = sorted(set(groups))
+        with self.store.transaction() as con:
+            con.execute("DELETE FROM g_exclusions WHERE task = ?", [task])
+            if chosen:
+                con.executemany("INSERT INTO g_exclusions VALUES (?, ?)", [[task, g] for g in chosen])
+
+    # ---- finished jobs
+
+    def done_ids(self) -> set[str]:
+        """Ids of the models and grid points already done (a failed one is retried on resume)."""
+        with self.store.connection(read_only=True) as con:
+            return {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done' UNION ALL "
+                                              "SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
+
+    def commit(self, result: JobResult, run_id: str | None = None) -> None:
+        """Write a finished job with all its rows in one transaction (replacing an earlier row of its id)."""
+        with self.store.transaction() as con:
+            if isinstance(result.record, GridPointRecord):
+                self._write_grid_point(con, result, run_id)
+            else:
+                self._write_model(con, result, run_id)
+
+    def _write_model(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
+        record = result.record
+        assert isinstance(record, ModelRecord)
+        mid = record.model_id
+        for table in ("outcomes", "iid_predictions", "iid_metrics", "models"):
+            con.execute(f"DELETE FROM {table} WHERE model_id = ?", [mid])
+        con.execute(f"INSERT INTO models (run_id, {', '.join(MODEL_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * (len(MODEL_COLUMNS) + 1))})",
+                    _record_values(record, MODEL_COLUMNS, run_id))
+        for iid in result.iid:
+            con.executemany("INSERT INTO iid_metrics VALUES (?, ?, ?, ?, ?)",
+                            [[mid, iid.split, name, None if value != value else float(value), name == iid.primary]
+                             for name, value in iid.metrics.items()])
+            con.register("_beluga_preds", iid.columns())
+            try:
+                con.execute("""INSERT INTO iid_predictions SELECT ?, split, example_idx, gold, pred, correct
                                FROM _beluga_preds""", [mid])
             finally:
                 con.unregister("_beluga_preds")
-        if batch.outcomes is not None:
-            if row.suite is None:
-                raise ValueError(f"model {mid}: outcomes need the model's suite")
-            con.register("_beluga_outcomes", batch.outcomes)
-            try:
-                con.execute("""INSERT INTO outcomes
-                               SELECT ?, ?, case_id::VARCHAR, outcome::VARCHAR, pred::VARCHAR
-                               FROM _beluga_outcomes""", [mid, row.suite])
-            finally:
-                con.unregister("_beluga_outcomes")
-            self._check_outcomes(con, row)
+        self._insert_outcomes(con, "outcomes", "model_id", mid, record.suite, result.outcomes)
+        if record.heldout_level is not None:
+            _check_heldout(con, record)
 
-    @staticmethod
-    def _check_outcomes(con: duckdb.DuckDBPyConnection, row: ModelRow) -> None:
-        # Checked in SQL after the insert (inside the transaction) because DuckDB does it in milliseconds;
-        # an outcome without its case would silently drop out of every view.
-        n_unknown, examples = con.execute(
-            """SELECT count(*), list(o.case_id ORDER BY o.case_id)[1:5] FROM outcomes o
-               WHERE o.model_id = ? AND NOT EXISTS
-                     (SELECT 1 FROM cases c WHERE c.suite = o.suite AND c.case_id = o.case_id)""",
-            [row.model_id]).fetchall()[0]
-        if n_unknown:
-            raise ValueError(f"model {row.model_id}: {n_unknown} outcome(s) for cases not in suite "
-                             f"'{row.suite}' of the store (call ensure_cases first), e.g. {examples}")
-        if row.heldout_level is None:
+    def _write_grid_point(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
+        record = result.record
+        assert isinstance(record, GridPointRecord)
+        gid = record.grid_id
+        for table in ("grid_outcomes", "grid_metrics", "grid_points"):
+            con.execute(f"DELETE FROM {table} WHERE grid_id = ?", [gid])
+        con.execute(f"INSERT INTO grid_points (run_id, {', '.join(GRID_COLUMNS)}) "
+                    f"VALUES ({', '.join('?' * (len(GRID_COLUMNS) + 1))})",
+                    _record_values(record, GRID_COLUMNS, run_id))
+        if result.validation:
+            con.executemany("INSERT INTO grid_metrics VALUES (?, ?, ?, ?, ?, ?)",
+                            [[gid, v.source, v.test_type, v.metric,
+                              None if v.value is None or v.value != v.value else float(v.value), v.is_primary]
+                             for v in result.validation])
+        self._insert_outcomes(con, "grid_outcomes", "grid_id", gid, record.suite, result.outcomes)
+
+    def _insert_outcomes(self, con: duckdb.DuckDBPyConnection, table: str, key: str, ident: str,
+                         suite: str | None, outcomes: Outcomes) -> None:
+        if not len(outcomes):
             return
-        pointer = "/" + row.heldout_level.replace("~", "~0").replace("/", "~1")
-        n_outside, examples = con.execute(
-            """SELECT count(*), list(o.case_id ORDER BY o.case_id)[1:5]
-               FROM outcomes o JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
-               WHERE o.model_id = ?
-                 AND (CASE WHEN ? = 'test_type' THEN c.test_type ELSE json_extract_string(c.groups, ?) END)
-                     IS DISTINCT FROM ?""",
-            [row.model_id, row.heldout_level, pointer, row.heldout_group]).fetchall()[0]
-        if n_outside:
-            raise ValueError(f"model {row.model_id} holds out {row.heldout_level}={row.heldout_group!r}, but "
-                             f"{n_outside} of its outcomes are for cases outside that group, e.g. {examples}")
-
-    # ---- grid search
-
-    def done_grid_ids(self) -> set[str]:
-        """Ids of the grid points already done (finished grid points are never retrained)."""
-        con = self._connect(read_only=True)
+        if suite is None:
+            raise ValueError(f"{ident}: outcomes need the model's suite")
+        con.register("_beluga_outcomes", outcomes.columns())
         try:
-            return {r[0] for r in con.execute("SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
+            con.execute(f"INSERT INTO {table} SELECT ?, ?, case_id, outcome, pred FROM _beluga_outcomes",
+                        [ident, suite])
+            # An outcome without its case would silently drop out of every view.
+            n_unknown, examples = con.execute(
+                """SELECT count(*), list(o.case_id ORDER BY o.case_id)[1:5] FROM _beluga_outcomes o
+                    WHERE NOT EXISTS (SELECT 1 FROM cases c WHERE c.suite = ? AND c.case_id = o.case_id)""",
+                [suite]).fetchall()[0]
         finally:
-            con.close()
-
-    def commit_grid_point(self, row: GridPointRow | Mapping[str, Any], outcomes: Rows | None = None,
-                          metrics: Rows | None = None) -> None:
-        """Write one grid point with its T_val outcomes and validation metrics in one transaction.
-
-        - ``outcomes``: (case_id, outcome, pred) rows for the point's T_val cases (in the store's ``cases``).
-        - ``metrics``: (source, test_type, metric, value, is_primary) rows; source ``suite_val`` (per test
-          type) or ``iid_val`` (test_type None).
-        """
-        row = GridPointRow.of(row)
-        outs = _ModelBatch.build(_as_model_row(row), None, None, outcomes).outcomes
-        m = _columns(metrics, ("source", "test_type", "metric", "value", "is_primary"),
-                     f"grid point {row.grid_id}: metrics", optional=("test_type", "is_primary"))
-        _check_values(m["source"], GRID_SOURCES, f"grid point {row.grid_id}: metric source")
-        metric_rows = [[row.grid_id, src, tt, str(name), None if v is None or v != v else float(v), bool(prim)]
-                       for src, tt, name, v, prim in zip(m["source"], m["test_type"], m["metric"], m["value"],
-                                                         m["is_primary"], strict=True)]
-        gid = row.grid_id
-        with self._transaction() as con:
-            for table in ("grid_outcomes", "grid_metrics", "grid_points"):
-                con.execute(f"DELETE FROM {table} WHERE grid_id = ?", [gid])
-            con.execute(f"INSERT INTO grid_points ({', '.join(_GRID_COLUMNS)}) "
-                        f"VALUES ({', '.join('?' * len(_GRID_COLUMNS))})", row.db_values())
-            if metric_rows:
-                con.executemany("INSERT INTO grid_metrics VALUES (?, ?, ?, ?, ?, ?)", metric_rows)
-            if outs is not None:
-                con.register("_beluga_grid_outcomes", outs)
-                try:
-                    con.execute("""INSERT INTO grid_outcomes
-                                   SELECT ?, ?, case_id::VARCHAR, outcome::VARCHAR, pred::VARCHAR
-                                   FROM _beluga_grid_outcomes""", [gid, row.suite])
-                finally:
-                    con.unregister("_beluga_grid_outcomes")
-                (n_unknown,) = con.execute(
-                    """SELECT count(*) FROM grid_outcomes o WHERE o.grid_id = ? AND NOT EXISTS
-                       (SELECT 1 FROM cases c WHERE c.suite = o.suite AND c.case_id = o.case_id)""",
-                    [gid]).fetchall()[0]
-                if n_unknown:
-                    raise ValueError(f"grid point {gid}: {n_unknown} outcome(s) for cases not in suite "
-                                     f"'{row.suite}' of the store (call ensure_cases first)")
+            con.unregister("_beluga_outcomes")
+        if n_unknown:
+            raise ValueError(f"{ident}: {n_unknown} outcome(s) for cases not in suite '{suite}' of the store "
+                             f"(call ensure_suite first), e.g. {examples}")
 
     def record_selections(self, rows: Iterable[Mapping[str, Any]], run_id: str | None = None) -> None:
         """Record which grid point a run chose per selection (replacing that run's earlier record)."""
@@ -669,103 +363,74 @@ class StoreWriter:
                 "n_points")
         now = utc_now()
         values = [[run_id, *(r.get(c) for c in cols), now] for r in rows]
-        with self._transaction() as con:
+        with self.store.transaction() as con:
             if run_id is not None:
                 con.execute("DELETE FROM grid_selections WHERE run_id = ?", [run_id])
             if values:
                 con.executemany("INSERT INTO grid_selections VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
 
-    # ---- exclusions
-
-    def set_g_exclusions(self, task: str, groups: Iterable[str]) -> None:
-        """Replace the scoring groups of ``task`` left out of s_T and G (METHOD.md §6)."""
-        groups = sorted(set(groups))
-        with self._transaction() as con:
-            con.execute("DELETE FROM g_exclusions WHERE task = ?", [task])
-            if groups:
-                con.executemany("INSERT INTO g_exclusions VALUES (?, ?)", [[task, g] for g in groups])
-
     # ---- external models
 
-    def record_external_evaluation(self, *, model_name: str, task: str, suite: str, outcomes: Rows,
-                                   cases: Rows | None = None, iid_metrics: Rows | None = None,
-                                   split_seed: int | None = None, run_id: str | None = None,
+    def record_external_evaluation(self, *, model_name: str, task: str, suite: SuiteRow, cases: Sequence[CaseRow],
+                                   outcomes: Outcomes, split_seed: int | None = None, run_id: str | None = None,
                                    device: str | None = None, eval_seconds: float | None = None,
                                    model_id: str | None = None) -> str:
         """Store an evaluation of a model beluga did not train (``beluga suite check --store``).
 
-        Writes a ``models`` row (config 'external', method 'none', scenario 'standard', ``model_name``
-        naming the model) with its outcomes, and with ``cases`` given, the suite's missing cases first, all
-        in one transaction. Returns the model id: by default derived from (model_name, task, suite,
-        split_seed), so checking the same model again replaces the earlier evaluation.
+        Writes the suite's missing cases and a ``models`` row (config 'external', method 'none', scenario
+        'standard', ``model_name`` naming the model) with its outcomes, in one transaction. Returns the model
+        id: by default derived from (model_name, task, suite, split_seed), so checking the same model again
+        replaces the earlier evaluation.
         """
-        model_id = model_id or external_model_id(model_name, task, suite, split_seed)
-        row = ModelRow(model_id=model_id, task=task, suite=suite, model_name=model_name,
-                       config=EXTERNAL_CONFIG, method=EXTERNAL_METHOD, scenario=STANDARD,
-                       split_seed=split_seed, run_id=run_id, device=device, eval_seconds=eval_seconds)
-        batch = _ModelBatch.build(row, None, iid_metrics, outcomes)
-        with self._transaction() as con:
-            if cases is not None:
-                self._insert_cases(con, suite, cases)
-            self._write_model(con, row, batch)
+        model_id = model_id or external_model_id(model_name, task, suite.suite, split_seed)
+        record = ModelRecord(model_id=model_id, task=task, suite=suite.suite, model_name=model_name,
+                             config=EXTERNAL_CONFIG, method=EXTERNAL_METHOD, scenario=STANDARD,
+                             split_seed=split_seed, device=device, eval_seconds=eval_seconds)
+        with self.store.transaction() as con:
+            self._ensure_suite(con, suite, cases)
+            self._write_model(con, JobResult(record, outcomes), run_id)
         return model_id
 
 
-@dataclass
-class _ModelBatch:
-    """A model's rows, validated and turned into columns before the store is opened (keeps it short)."""
+def _text(values: Sequence[Any]) -> np.ndarray:
+    # Labels may arrive as ints (label ids) or numpy scalars; the store keeps them as text.
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = [None if v is None else str(v) for v in values]
+    return arr
 
-    predictions: dict[str, np.ndarray] | None
-    metrics: list[tuple[str, str, float | None, bool]]
-    outcomes: dict[str, np.ndarray] | None
 
-    @classmethod
-    def build(cls, row: ModelRow, iid_predictions: Rows | None, iid_metrics: Rows | None,
-              outcomes: Rows | None) -> _ModelBatch:
-        mid = row.model_id
-        predictions = None
-        if iid_predictions is not None:
-            p = _columns(iid_predictions, ("split", "example_idx", "gold", "pred", "correct"),
-                         f"model {mid}: iid_predictions")
-            if p["split"]:
-                _check_values(p["split"], IID_SPLITS, f"model {mid}: iid_predictions split")
-                correct = np.asarray(p["correct"])
-                if correct.dtype != np.bool_:
-                    if any(c is None for c in p["correct"]):
-                        raise ValueError(f"model {mid}: iid_predictions 'correct' may not be None")
-                    correct = correct.astype(bool)
-                keys = list(zip(p["split"], p["example_idx"], strict=True))
-                if len(set(keys)) != len(keys):
-                    raise ValueError(f"model {mid}: iid_predictions repeat a (split, example_idx)")
-                predictions = {"split": np.array(p["split"], dtype=object),
-                               "example_idx": np.asarray(p["example_idx"], dtype=np.int64),
-                               "gold": _str_array(p["gold"]), "pred": _str_array(p["pred"]),
-                               "correct": correct}
-        metrics: list[tuple[str, str, float | None, bool]] = []
-        if iid_metrics is not None:
-            m = _columns(iid_metrics, ("split", "metric", "value", "is_primary"), f"model {mid}: iid_metrics",
-                         optional=("is_primary",))
-            _check_values(m["split"], IID_SPLITS, f"model {mid}: iid_metrics split")
-            for split, metric, value, primary in zip(m["split"], m["metric"], m["value"], m["is_primary"],
-                                                     strict=True):
-                value = None if value is None or value != value else float(value)  # NaN -> NULL
-                metrics.append((split, str(metric), value, bool(primary)))
-            for split in IID_SPLITS:
-                primaries = [x for x in metrics if x[0] == split and x[3]]
-                if len(primaries) > 1:
-                    raise ValueError(f"model {mid}: {len(primaries)} primary metrics on split '{split}': "
-                                     f"{[x[1] for x in primaries]}")
-                if primaries and primaries[0][2] is not None and not 0.0 <= primaries[0][2] <= 1.0:
-                    raise ValueError(f"model {mid}: primary metric {primaries[0][1]}={primaries[0][2]} is "
-                                     "not a fraction in [0, 1] (G averages it with pass rates)")
-        outs = None
-        if outcomes is not None:
-            o = _columns(outcomes, ("case_id", "outcome", "pred"), f"model {mid}: outcomes",
-                         optional=("pred",))
-            if o["case_id"]:
-                _check_values(set(o["outcome"]), OUTCOMES, f"model {mid}: outcome")
-                if len(set(o["case_id"])) != len(o["case_id"]):
-                    raise ValueError(f"model {mid}: outcomes repeat a case id")
-                outs = {"case_id": _str_array(o["case_id"]), "outcome": np.array(o["outcome"], dtype=object),
-                        "pred": _str_array(o["pred"])}
-        return cls(predictions, metrics, outs)
+def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
+    """A held-out fold's outcomes must all lie in its held-out group."""
+    assert record.heldout_level is not None
+    pointer = "/" + record.heldout_level.replace("~", "~0").replace("/", "~1")
+    n_outside, examples = con.execute(
+        """SELECT count(*), list(o.case_id ORDER BY o.case_id)[1:5]
+           FROM outcomes o JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+           WHERE o.model_id = ?
+             AND (CASE WHEN ? = 'test_type' THEN c.test_type ELSE json_extract_string(c.groups, ?) END)
+                 IS DISTINCT FROM ?""",
+        [record.model_id, record.heldout_level, pointer, record.heldout_group]).fetchall()[0]
+    if n_outside:
+        raise ValueError(f"model {record.model_id} holds out {record.heldout_level}={record.heldout_group!r}, but "
+                         f"{n_outside} of its outcomes are for cases outside that group, e.g. {examples}")
+
+
+def _refresh(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(sql_file("views.sql"))
+    con.execute(sql_file("significance_views.sql"))
+    con.executemany("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)",
+                    [["last_beluga_version", BELUGA_VERSION], ["last_duckdb_version", duckdb.__version__]])
+
+
+def _initialise(con: duckdb.DuckDBPyConnection) -> None:
+    """A new store: every migration, the views and the creation facts."""
+    migrate(con, 0)
+    with transaction(con):
+        con.executemany("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)",
+                        [["beluga_version", BELUGA_VERSION], ["duckdb_version", duckdb.__version__],
+                         ["created_at", utc_now().isoformat(timespec="seconds") + "Z"]])
+        _refresh(con)
+
+
+__all__ = ["GRID_COLUMNS", "MODEL_COLUMNS", "SCHEMA_VERSION", "TABLES", "CaseRow", "SplitRows", "StoreWriter",
+           "SuiteRow", "canonical_json", "external_model_id"]

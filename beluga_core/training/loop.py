@@ -1,7 +1,8 @@
 """The training loop: a plain loop with dynamic padding and fused AdamW.
 
-A plain loop rather than the HF ``Trainer``: on this kind of machine it is measurably faster for short
-sentences (MEASURED.md), it mixes loss types per batch, and methods plug into single updates.
+A plain loop rather than the HF ``Trainer``: it is faster for short sentences on CPUs (benchmarks/perf), it
+mixes loss types per batch, and methods plug into single updates. ``Trainer`` implements the
+``contracts.training.Trainer`` protocol that methods and tasks program against.
 """
 
 from __future__ import annotations
@@ -14,16 +15,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from beluga_core import registry
-from beluga_core.methods.base import Method
-from beluga_core.training.batches import Batch, TrainSet
-from beluga_core.training.encode import Encoder
+from beluga_core.contracts.losses import Loss
+from beluga_core.contracts.methods import Method
+from beluga_core.contracts.registries import LOSSES
+from beluga_core.contracts.tasks import Task
+from beluga_core.contracts.training import Batch, BatchOutput, Encoder, TrainSet
+from beluga_core.core.errors import BelugaError
 from beluga_core.training.precision import autocast
 
 ProgressFn = Callable[[int, int], None]
-# Rows of one fused forward pass over several mini-batches (Trainer.loss_groups). Measured on 2 CPU cores
-# (an irm fold of benchmarks/methods-smoke.toml, 39 environments of 1-4 rows, one thread): a forward per
-# batch 6.9-7.9 s; fused groups of ≤ 32 rows 3.6-5.0 s; of ≤ 128 rows 6.9-8.5 s (long groups pad more).
+TeacherFn = Callable[[str], torch.nn.Module]
+# Rows of one fused forward pass over several mini-batches (Trainer.loss_groups): large enough to amortise
+# the per-call overhead of many tiny environment batches (irm), small enough that groups pad little
+# (benchmarks/perf/RESULTS.md has the measurement).
 FUSED_ROWS = 32
 
 
@@ -44,15 +48,16 @@ def seed_everything(seed: int) -> None:
 class Trainer:
     """Owns model, optimizer and schedule for one training stage; methods call back into it."""
 
-    def __init__(self, task: Any, model: torch.nn.Module, encoder: Encoder, device: torch.device,
-                 hp: dict[str, Any], n_steps: int, method: Method) -> None:
+    def __init__(self, task: Task, model: torch.nn.Module, encoder: Encoder, device: torch.device,
+                 hp: dict[str, Any], n_steps: int, method: Method, teachers: TeacherFn | None = None) -> None:
         self.task = task
+        self._teachers = teachers
         self.model = model
         self.encoder = encoder
         self.device = device
         self.hp = hp
         self.method = method
-        self._losses: dict[str, Any] = {}
+        self._losses: dict[str, Loss] = {}
         # Methods may transform the logits every loss sees (IRM's dummy scale); None leaves them alone.
         self.logit_transform: Callable[[torch.Tensor], torch.Tensor] | None = None
         decay = method.weight_decay(float(hp.get("weight_decay", 0.0)))
@@ -73,46 +78,55 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear)
         self.max_grad_norm = hp.get("max_grad_norm")
 
-    def loss_fn(self, name: str) -> Any:
+    def loss_fn(self, name: str) -> Loss:
         if name not in self._losses:
-            self._losses[name] = registry.get("loss", name)()
+            self._losses[name] = LOSSES.get(name)()
         return self._losses[name]
 
     def logits(self, inputs: list[Any]) -> torch.Tensor:
+        """A classifier's logits for ``inputs`` (through ``logit_transform``)."""
         batch = {k: v.to(self.device, non_blocking=True) for k, v in self.encoder.collate(inputs).items()}
         with autocast(self.device):
-            logits = self.model(**batch).logits
+            logits: torch.Tensor = self.model(**batch).logits
         return logits if self.logit_transform is None else self.logit_transform(logits)
 
+    def batch_output(self, batch: Batch) -> BatchOutput:
+        """Loss, per-row losses and logits of one batch; the task knows how its outputs meet the losses."""
+        return self.task.batch_outputs(self, [batch])[0]
+
     def batch_loss(self, batch: Batch) -> torch.Tensor:
-        """The loss of one mini-batch; the task knows how its model's outputs meet the loss plugins."""
-        return self.task.batch_loss(self, batch)
+        return self.batch_output(batch).loss
 
     def loss_groups(self, batches: Sequence[Batch]) -> Iterator[list[torch.Tensor]]:
         """Every batch's loss, in groups that each take one forward pass where the task can fuse batches
-        (``task.batch_losses``); a method back-propagates one group before asking for the next, so one
+        (``Task.fuses_batches``); a method back-propagates one group before asking for the next, so one
         group's graph is held at a time.
 
         For methods that need many small batches per update (IRM: one per environment): one forward per
         batch costs mostly per-call overhead. Batches are grouped by length (padding stays small) up to
         ``FUSED_ROWS`` rows (memory stays bounded)."""
-        fused = getattr(self.task, "batch_losses", None)
-        if fused is None:
+        if not self.task.fuses_batches:
             for b in batches:
                 yield [self.batch_loss(b)]
             return
-        length = getattr(self.encoder, "length", None)
-        ordered = sorted(batches, key=lambda b: max(map(length, b.inputs))) if length else list(batches)
+        length = self.encoder.length
+        ordered = sorted(batches, key=lambda b: max(map(length, b.inputs)))
         group: list[Batch] = []
         rows = 0
         for b in ordered:
             if group and rows + len(b) > FUSED_ROWS:
-                yield fused(self, group)
+                yield [o.loss for o in self.task.batch_outputs(self, group)]
                 group, rows = [], 0
             group.append(b)
             rows += len(b)
         if group:
-            yield fused(self, group)
+            yield [o.loss for o in self.task.batch_outputs(self, group)]
+
+    def teacher(self, source: str = "iid") -> torch.nn.Module:
+        """A frozen copy of another model (see the ``Trainer`` protocol); in eval mode, no gradients."""
+        if self._teachers is None:
+            raise BelugaError("this trainer has no access to other models (teacher weights)")
+        return self._teachers(source)
 
     def backward_and_step(self, loss: torch.Tensor) -> None:
         self.zero_grad()
@@ -143,8 +157,9 @@ def _param_groups(model: torch.nn.Module, decay: float) -> list[dict[str, Any]]:
             if g["params"]]
 
 
-def train_stage(task: Any, model: torch.nn.Module, encoder: Encoder, device: torch.device, trainset: TrainSet,
-                hp: dict[str, Any], method: Method, seed: int, progress: ProgressFn | None = None) -> TrainStats:
+def train_stage(task: Task, model: torch.nn.Module, encoder: Encoder, device: torch.device, trainset: TrainSet,
+                hp: dict[str, Any], method: Method, seed: int, progress: ProgressFn | None = None,
+                teachers: TeacherFn | None = None) -> TrainStats:
     import time
 
     start = time.perf_counter()
@@ -162,7 +177,7 @@ def train_stage(task: Any, model: torch.nn.Module, encoder: Encoder, device: tor
     method.prepare(model)
     model.train()
     # A fresh optimizer and schedule per stage (lp-ft's second stage must not inherit the probe's state).
-    trainer = Trainer(task, model, encoder, device, hp, method.optimizer_steps(n_steps), method)
+    trainer = Trainer(task, model, encoder, device, hp, method.optimizer_steps(n_steps), method, teachers)
     method.start(trainer, trainset, n_steps)
     total = torch.zeros((), device=device)
     steps = examples = 0

@@ -47,16 +47,16 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import numpy as np
 import torch
 
-from beluga_core.methods.vanilla import Vanilla
-from beluga_core.splits import sample_indices
-from beluga_core.suite.io import load_suite
+from beluga_core.data.splits import sample_indices
+from beluga_core.data.suite.io import load_suite
 from beluga_core.tasks.sentiment import SentimentTask
 from beluga_core.training import precision
-from beluga_core.training.batches import build_trainset
 from beluga_core.training.encode import Encoder
 from beluga_core.training.loop import seed_everything, train_stage
-from beluga_core.training.model import load_sequence_classifier, load_tokenizer, pick_device
+from beluga_core.training.methods.vanilla import Vanilla
+from beluga_core.training.models import load_sequence_classifier, load_tokenizer, pick_device
 from beluga_core.training.predict import eval_batch_size, predict_probs
+from beluga_core.training.trainset import build_trainset
 
 SEED = 42
 LR = 5e-5
@@ -110,7 +110,7 @@ def beluga_train(args: argparse.Namespace, fold: Fold,
     encoder.encode_many(fold.texts)
     tokenize_s = time.perf_counter() - t0
     tokens = sum(encoder.length(t) for t in fold.texts)
-    from beluga_core.tasks.iid_data import IIDExample
+    from beluga_core.data.iid.classification import IIDExample
 
     examples = [IIDExample(t, y) for t, y in zip(fold.texts, fold.labels, strict=True)]
     hp = {"learning_rate": LR, "batch_size": args.batch_size, "epochs": args.epochs, "weight_decay": 0.0,

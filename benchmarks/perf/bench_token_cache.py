@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def child(config: Path, cache: str | None, folds: int) -> None:
     from beluga_core.config.load import load_config
-    from beluga_core.plan import build_plan
-    from beluga_core.worker import Worker, _subset
+    from beluga_core.execution.worker import Worker, _subset
+    from beluga_core.planning.plan import build_plan
 
     plan = build_plan(load_config(config), config.resolve())
     worker = Worker(plan, "cpu", Path(cache) if cache else None)

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from beluga_core.methods.base import Method
+from beluga_core.contracts.methods import Method
 
 
 class Flooding(Method):

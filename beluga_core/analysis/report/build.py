@@ -1,0 +1,30 @@
+"""``beluga report --format md|html --out DIR``: write the report and its figures into DIR."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from beluga_core.analysis.report.content import ReportContent, build_content
+
+FORMATS = ("md", "html")
+FIGURES_DIR = "figures"
+
+
+def write_report(store: str | Path, out_dir: str | Path, fmt: str) -> tuple[Path, ReportContent]:
+    """Write ``report.md`` (figures linked) or ``report.html`` (figures embedded) and the figures (PNG and SVG
+    under ``figures/``) into ``out_dir``; returns the report's path and what it shows."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    content = build_content(store, out / FIGURES_DIR)
+    if fmt == "md":
+        from beluga_core.analysis.report.markdown import render_markdown
+
+        path, text = out / "report.md", render_markdown(content, out)
+    else:
+        from beluga_core.analysis.report.html import render_html
+
+        path, text = out / "report.html", render_html(content)
+    path.write_text(text, encoding="utf-8")
+    return path, content

@@ -1,0 +1,178 @@
+"""The paper's Figure 1: one heatmap per task × scenario of scoring-group pass rates.
+
+Rows are configuration-method pairs (the IID baseline first, with its standard-scenario pass rates);
+columns are the average (s_T) and then every scoring group, numbered in suite order and kept together by the
+suite's parent level (e.g. functionalities by class), with a line between parents. A colour strip under the
+matrix and the colour of each column number give the test type. Values are means over replicates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never a window (and no display on servers)
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from beluga_core.analysis.report.data import BASELINE, ReportData, SuiteLayout, pair_order, scenario_order
+
+DPI = 150
+TEST_TYPE_COLOURS = {"MFT": "#1f6fd1", "INV": "#d17a1f", "DIR": "#7a3fbf", "mixed": "#555555"}
+_EXTRA_COLOURS = ("#2a9d8f", "#e76f51", "#6d597a", "#8d99ae")
+
+
+def test_type_colour(test_type: str, order: list[str]) -> str:
+    if test_type in TEST_TYPE_COLOURS:
+        return TEST_TYPE_COLOURS[test_type]
+    others = [t for t in order if t not in TEST_TYPE_COLOURS]
+    return _EXTRA_COLOURS[others.index(test_type) % len(_EXTRA_COLOURS)]
+
+
+@dataclass
+class Heatmap:
+    """The data of one heatmap: ``values[i, 0]`` is row i's s_T, ``values[i, 1 + j]`` group j's pass rate."""
+
+    task: str
+    suite: str
+    scenario: str
+    rows: list[tuple[str, str]]
+    layout: SuiteLayout
+    values: np.ndarray           # (n_rows, 1 + n_groups), fractions; NaN where not evaluable / not run
+    excluded: set[str]
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{self.task}-{self.suite}-{self.scenario}")
+
+
+def heatmaps(data: ReportData) -> list[Heatmap]:
+    """One Heatmap per (task, suite) and scenario other than 'standard' (or 'standard' when alone)."""
+    rates: dict[tuple, list[float | None]] = defaultdict(list)
+    excluded: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for r in data.pass_rates:
+        rates[(r["task"], r["suite"], r["config"], r["method"], r["scenario"], r["scoring_group"])].append(
+            r["pass_rate"])
+        if r["excluded"]:
+            excluded[(r["task"], r["suite"])].add(r["scoring_group"])
+    s_t: dict[tuple, list[float | None]] = defaultdict(list)
+    for r in data.g_scores:
+        s_t[(r["task"], r["suite"], r["config"], r["method"], r["scenario"])].append(r["s_suite"])
+    out = []
+    for task, suite in sorted({(r["task"], r["suite"]) for r in data.g_scores if r["suite"] in data.layouts}):
+        keys = [k for k in s_t if k[:2] == (task, suite)]
+        scenarios = scenario_order({k[4] for k in keys} - {"standard"}) or ["standard"]
+        layout = data.layouts[suite]
+        for scenario in scenarios:
+            pairs = pair_order({(k[2], k[3]) for k in keys if k[4] == scenario})
+            if scenario != "standard" and (task, suite, *BASELINE, "standard") in s_t:
+                pairs = [BASELINE, *[p for p in pairs if p != BASELINE]]
+            values = np.full((len(pairs), 1 + len(layout.groups)), np.nan)
+            for i, pair in enumerate(pairs):
+                source = "standard" if pair == BASELINE else scenario
+                values[i, 0] = _mean(s_t.get((task, suite, *pair, source), []))
+                for j, g in enumerate(layout.groups):
+                    values[i, 1 + j] = _mean(rates.get((task, suite, *pair, source, g.name), []))
+            out.append(Heatmap(task, suite, scenario, pairs, layout, values, excluded[(task, suite)]))
+    return out
+
+
+def _mean(values: list[float | None]) -> float:
+    vals = [v for v in values if v is not None]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def draw_heatmap(h: Heatmap) -> Figure:
+    n_rows, n_cols = h.values.shape
+    groups = h.layout.groups
+    width = max(7.0, 2.6 + 0.3 * n_cols)
+    height = 2.4 + 0.42 * n_rows
+    fig = plt.figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    grid = fig.add_gridspec(2, 2, height_ratios=[max(n_rows, 1), 0.35], width_ratios=[1, 0.015])
+    ax = fig.add_subplot(grid[0, 0])
+    strip = fig.add_subplot(grid[1, 0], sharex=ax)
+    cax = fig.add_subplot(grid[0, 1])
+
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#d9d9d9")   # grey: no evaluable case / not run
+    image = ax.imshow(100 * h.values, cmap=cmap, vmin=0, vmax=100, aspect="auto", interpolation="nearest")
+    fig.colorbar(image, cax=cax, label="pass rate (%)")
+    if n_cols <= 80:
+        for (i, j), v in np.ndenumerate(h.values):
+            if not np.isnan(v):
+                ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=6,
+                        color="white" if v < 0.2 or v > 0.85 else "black")
+
+    type_order = list(dict.fromkeys(g.test_type for g in groups))
+    ax.set_yticks(range(n_rows), [f"{c} / {m}" + (" (standard)" if (c, m) == BASELINE and h.scenario != "standard"
+                                                  else "") for c, m in h.rows])
+    ax.set_ylabel("configuration / method")
+    ax.tick_params(axis="x", labelbottom=False, bottom=False)
+    ax.set_title(f"{h.task} ({h.suite}): pass rates (%), scenario '{h.scenario}'", loc="left", fontsize=10)
+
+    # Separate the average column, and the groups of one parent from the next.
+    ax.axvline(0.5, color="black", linewidth=1.6)
+    spans = _parent_spans(h)
+    for start, _, _ in spans[1:]:
+        ax.axvline(start + 0.5, color="black", linewidth=0.9)
+    if h.layout.parent_level:
+        top = ax.secondary_xaxis("top")
+        top.set_xticks([(a + b) / 2 for a, b, _ in spans], [name for _, _, name in spans], fontsize=7)
+        top.tick_params(length=0)
+
+    colours = [test_type_colour(g.test_type, type_order) for g in groups]
+    strip_rgb = np.array([[matplotlib.colors.to_rgb("#ffffff")] + [matplotlib.colors.to_rgb(c) for c in colours]])
+    strip.imshow(strip_rgb, aspect="auto", interpolation="nearest")
+    strip.set_yticks([])
+    labels = ["avg"] + [f"{g.number}{'*' if g.name in h.excluded else ''}" for g in groups]
+    strip.set_xticks(range(n_cols), labels, fontsize=6, rotation=90 if max(map(len, labels)) > 3 else 0)
+    for tick, colour in zip(strip.get_xticklabels()[1:], colours, strict=True):
+        tick.set_color(colour)
+    level = h.layout.scoring_level or "scoring group"
+    parent = f", grouped by {h.layout.parent_level}" if h.layout.parent_level else ""
+    strip.set_xlabel(f"{level} (numbered as in the report's group list{parent}); colour = test type", fontsize=8)
+    handles = [Patch(color=test_type_colour(t, type_order), label=t) for t in type_order]
+    strip.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False,
+                 title="test type", title_fontsize=7)
+    return fig
+
+
+def _parent_spans(h: Heatmap) -> list[tuple[int, int, str]]:
+    """(first column, last column, parent) runs over the group columns (column 1 is group 0)."""
+    spans: list[tuple[int, int, str]] = []
+    for j, g in enumerate(h.layout.groups, start=1):
+        name = g.parent or ""
+        if spans and spans[-1][2] == name:
+            spans[-1] = (spans[-1][0], j, name)
+        else:
+            spans.append((j, j, name))
+    return spans
+
+
+@dataclass
+class FigureFiles:
+    heatmap: Heatmap
+    png: Path
+    svg: Path
+
+
+def write_heatmaps(data: ReportData, out_dir: Path) -> list[FigureFiles]:
+    """Draw every heatmap as PNG and SVG under ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for h in heatmaps(data):
+        fig = draw_heatmap(h)
+        try:
+            png, svg = out_dir / f"heatmap-{h.slug}.png", out_dir / f"heatmap-{h.slug}.svg"
+            fig.savefig(png, dpi=DPI)
+            fig.savefig(svg)
+        finally:
+            plt.close(fig)
+        files.append(FigureFiles(h, png, svg))
+    return files

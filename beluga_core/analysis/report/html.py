@@ -1,0 +1,135 @@
+"""The report as one self-contained HTML page: inline CSS, figures embedded as base64 PNG, no scripts, so it
+opens from disk in any browser without a server."""
+
+from __future__ import annotations
+
+import base64
+from html import escape
+from pathlib import Path
+
+from beluga_core.analysis.report.content import MARKERS, PARTIAL, ReportContent, degeneracy_rule, pct
+from beluga_core.analysis.report.degeneracy import format_distribution
+from beluga_core.analysis.report.table3 import AVG, IID, Cell
+
+STYLE = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
+       max-width: 1400px; padding: 0 1.5em; color: #1f2328; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #d0d7de; }
+h3 { font-size: 1.05em; }
+table { border-collapse: collapse; margin: .6em 0; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #d0d7de; padding: .25em .6em; }
+th { background: #f6f8fa; } td.num { text-align: right; white-space: nowrap; }
+tr.baseline td { background: #f6f8fa; }
+.better { color: #1a7f37; } .worse { color: #cf222e; }
+.flag { color: #cf222e; font-weight: 600; }
+.note { color: #57606a; } figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; }
+code { background: #f6f8fa; padding: 0 .25em; }
+"""
+
+
+def _num_cell(cell: Cell) -> str:
+    text = escape(pct(cell.value))
+    if cell.mark:
+        text += f" {MARKERS[cell.mark]}"
+    if cell.bold and cell.value is not None:
+        text = f"<b>{text}</b>"
+    if cell.partial:
+        text += f" {PARTIAL}"
+    cls = "num" + (f" {cell.mark}" if cell.mark else "")
+    title = {"better": "significantly better than the IID baseline (p < 0.05)",
+             "worse": "significantly worse than the IID baseline (p < 0.05)"}.get(cell.mark or "", "")
+    return f'<td class="{cls}"' + (f' title="{title}"' if title else "") + f">{text}</td>"
+
+
+def _table3(content: ReportContent) -> str:
+    t = content.table
+    if not t.rows:
+        return "<p>No finished models yet.</p>"
+    head1 = ['<th rowspan="2">configuration</th>', '<th rowspan="2">method</th>']
+    for task in t.tasks:
+        n = sum(1 for c in t.columns if c.task == task)
+        head1.append(f'<th colspan="{n}">{escape(task)}</th>')
+    if any(c.scenario == AVG for c in t.columns):
+        head1.append(f'<th rowspan="2">{AVG}</th>')
+    head2 = [f"<th>{escape(IID if c.scenario == IID else 'G ' + c.scenario)}</th>" for c in t.columns
+             if c.scenario != AVG]
+    body = []
+    for i, p in enumerate(t.rows):
+        cells = "".join(_num_cell(t.cell(p, c)) for c in t.columns)
+        cls = ' class="baseline"' if i == 0 and p == ("iid", "vanilla") else ""
+        body.append(f"<tr{cls}><td>{escape(p[0])}</td><td>{escape(p[1])}</td>{cells}</tr>")
+    return (f"<table><thead><tr>{''.join(head1)}</tr><tr>{''.join(head2)}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def _simple_table(header: list[str], rows: list[list[str]], numeric_from: int = 99) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f'<td{" class=num" if i >= numeric_from else ""}>{c}</td>'
+                                    for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _png_data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def render_html(content: ReportContent) -> str:
+    d, t = content.data, content.table
+    parts = [f"<h1>beluga report: {escape(d.store.name)}</h1>", f"<p>Store <code>{escape(str(d.store))}</code>.</p>"]
+    parts += [f'<p class="note">{escape(line)}</p>' for line in content.status_lines()]
+    parts += ["<h2>i.i.d. score and G per scenario (%) — Table 3</h2>",
+              '<p class="note">Scores significantly above / below the IID baseline (first row; its suite columns '
+              'are G_standard) in <span class="better">green ▲</span> / <span class="worse">red ▼</span>, '
+              "p &lt; 0.05: two-tailed binomial sign test for i.i.d., paired approximate randomization for G "
+              "(METHOD.md §7). <b>Bold</b>: best in the column. Avg.: mean G over all tasks and generalization "
+              "scenarios.</p>", _table3(content)]
+
+    worst = content.worst_groups()
+    if worst:
+        keys = list(worst)  # heatmap order: task, then scenario order
+        several = len(t.tasks) > 1
+        rows = []
+        for p in t.rows:
+            if not any(p in worst[k] for k in keys):
+                continue
+            cells = []
+            for k in keys:
+                w = worst[k].get(p)
+                cells.append("—" if w is None or w.value is None else f"{pct(w.value)} (#{w.group})")
+            rows.append([escape(p[0]), escape(p[1]), *cells])
+        parts += ["<h2>Worst-group pass rate per scenario (%)</h2>",
+                  '<p class="note">The lowest pass rate among the scoring groups (G exclusions left out), with the '
+                  "group's number.</p>",
+                  _simple_table(["configuration", "method", *[f"{k[0]}: {k[2]}" if several else k[2] for k in keys]],
+                                rows, numeric_from=2)]
+
+    if content.figures:
+        parts.append("<h2>Pass rate per scoring group — Figure 1</h2>")
+        for f in content.figures:
+            h = f.heatmap
+            alt = escape(f"{h.task}, scenario {h.scenario}: pass rates per scoring group")
+            parts.append(f"<figure><img alt=\"{alt}\" src=\"{_png_data_uri(f.png)}\">"
+                         f"<figcaption>{escape(h.task)} — scenario {escape(h.scenario)} "
+                         f"(also <code>{escape(f.svg.name)}</code>)</figcaption></figure>")
+
+    parts += ["<h2>Degeneracy check</h2>", f'<p class="note">{escape(degeneracy_rule(content))}</p>']
+    if content.degeneracy:
+        rows = [[escape(r.task), escape(r.config), escape(r.method), escape(r.scenario),
+                 escape(format_distribution(r.iid)), escape(format_distribution(r.mft)),
+                 f'<span class="flag">collapsed: {escape(", ".join(r.flags))}</span>' if r.flags else ""]
+                for r in content.degeneracy]
+        parts.append(_simple_table(["task", "configuration", "method", "scenario", "D_test predicted (gold)",
+                                    "MFT cases predicted (gold)", "flag"], rows))
+
+    for layout in d.layouts.values():
+        if not any(h.suite == layout.suite for h in content.heatmaps):
+            continue
+        level = layout.scoring_level or "scoring group"
+        header = ["#", level, *([layout.parent_level] if layout.parent_level else []), "test type"]
+        rows = [[str(g.number), escape(g.name), *([escape(g.parent or "")] if layout.parent_level else []),
+                 escape(g.test_type)] for g in layout.groups]
+        parts += [f"<h2>Scoring groups of suite {escape(layout.suite)}</h2>", _simple_table(header, rows)]
+
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>beluga report: {escape(d.store.name)}</title><style>{STYLE}</style></head>"
+            f"<body>{''.join(parts)}</body></html>\n")

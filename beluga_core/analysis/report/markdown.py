@@ -1,0 +1,104 @@
+"""The report as Markdown (figures linked as files under figures/)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from beluga_core.analysis.report.content import MARKERS, PARTIAL, ReportContent, degeneracy_rule, pct
+from beluga_core.analysis.report.degeneracy import format_distribution
+from beluga_core.analysis.report.table3 import AVG, IID, Cell, Column
+
+SIGNIFICANCE_LEGEND = ("▲ / ▼: significantly better / worse than the IID baseline (first row; its suite "
+                       "columns are G_standard), p < 0.05: two-tailed binomial sign test for i.i.d., paired "
+                       "approximate randomization for G (METHOD.md §7). **Bold**: best in the column.")
+
+
+def _esc(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _cell(cell: Cell) -> str:
+    text = pct(cell.value)
+    if cell.bold and cell.value is not None:
+        text = f"**{text}**"
+    if cell.mark:
+        text += f" {MARKERS[cell.mark]}"
+    if cell.partial:
+        text += f" {PARTIAL}"
+    return text
+
+
+def _col_label(col: Column, several_tasks: bool) -> str:
+    if col.scenario == AVG:
+        return AVG
+    label = IID if col.scenario == IID else f"G {col.scenario}"
+    return f"{col.task}: {label}" if several_tasks else label
+
+
+def _table(header: list[str], rows: list[list[str]], right_from: int = 2) -> list[str]:
+    align = ["---" if i < right_from else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(_esc(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def render_markdown(content: ReportContent, out_dir: Path) -> str:
+    d, t = content.data, content.table
+    lines = [f"# beluga report: {d.store.name}", "", f"Store `{d.store}`."]
+    lines += ["", *content.status_lines()]
+    several = len(t.tasks) > 1
+    lines += ["", "## i.i.d. score and G per scenario (%) — Table 3", "", SIGNIFICANCE_LEGEND,
+              "Avg.: mean G over all tasks and generalization scenarios.", ""]
+    if not t.rows:
+        lines.append("No finished models yet.")
+    else:
+        header = ["configuration", "method", *[_col_label(c, several) for c in t.columns]]
+        rows = [[_esc(p[0]), _esc(p[1]), *[_cell(t.cell(p, c)) for c in t.columns]] for p in t.rows]
+        lines += _table(header, rows)
+
+    worst = content.worst_groups()
+    if worst:
+        lines += ["", "## Worst-group pass rate per scenario (%)", "",
+                  "The lowest pass rate among a configuration-method's scoring groups in each scenario (G "
+                  "exclusions left out), with the group's number (see *Scoring groups*).", ""]
+        keys = list(worst)  # heatmap order: task, then scenario order
+        pairs = [p for p in t.rows if any(p in worst[k] for k in keys)]
+        header = ["configuration", "method", *[f"{k[0]}: {k[2]}" if several else k[2] for k in keys]]
+        rows = []
+        for p in pairs:
+            cells = []
+            for k in keys:
+                w = worst[k].get(p)
+                cells.append("—" if w is None or w.value is None else f"{pct(w.value)} (#{w.group})")
+            rows.append([_esc(p[0]), _esc(p[1]), *cells])
+        lines += _table(header, rows)
+
+    if content.figures:
+        lines += ["", "## Pass rate per scoring group — Figure 1", ""]
+        for f in content.figures:
+            h = f.heatmap
+            rel_png, rel_svg = f.png.relative_to(out_dir).as_posix(), f.svg.relative_to(out_dir).as_posix()
+            lines += [f"### {h.task} — scenario {h.scenario}", "",
+                      f"![{h.task}, {h.scenario}: pass rates per scoring group]({rel_png})", "",
+                      f"[SVG]({rel_svg})", ""]
+
+    lines += ["", "## Degeneracy check", "", degeneracy_rule(content), ""]
+    if content.degeneracy:
+        rows = [[_esc(r.task), _esc(r.config), _esc(r.method), _esc(r.scenario), _esc(format_distribution(r.iid)),
+                 _esc(format_distribution(r.mft)), "**collapsed: " + ", ".join(r.flags) + "**" if r.flags else ""]
+                for r in content.degeneracy]
+        lines += _table(["task", "configuration", "method", "scenario", "D_test predicted (gold)",
+                         "MFT cases predicted (gold)", "flag"], rows, right_from=99)
+
+    for layout in d.layouts.values():
+        if not any(h.suite == layout.suite for h in content.heatmaps):
+            continue
+        level = layout.scoring_level or "scoring group"
+        lines += ["", f"## Scoring groups of suite {layout.suite}", "",
+                  f"Scoring level: {level}" + (f"; grouped by {layout.parent_level}." if layout.parent_level
+                                                else "."), ""]
+        header = ["#", level, *([layout.parent_level] if layout.parent_level else []), "test type"]
+        rows = [[str(g.number), _esc(g.name), *([_esc(g.parent)] if layout.parent_level else []), g.test_type]
+                for g in layout.groups]
+        lines += _table(header, rows, right_from=99)
+    return "\n".join(lines) + "\n"

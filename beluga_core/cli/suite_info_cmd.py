@@ -1,0 +1,61 @@
+"""``beluga suite info FILE``."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from beluga_core.evaluation.suites import load_checked_suite
+
+
+def info(
+    file: str = typer.Argument(..., help="Suite file (.jsonl / .jsonl.gz) or builtin:NAME."),
+    as_released: bool = typer.Option(False, "--as-released", help="Ignore the documented corrections."),
+) -> None:
+    """Levels, groups with case and input counts, test types, losses and label space of a suite."""
+    console = Console()
+    released = load_checked_suite(file)
+    suite = released if as_released else released.with_corrections()
+    h = suite.header
+    n_inputs = sum(len(c.inputs) for c in suite.cases)
+    n_corrected = 0 if as_released else sum(1 for c in released.cases if c.correction)
+    console.print(f"[bold]{h.name}[/] ({suite.path}): {len(suite.cases):,} cases, {n_inputs:,} inputs; "
+                  f"format v{h.format_version}; task {h.task or '—'}; input kind {h.input_kind}")
+    if h.description:
+        console.print(h.description)
+    console.print(f"levels: {' ⊃ '.join(h.levels)} (scoring level: {h.scoring_level}); "
+                  f"test_type can be held out too")
+    console.print(f"label space: {', '.join(h.label_space) if h.label_space else 'free text (answers)'}")
+    if n_corrected:
+        console.print(f"{n_corrected:,} case(s) carry a documented correction (applied here; see --as-released)")
+    for name, counter in (("test types", Counter(c.test_type for c in suite.cases)),
+                          ("losses", Counter(c.loss for c in suite.cases)),
+                          ("expectation kinds", Counter(c.expectation.kind for c in suite.cases))):
+        console.print(f"{name}: " + ", ".join(f"{k} ({v:,})" for k, v in sorted(counter.items())))
+    for level in h.holdable_levels():
+        cases: Counter[str] = Counter()
+        inputs: Counter[str] = Counter()
+        types: dict[str, set[str]] = defaultdict(set)
+        parent: dict[str, str] = {}
+        idx = h.levels.index(level) if level in h.levels else -1
+        for c in suite.cases:
+            g = suite.group_of(c, level)
+            cases[g] += 1
+            inputs[g] += len(c.inputs)
+            types[g].add(c.test_type)
+            if idx > 0:
+                parent[g] = c.groups[h.levels[idx - 1]]
+        table = Table(title=f"level {level}: {len(cases)} groups", title_justify="left")
+        if parent:
+            table.add_column(h.levels[idx - 1])
+        table.add_column(level)
+        table.add_column("cases", justify="right")
+        table.add_column("inputs", justify="right")
+        table.add_column("test types")
+        for g in sorted(cases, key=lambda g: (parent.get(g, ""), g)):
+            row = [parent[g]] if parent else []
+            table.add_row(*row, g, f"{cases[g]:,}", f"{inputs[g]:,}", ", ".join(sorted(types[g])))
+        console.print(table)

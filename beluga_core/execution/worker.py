@@ -1,0 +1,286 @@
+"""Running one job: load the starting weights, train its stages, predict, judge expectations.
+
+A ``Worker`` keeps what folds share (tokenized inputs, the loaded model, the pretrained and IID weights) so
+that consecutive jobs in one process do not redo it. A job's result depends only on the job: every job
+re-seeds from its own identity and starts from pristine weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.contracts.expectations import FlatPredictions
+from beluga_core.contracts.methods import Method
+from beluga_core.contracts.registries import CONFIGURATIONS, METHODS
+from beluga_core.contracts.tasks import Task, first_labels
+from beluga_core.contracts.training import Encoder
+from beluga_core.core.constants import OUTCOME_NAMES
+from beluga_core.core.errors import BelugaError
+from beluga_core.core.hashing import sorted_ids_digest
+from beluga_core.core.io import atomic_save
+from beluga_core.data.iid.examples import Example, IIDData
+from beluga_core.data.splits import sample_indices
+from beluga_core.data.suite.schema import Case
+from beluga_core.evaluation.evaluate import evaluate_cases
+from beluga_core.execution.results import (
+    GridPointRecord,
+    IIDResult,
+    JobResult,
+    ModelRecord,
+    Outcomes,
+    TrainingRecord,
+    ValidationRow,
+)
+from beluga_core.planning.jobs import Job
+from beluga_core.planning.plan import Plan, TaskPlan, make_task
+from beluga_core.training import precision, token_cache
+from beluga_core.training.loop import TrainStats, seed_everything, train_stage
+from beluga_core.training.models import load_tokenizer, pick_device
+from beluga_core.training.trainset import TrainSet
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+def weights_path(cache_dir: Path, job_id: str) -> Path:
+    """Where a model's weights are kept between jobs and runs (only the IID models' are)."""
+    return cache_dir / f"{job_id}.pt"
+
+
+def iid_train_examples(cfg: BenchmarkConfig, config: str, train: Sequence[Example]) -> list[Example]:
+    """The i.i.d. examples a job of configuration ``config`` trains on (its ``[sizes]`` subset)."""
+    conf = CONFIGURATIONS.get(config)
+    if conf.is_baseline():
+        return _subset(train, cfg.sizes.iid_train, cfg.split.seed, "iid_train")
+    if conf.uses_iid:
+        return _subset(train, cfg.sizes.iid_mix_for(config), cfg.split.seed, "iid_mix")
+    return []
+
+
+def iid_test_examples(cfg: BenchmarkConfig, test: Sequence[Example]) -> list[Example]:
+    return _subset(test, cfg.sizes.iid_test, cfg.split.seed, "iid_test")
+
+
+def _subset(examples: Sequence[Example], k: int, seed: int, what: str) -> list[Example]:
+    return [examples[i] for i in sample_indices(len(examples), k, seed, what)]
+
+
+def _seed_of(job_id: str, seed: int) -> int:
+    return (int(hashlib.sha256(job_id.encode()).hexdigest()[:8], 16) + seed) % (2**31)
+
+
+@dataclass
+class _TaskState:
+    plan: TaskPlan
+    task: Task
+    iid: IIDData | None = None
+
+
+class Worker:
+    def __init__(self, plan: Plan, device: str = "auto", cache_dir: Path | None = None) -> None:
+        self.plan = plan
+        self.cfg: BenchmarkConfig = plan.config
+        self.device = pick_device(device)
+        self.precision = precision.configure(self.cfg.executor.precision, self.device)
+        self.cache_dir = cache_dir
+        self.tasks = {tp.spec.name: _TaskState(tp, make_task(tp.spec, tp.suite)) for tp in plan.tasks}
+        self._encoders: dict[str, Encoder] = {}
+        self._models: dict[tuple[str, str, str], torch.nn.Module] = {}
+        self._pristine: dict[tuple[str, str], dict[str, torch.Tensor]] = {}
+        self._states: dict[str, dict[str, torch.Tensor]] = {}
+
+    # -- shared state ---------------------------------------------------------------------------------
+    def iid_data(self, name: str) -> IIDData:
+        state = self.tasks[name]
+        if state.iid is None:
+            state.iid = state.task.load_iid(state.plan.spec.iid, self.cfg.split.iid_eval_seed)
+        return state.iid
+
+    def encoder(self, task: Task, model_name: str) -> Encoder:
+        key = f"{task.name}\x1f{model_name}"
+        if key not in self._encoders:
+            encoder = task.make_encoder(load_tokenizer(model_name), self.cfg.model.max_length)
+            if self.cache_dir is not None:  # tokenized inputs on disk for every later fold and run
+                token_cache.attach(encoder, self.cache_dir / "tokens", task.name)
+            self._encoders[key] = encoder
+        return self._encoders[key]
+
+    def model(self, task: Task, model_name: str, overrides: dict[str, Any]) -> torch.nn.Module:
+        key = (task.name, model_name, repr(sorted(overrides.items())))
+        if key not in self._models:
+            # One pristine copy of the pretrained weights (with a fixed head initialisation) per model.
+            model = task.build_model(model_name, seed=0, config_overrides=self.cfg.model.config_overrides,
+                                     **overrides).to(self.device)
+            base = (task.name, model_name)
+            if base not in self._pristine:
+                self._pristine[base] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            self._models[key] = model
+        return self._models[key]
+
+    def state_of(self, model_id: str) -> dict[str, torch.Tensor]:
+        """The weights of a model trained earlier (the IID models), from memory or the cache folder."""
+        if model_id in self._states:
+            return self._states[model_id]
+        if self.cache_dir is not None and weights_path(self.cache_dir, model_id).exists():
+            state: dict[str, torch.Tensor] = torch.load(weights_path(self.cache_dir, model_id),
+                                                        map_location=self.device, weights_only=True)
+            self._states[model_id] = state
+            return state
+        raise BelugaError(f"the weights of model {model_id[:12]} are neither in memory nor in the cache; re-run "
+                          "so that it is trained first")
+
+    def has_weights(self, job_id: str) -> bool:
+        return job_id in self._states or (self.cache_dir is not None
+                                          and weights_path(self.cache_dir, job_id).exists())
+
+    def teacher(self, job: Job, source: str) -> torch.nn.Module:
+        """A frozen model: ``"iid"`` (the IID model of the job's task and seed) or a path to a state dict
+        (``.pt``) or a model folder."""
+        task = self.tasks[job.task].task
+        if source == "iid":
+            iid_id = self.tasks[job.task].plan.iid_ids.get(job.seed)
+            if iid_id is None:
+                raise BelugaError(f"no IID model for task '{job.task}' and seed {job.seed} in this plan")
+            model = task.build_model(job.model, seed=0, config_overrides=self.cfg.model.config_overrides)
+            model.load_state_dict(self.state_of(iid_id))
+        else:
+            path = Path(source)
+            if path.is_dir():
+                model = task.build_model(str(path), seed=0)
+            elif path.is_file():
+                model = task.build_model(job.model, seed=0, config_overrides=self.cfg.model.config_overrides)
+                model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+            else:
+                raise BelugaError(f"teacher '{source}': neither 'iid', a state dict file nor a model folder")
+        model.to(self.device).eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        return model
+
+    # -- one job --------------------------------------------------------------------------------------
+    def run(self, job: Job, progress: ProgressFn | None = None) -> JobResult:
+        started = datetime.now(UTC)
+        state = self.tasks[job.task]
+        task = state.task
+        suite = state.plan.suite
+        conf = CONFIGURATIONS.get(job.config)
+        method = METHODS.get(job.method)(job.hparams.get("method", {}))
+        seed_everything(_seed_of(job.id, job.seed))
+
+        model = self.model(task, job.model, method.model_overrides())
+        start_state = self._pristine[(task.name, job.model)] if conf.start == "plm" else self._parent_state(job)
+        model.load_state_dict(start_state)
+        for p in model.parameters():
+            p.requires_grad_(True)
+        encoder = self.encoder(task, job.model)
+
+        iid = self.iid_data(job.task)
+        iid_train = iid_train_examples(self.cfg, job.config, iid.train)
+        cases = [suite.case(cid) for cid in job.fold.train_ids] if conf.uses_suite else []
+        env_level = job.hparams.get("method", {}).get("env_level") or suite.header.scoring_level
+        trainset = task.build_trainset(cases, iid_train, env_level, suite.group_of)
+        stats = self._train(job, task, model, encoder, trainset, method, progress)
+        if conf.is_baseline():
+            self._keep_weights(job.id, model)
+
+        eval_start = time.perf_counter()
+        if progress:
+            progress("eval", 0, 1)
+        eval_cases = [suite.case(cid) for cid in job.fold.eval_ids]
+        predictions = task.predict_cases(model, encoder, eval_cases, self.device) if eval_cases else None
+        outcomes = _outcomes(eval_cases, predictions)
+        iid_results = []
+        if job.score_iid:
+            test = iid_test_examples(self.cfg, iid.test)
+            iid_results.append(_iid_result(task, model, encoder, test, "test", self.device))
+        validation: list[ValidationRow] = []
+        if job.kind == "grid":
+            validation = self._validation(task, model, encoder, eval_cases, predictions, iid)
+        eval_seconds = time.perf_counter() - eval_start
+        if progress:
+            progress("eval", 1, 1)
+        notes = dict(trainset.notes)
+        common = TrainingRecord(
+            task=job.task, config=job.config, method=job.method, suite=suite.header.name, model_name=job.model,
+            seed=job.seed, split_seed=self.cfg.split.seed, split_id=state.plan.split_id,
+            # What building the training set left out (e.g. reading MFT inputs whose answer is not in the
+            # context) is recorded with the model, under hparams.train_notes.
+            hparams={**job.hparams, "train_notes": notes} if notes else job.hparams,
+            parent_model_id=job.parent_id, started_at=started, finished_at=datetime.now(UTC),
+            train_seconds=stats.seconds, eval_seconds=eval_seconds, n_train_iid=len(iid_train),
+            n_train_suite=len(cases), train_digest=sorted_ids_digest([c.id for c in cases]) if cases else None,
+            device=f"{self.device}/{self.precision}")
+        record: ModelRecord | GridPointRecord
+        if job.kind == "grid":
+            record = GridPointRecord(**_fields(common), grid_id=job.id, point=job.point or {},
+                                     scope_level=job.fold.heldout_level, scope_group=job.fold.heldout_group,
+                                     n_val_suite=len(eval_cases))
+        else:
+            record = ModelRecord(**_fields(common), model_id=job.id, scenario=job.fold.scenario,
+                                 heldout_level=job.fold.heldout_level, heldout_group=job.fold.heldout_group)
+        return JobResult(record, outcomes, iid_results, validation)
+
+    def _parent_state(self, job: Job) -> dict[str, torch.Tensor]:
+        if job.parent_id is None:
+            raise BelugaError(f"job {job.id[:12]} starts from the IID model but names no parent")
+        return self.state_of(job.parent_id)
+
+    def _keep_weights(self, job_id: str, model: torch.nn.Module) -> None:
+        self._states[job_id] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if self.cache_dir is not None:
+            atomic_save(weights_path(self.cache_dir, job_id), lambda tmp: torch.save(self._states[job_id], tmp))
+
+    def _train(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder, trainset: TrainSet,
+               method: Method, progress: ProgressFn | None) -> TrainStats:
+        """Train the job's stages in sequence, each from the weights the previous one left (lp-ft)."""
+        stages = method.stages(job.hparams)
+        done = TrainStats(0, 0, float("nan"), 0.0)
+        for i, (stage_method, stage_hp) in enumerate(stages):
+            label = "train" if len(stages) == 1 else f"train {i + 1}/{len(stages)}"
+            stats = train_stage(task, model, encoder, self.device, trainset, stage_hp, stage_method,
+                                _seed_of(job.id, job.seed) + i,
+                                progress=(lambda s, n, label=label: progress(label, s, n)) if progress else None,
+                                teachers=lambda source, job=job: self.teacher(job, source))
+            done = TrainStats(done.steps + stats.steps, done.examples + stats.examples, stats.mean_loss,
+                              done.seconds + stats.seconds)
+        return done
+
+    def _validation(self, task: Task, model: torch.nn.Module, encoder: Encoder, cases: list[Case],
+                    predictions: FlatPredictions | None, iid: IIDData) -> list[ValidationRow]:
+        """A grid point's task-specific T_val scores per test type, and its metrics on D_val."""
+        rows = []
+        if predictions is not None:
+            rows = [ValidationRow("suite_val", m.test_type, m.metric, m.value)
+                    for m in task.validation_metrics(model, encoder, cases, predictions, self.device)]
+        grid = self.cfg.grid
+        if grid.score_iid_val and iid.val:
+            val = _subset(iid.val, grid.iid_val, self.cfg.split.seed, "iid_val")
+            result = _iid_result(task, model, encoder, val, "val", self.device)
+            rows += [ValidationRow("iid_val", None, name, value, name == result.primary)
+                     for name, value in result.metrics.items()]
+        return rows
+
+
+def _fields(record: TrainingRecord) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in TrainingRecord.columns()}
+
+
+def _outcomes(cases: list[Case], predictions: FlatPredictions | None) -> Outcomes:
+    if predictions is None:
+        return Outcomes.of([], [])
+    codes = evaluate_cases(cases, predictions)
+    return Outcomes.of([c.id for c in cases], [OUTCOME_NAMES[int(o)] for o in codes], first_labels(predictions))
+
+
+def _iid_result(task: Task, model: torch.nn.Module, encoder: Encoder, examples: list[Example], split: str,
+                device: torch.device) -> IIDResult:
+    scores = task.score_iid(examples, task.predict_iid(model, encoder, examples, device), split)
+    return IIDResult(split, scores.gold, scores.pred, scores.correct, scores.metrics, scores.primary)

@@ -1,0 +1,108 @@
+"""The coordinator of ``beluga run``: resumes from the store, drives an executor, and is the only writer."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from beluga_core.analysis.report.terminal import print_g_table
+from beluga_core.analysis.selection.select import select_for_plan
+from beluga_core.analysis.selection.show import print_selection
+from beluga_core.analysis.significance.analyze import refresh_after_run
+from beluga_core.evaluation.gold import case_gold
+from beluga_core.execution.executors.base import EXECUTORS
+from beluga_core.execution.results import JobResult
+from beluga_core.execution.worker import weights_path
+from beluga_core.orchestration.progress import RichProgress
+from beluga_core.planning.jobs import Job
+from beluga_core.planning.plan import Plan, make_task
+from beluga_core.store.suites import split_rows, suite_rows
+from beluga_core.store.writer import StoreWriter
+
+
+def cache_dir_for(store: Path) -> Path:
+    """Next to the store: the IID models' weights and the token cache."""
+    return store.with_name(store.name + ".cache")
+
+
+def record_plan(plan: Plan, writer: StoreWriter) -> None:
+    """What the store needs before any model: the suites and their cases (with gold labels), the splits, the
+    tasks' head labels and the G exclusions."""
+    cfg = plan.config
+    sizes = cfg.sizes
+    caps = {"train": sizes.suite_train_per_group, "val": sizes.suite_val_per_group,
+            "test": sizes.suite_test_per_group, "test_of": dict(sizes.suite_test_per_group_of)}
+    for tp in plan.tasks:
+        writer.ensure_suite(*suite_rows(tp.suite, case_gold))
+        writer.record_split(split_rows(tp.suite, tp.split, tp.split_id, cfg.split.seed, cfg.split.ratios, caps))
+        writer.set_task_head(tp.spec.name, tp.suite.header.name, make_task(tp.spec, tp.suite).head_labels)
+        if tp.spec.g_exclude:
+            writer.set_g_exclusions(tp.spec.name, tp.spec.g_exclude)
+
+
+def run_plan(plan: Plan, console: Console) -> Path:
+    started = time.perf_counter()
+    store_path = plan.store_path()
+    store_path.parent.mkdir(parents=True, exist_ok=True)
+    writer = StoreWriter(store_path)
+    cache_dir = cache_dir_for(store_path)
+    record_plan(plan, writer)
+    done = writer.done_ids()
+    run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
+                              device=plan.config.executor.device)
+    executor = EXECUTORS.get(plan.config.executor.name)(plan.config.executor)
+
+    def on_result(result: JobResult) -> None:
+        writer.commit(result, run_id)
+
+    def run_phase(jobs: list[Job], what: str) -> None:
+        todo = [j for j in jobs if j.id not in done]
+        # A child whose parent finished in an earlier run needs the parent's weights; without them the parent
+        # is trained again (deterministically, so its stored results do not change).
+        by_id = {j.id: j for j in plan.jobs}
+        needed = {j.parent_id for j in todo if j.parent_id and j.parent_id in done}
+        retrain = [by_id[p] for p in sorted(needed) if not weights_path(cache_dir, p).exists()]
+        todo = retrain + todo
+        console.print(f"{len(jobs)} trainings planned{what}, {len(jobs) - len(todo) + len(retrain)} already in "
+                      f"{store_path}; running {len(todo)}")
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TimeRemainingColumn(), console=console, transient=False) as bar:
+            executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir))
+
+    status = "failed"
+    try:
+        if plan.pending:
+            # Phase 1: IID models and grid points; then selection; phase 2: the folds with the chosen values.
+            run_phase(plan.jobs + plan.grid_jobs, f" before selection ({len(plan.grid_jobs)} grid points)")
+            new = select_and_resolve(plan, writer, run_id, console)
+            run_phase(new, " with the selected hyper-parameters")
+        else:
+            run_phase(plan.jobs, "")
+        status = "done"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    finally:
+        writer.finish_run(run_id, status)
+        console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}")
+    refresh_after_run(store_path, console)
+    print_g_table(store_path, console)
+    return store_path
+
+
+def select_and_resolve(plan: Plan, writer: StoreWriter, run_id: str, console: Console) -> list[Job]:
+    """Choose among the finished grid points by the config's criterion; return the fold jobs that now exist."""
+    chosen, ranked = select_for_plan(writer.path, plan)
+    criterion = plan.config.grid.criterion
+    writer.record_selections([{**{k: r.key[k] for k in ("task", "config", "method", "scope_level", "scope_group")},
+                               "criterion": criterion, "grid_id": r.grid_id, "value": r.value,
+                               "n_points": r.n_points} for r in ranked], run_id=run_id)
+    print_selection(ranked, criterion, console)
+    new, left = plan.resolve(chosen)
+    if left:
+        console.print(f"[yellow]{len(left)} fold(s) wait for a selection none of whose grid points finished "
+                      "(they run once their grid points are done)[/]")
+    return new

@@ -1,0 +1,39 @@
+"""The progress display of ``beluga run``: fold k of n with an ETA, and the steps of the fold in progress."""
+
+from __future__ import annotations
+
+from rich.progress import Progress
+
+from beluga_core.planning.jobs import Job
+
+
+def job_label(job: Job) -> str:
+    label = job.config if job.kind == "iid" else f"{job.config}/{job.method}/{job.scenario}"
+    if job.kind == "grid":
+        label = f"grid {job.config}/{job.method} " + ",".join(
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (job.point or {}).items())
+    if job.fold.heldout_group:
+        label += f": {job.fold.heldout_group[:40]}"
+    return label
+
+
+class RichProgress:
+    """An executor's ``Progress`` on a rich progress display."""
+
+    def __init__(self, progress: Progress, total: int) -> None:
+        self.progress = progress
+        self.folds = progress.add_task("folds", total=total)
+        self.steps = progress.add_task("", total=1, visible=False)
+
+    def job_started(self, job: Job) -> None:
+        self.progress.update(self.steps, description=job_label(job), completed=0, total=1, visible=True)
+
+    def job_step(self, job: Job, phase: str, step: int, total: int) -> None:
+        if phase == "eval":
+            label = self.progress.tasks[self.steps].description.split(" [")[0]
+            self.progress.update(self.steps, description=f"{label} [eval]")
+            return
+        self.progress.update(self.steps, completed=step, total=max(total, 1))
+
+    def job_finished(self, job: Job) -> None:
+        self.progress.advance(self.folds)

@@ -1,0 +1,72 @@
+"""Checks of a config against its suites and plugins, before anything trains (``--dry-run`` runs them)."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.contracts.registries import CONFIGURATIONS
+from beluga_core.core.errors import BelugaError
+from beluga_core.core.registry import unknown_name_message
+from beluga_core.data.pretrained import check_config_overrides
+from beluga_core.data.suite.io import Suite
+
+
+def check_levels(cfg: BenchmarkConfig, suite: Suite, config_path: Path) -> None:
+    holdable = suite.header.holdable_levels()
+    for scenario in cfg.heldout_levels:
+        if scenario not in holdable:
+            raise BelugaError(
+                f"scenario '{scenario}' is not a level of suite '{suite.header.name}' ({suite.path}); "
+                f"scenarios are standard, seen, or one of its levels: {', '.join(holdable)}",
+                source=config_path, field="scenarios")
+
+
+def check_size_groups(per_group_of: dict[str, int], suite: Suite, config_path: Path) -> None:
+    level = suite.header.scoring_level
+    groups = {suite.group_of(c, level) for c in suite.cases}
+    for name in per_group_of:
+        if name not in groups:
+            close = difflib.get_close_matches(name, sorted(groups), n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; its groups are: {', '.join(sorted(groups))}"
+            raise BelugaError(f"'{name}' is not a {level} of suite '{suite.header.name}'{hint}",
+                              source=config_path, field=f"sizes.suite_test_per_group_of.{name}")
+
+
+def check_configuration_keys(cfg: BenchmarkConfig, config_path: Path) -> None:
+    """Per-configuration settings must name a configuration of the run that has the step they set."""
+    checks = (("sizes.iid_mix_of", cfg.sizes.iid_mix_of, lambda c: c.uses_iid and c.uses_suite,
+               "mix i.i.d. data into the suite step"),
+              ("training.configurations", cfg.training.configurations, lambda c: c.uses_suite,
+               "have a suite step"))
+    for where, table, has_step, what in checks:
+        eligible = [c for c in cfg.configurations if has_step(CONFIGURATIONS.get(c))]
+        for name in table:
+            if name in eligible:
+                continue
+            if name in cfg.configurations:
+                message = f"'{name}' does not {what}; the run's configurations that do: {', '.join(eligible) or 'none'}"
+            else:
+                message = unknown_name_message("configuration of this run", name, eligible)
+            raise BelugaError(message, source=config_path, field=f"{where}.{name}")
+
+
+def check_model_config(cfg: BenchmarkConfig, model: str, config_path: Path) -> None:
+    """``[model] config_overrides`` must name settings of the model's config."""
+    if not cfg.model.config_overrides:
+        return
+    try:
+        check_config_overrides(model, cfg.model.config_overrides)
+    except BelugaError as exc:
+        raise BelugaError(exc.message, source=config_path, field=exc.field) from None
+
+
+def check_env_level(hp: dict[str, Any], method: str, suite: Suite, config_path: Path) -> None:
+    level = hp.get("method", {}).get("env_level")
+    holdable = suite.header.holdable_levels()
+    if level is not None and level not in holdable:
+        raise BelugaError(f"[method.{method}] env_level '{level}' is not a level of suite '{suite.header.name}'; "
+                          f"choose one of {', '.join(holdable)} (default: the scoring level)",
+                          source=config_path, field=f"method.{method}.env_level")

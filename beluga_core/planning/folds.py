@@ -1,0 +1,43 @@
+"""The folds of a suite's scenarios, and where a grid search trains and selects."""
+
+from __future__ import annotations
+
+from beluga_core.core.constants import FIXED_SCENARIOS, SEEN
+from beluga_core.data.splits import SuiteSplit, group_ids
+from beluga_core.data.suite.io import Suite
+from beluga_core.planning.jobs import Fold, Scope, seen_fold
+
+
+def make_folds(suite: Suite, split: SuiteSplit, scenarios: list[str]) -> tuple[list[Fold], dict[str, list[str]]]:
+    """Folds for the suite scenarios (seen, and one per group of every held-out level with T_test cases);
+    also the groups per level that get no fold (no T_test case)."""
+    folds: list[Fold] = []
+    skipped: dict[str, list[str]] = {}
+    if SEEN in scenarios:
+        folds.append(seen_fold(split.train, split.test))
+    for level in scenarios:
+        if level in FIXED_SCENARIOS:
+            continue
+        test_by_group = group_ids(suite, split.test, level)
+        train_by_group = group_ids(suite, split.train, level)
+        all_groups = sorted(set(test_by_group) | set(train_by_group))
+        skipped[level] = [g for g in all_groups if g not in test_by_group]
+        for group in sorted(test_by_group):
+            train = tuple(c for c in split.train if suite.group_of(suite.case(c), level) != group)
+            folds.append(Fold(level, group, train, tuple(test_by_group[group])))
+    return folds, skipped
+
+
+def selection_scopes(suite: Suite, split: SuiteSplit, folds: list[Fold], mode: str) -> list[tuple[Scope, Fold]]:
+    """Where a search trains and selects: the seen scenario (T_train, T_val) and, in strict mode, every
+    held-out fold too (its T_train without the group, and T_val without the group)."""
+    out: list[tuple[Scope, Fold]] = [((None, None), seen_fold(split.train, split.val))]
+    if mode != "strict":
+        return out
+    for fold in folds:
+        level, group = fold.scope
+        if level is None:
+            continue
+        val = tuple(c for c in split.val if suite.group_of(suite.case(c), level) != group)
+        out.append(((level, group), Fold(level, group, fold.train_ids, val)))
+    return out

@@ -1,0 +1,34 @@
+"""What a grid search costs, in trainings, in either mode (for ``--dry-run``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from beluga_core.contracts.registries import CONFIGURATIONS
+from beluga_core.planning.grid_space import grid_methods, grid_points
+from beluga_core.planning.plan import Plan, TaskPlan
+
+
+@dataclass(frozen=True)
+class GridCost:
+    task: str
+    config: str
+    method: str
+    points: int  # grid points per selection
+    seen: int  # trainings in seen mode (one selection)
+    strict: int  # trainings in strict mode (one selection per fold: seen + every held-out fold)
+
+
+def grid_costs(plan: Plan, tp: TaskPlan) -> list[GridCost]:
+    cfg = plan.config
+    heldout_folds = sum(1 for f in tp.folds if f.heldout_level is not None)
+    out: list[GridCost] = []
+    if not tp.folds:
+        return out
+    for config in cfg.configurations:
+        if CONFIGURATIONS.get(config).is_baseline():
+            continue
+        for method in grid_methods(cfg.methods):
+            n = len(grid_points(cfg, tp.spec.name, method))
+            out.append(GridCost(tp.spec.name, config, method, n, n, n * (1 + heldout_folds)))
+    return out

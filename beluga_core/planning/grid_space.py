@@ -1,0 +1,124 @@
+"""The grid of a (task, method): which values each hyper-parameter takes, and the job hyper-parameters.
+
+Axes merge in this order, each replacing the axis of the same name: the config's ``[grid]`` axes, the
+task's own (``grid_axes`` of the task plugin: reading's batch sizes {2, 3}), the config's per-task ones
+(``[grid.tasks.NAME]``), the method's own (``Method.grid_axes``, lp's learning rates) and the config's
+per-method ones (``[grid.methods.NAME]``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.contracts.methods import TRAINING_KEYS
+from beluga_core.contracts.registries import METHODS, TASKS
+from beluga_core.core.errors import BelugaError
+
+
+def method_hparams(cfg: BenchmarkConfig, method: str) -> dict[str, Any]:
+    """The method's defaults with the config's ``[method.NAME]`` overrides (unknown names are an error)."""
+    plugin = METHODS.get(method)
+    defaults = dict(plugin.defaults)
+    overrides = cfg.methods_hparams.get(method, {})
+    # A method that reuses others' selections trains each stage with their values, so a training key of
+    # its own would be silently ignored.
+    allowed = set(defaults) | (set() if plugin.reuses else set(TRAINING_KEYS))
+    unknown = sorted(set(overrides) - allowed)
+    if not unknown:
+        return defaults | overrides
+    field = f"method.{method}.{unknown[0]}"
+    takes = f"'{method}' takes {sorted(defaults) or 'none'}"
+    if plugin.reuses and not set(unknown) - set(TRAINING_KEYS):
+        raise BelugaError(f"[method.{method}] sets {unknown}, but '{method}' trains its stages with the values of "
+                          f"{' and '.join(plugin.reuses)}: set them in {_tables('method', plugin.reuses)} (or "
+                          f"[training.suite]); {takes}", field=field)
+    if not plugin.reuses:
+        takes += f" and the training keys {list(TRAINING_KEYS)}"
+    raise BelugaError(f"[method.{method}] sets unknown hyper-parameter(s) {unknown}; {takes}", field=field)
+
+
+def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None = None,
+                reused: dict[str, dict[str, Any] | None] | None = None,
+                configuration: str | None = None) -> dict[str, Any]:
+    """A suite step's hyper-parameters: ``[training]`` (+ ``[training.suite]``, + the configuration's
+    ``[training.configurations.NAME]``), then the method's training-key defaults and overrides, then a grid
+    point; the method's own under ``method``.
+
+    A method that reuses others' selections (lp-ft) gets their full hyper-parameters, each with its
+    chosen point from ``reused``, under ``stages``.
+    """
+    plugin = METHODS.get(method)
+    mh = method_hparams(cfg, method)
+    point = point or {}
+    hp = cfg.training.stage("suite", configuration)
+    hp |= {k: v for k, v in mh.items() if k in TRAINING_KEYS}
+    for key, value in point.items():
+        if key in TRAINING_KEYS:
+            hp[key] = value
+        if key in mh or key not in TRAINING_KEYS:
+            mh[key] = value
+    hp["method"] = mh
+    if plugin.reuses:
+        hp["stages"] = [job_hparams(cfg, m, (reused or {}).get(m), configuration=configuration)
+                        for m in plugin.reuses]
+    return hp
+
+
+def grid_methods(methods: list[str]) -> list[str]:
+    """The methods that get a search of their own: each method, or the ones it reuses (lp-ft → lp, vanilla)."""
+    out: list[str] = []
+    for m in methods:
+        for g in METHODS.get(m).reuses or (m,):
+            if g not in out:
+                out.append(g)
+    return out
+
+
+def check_grid_tables(cfg: BenchmarkConfig) -> None:
+    """``[grid.methods.NAME]`` of a method without a search of its own (lp-ft) could never apply."""
+    for method in cfg.grid.methods:
+        reuses = METHODS.get(method).reuses
+        if reuses:
+            raise BelugaError(f"'{method}' has no grid search of its own: it reuses the choices of "
+                              f"{' and '.join(reuses)}; search their values in {_tables('grid.methods', reuses)}",
+                              field=f"grid.methods.{method}")
+
+
+def _tables(prefix: str, methods: tuple[str, ...]) -> str:
+    return " / ".join(f"[{prefix}.{m}]" for m in methods)
+
+
+def _task_axes(task: str) -> dict[str, list[Any]]:
+    try:
+        plugin = TASKS.get(task)
+    except BelugaError:
+        return {}  # a dry run without the task plugin (the plan reports it) counts the config's axes
+    return dict(plugin.grid_axes)
+
+
+def axes_for(cfg: BenchmarkConfig, task: str, method: str) -> dict[str, list[Any]]:
+    plugin = METHODS.get(method)
+    axes = cfg.grid.base_axes()
+    axes |= _task_axes(task)
+    axes |= cfg.grid.tasks.get(task, {})
+    axes |= dict(plugin.grid_axes)
+    axes |= cfg.grid.methods.get(method, {})
+    known = set(TRAINING_KEYS) | set(plugin.defaults)
+    for name, values in axes.items():
+        if name not in known:
+            raise BelugaError(f"grid axis '{name}' is neither a training key ({', '.join(TRAINING_KEYS)}) nor a "
+                              f"hyper-parameter of method '{method}' ({', '.join(sorted(plugin.defaults)) or 'none'})",
+                              field=f"grid.methods.{method}")
+        if not isinstance(values, list) or not values:
+            raise BelugaError(f"grid axis '{name}' of method '{method}' needs a non-empty list of values",
+                              field=f"grid.methods.{method}")
+    return axes
+
+
+def grid_points(cfg: BenchmarkConfig, task: str, method: str) -> list[dict[str, Any]]:
+    """Every combination of the axes, in a fixed order (axes sorted by name, values as listed)."""
+    axes = axes_for(cfg, task, method)
+    names = sorted(axes)
+    return [dict(zip(names, values, strict=True)) for values in itertools.product(*(axes[n] for n in names))]

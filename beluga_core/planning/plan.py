@@ -1,0 +1,261 @@
+"""From a validated config and suites to the plan: folds per scenario, and jobs identified by content hash.
+
+With a grid search the plan has two phases. Phase 1: the IID models and the grid points (``grid_jobs``,
+trained on T_train and scored on T_val). Then the grid points are selected (``analysis.selection``), and
+phase 2 resolves the ``pending`` folds into fold jobs whose hyper-parameters are the chosen values — their
+hash includes them, so it exists only after selection, and a different choice never reuses a fold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from beluga_core.config.load import with_config_line
+from beluga_core.config.schema import BenchmarkConfig, TaskSpec
+from beluga_core.contracts.registries import CONFIGURATIONS, METHODS, TASKS
+from beluga_core.contracts.tasks import Task, TaskSettings
+from beluga_core.core.constants import BASELINE_METHOD, SEEN
+from beluga_core.core.errors import BelugaError
+from beluga_core.core.hashing import digest
+from beluga_core.data.splits import SuiteSplit, split_suite
+from beluga_core.data.suite.io import Suite
+from beluga_core.evaluation.suites import load_checked_suite
+from beluga_core.planning.checks import (
+    check_configuration_keys,
+    check_env_level,
+    check_levels,
+    check_model_config,
+    check_size_groups,
+)
+from beluga_core.planning.folds import make_folds, selection_scopes
+from beluga_core.planning.grid_space import check_grid_tables, grid_methods, grid_points, job_hparams
+from beluga_core.planning.jobs import JOB_FORMAT, Fold, Job, JobSpec, SelectionKey, iid_job, make_job
+
+
+def task_settings(spec: TaskSpec) -> TaskSettings:
+    return TaskSettings(spec.iid_metric, dict(spec.options), dict(spec.label_map))
+
+
+def make_task(spec: TaskSpec, suite: Suite) -> Task:
+    """The configured task plugin of a ``[[tasks]]`` entry, told the suite it is judged by."""
+    task = TASKS.get(spec.name)()
+    task.name = spec.name
+    task.configure(task_settings(spec))
+    task.use_suite(suite.header)
+    return task
+
+
+def selection_keys(spec: JobSpec, mode: str) -> list[SelectionKey]:
+    """The selections a fold needs: its method's, or those of the methods it reuses (lp-ft)."""
+    level, group = spec.scope if mode == "strict" else (None, None)
+    return [(spec.task, spec.config, m, level, group) for m in METHODS.get(spec.method).reuses or (spec.method,)]
+
+
+@dataclass
+class TaskPlan:
+    spec: TaskSpec
+    suite: Suite
+    split: SuiteSplit
+    split_id: str
+    common: dict[str, Any]  # what every job id of the task hashes
+    model: str
+    folds: list[Fold]  # the suite scenarios' folds (one set for every seed)
+    skipped_groups: dict[str, list[str]] = field(default_factory=dict)
+    jobs: list[Job] = field(default_factory=list)
+    grid_jobs: list[Job] = field(default_factory=list)
+    pending: list[JobSpec] = field(default_factory=list)
+    iid_ids: dict[int, str] = field(default_factory=dict)  # seed → the IID model's job id
+    unavailable: str | None = None  # why the task plugin cannot be loaded (dry runs only)
+
+    def fold_job(self, spec: JobSpec, hp: dict[str, Any]) -> Job:
+        if CONFIGURATIONS.get(spec.config).uses_iid:
+            hp = {**hp, "iid_for_mix": True}
+        return make_job(self.common, spec, hp)
+
+
+@dataclass
+class Plan:
+    config: BenchmarkConfig
+    config_path: Path
+    tasks: list[TaskPlan]
+
+    def for_workers(self) -> Plan:
+        """The plan with each suite cut to the cases its jobs (and the folds still pending a grid search) read:
+        what is sent to worker processes (the whole sentiment suite pickles to tens of MB, seconds per worker
+        to send and to load)."""
+        tasks = []
+        for tp in self.tasks:
+            folds = [*tp.folds, *(j.fold for j in (*tp.jobs, *tp.grid_jobs))]
+            read = {c for f in folds for c in (*f.train_ids, *f.eval_ids)}
+            tasks.append(replace(tp, suite=tp.suite.subset(read)))
+        return replace(self, tasks=tasks)
+
+    @property
+    def jobs(self) -> list[Job]:
+        """The jobs whose identity is known: IID models and folds (all of them without a grid search)."""
+        return [j for t in self.tasks for j in t.jobs]
+
+    @property
+    def grid_jobs(self) -> list[Job]:
+        return [j for t in self.tasks for j in t.grid_jobs]
+
+    @property
+    def pending(self) -> list[JobSpec]:
+        return [p for t in self.tasks for p in t.pending]
+
+    def task_plan(self, name: str) -> TaskPlan:
+        return next(tp for tp in self.tasks if tp.spec.name == name)
+
+    def store_path(self) -> Path:
+        p = Path(self.config.store)
+        return p if p.is_absolute() else (self.config_path.parent / p).resolve()
+
+    def resolve(self, chosen: dict[SelectionKey, dict[str, Any]]) -> tuple[list[Job], list[JobSpec]]:
+        """Turn pending folds into jobs with the chosen grid points; returns the new jobs and the folds left
+        pending because a selection they need is missing (no grid point of it finished)."""
+        new: list[Job] = []
+        left: list[JobSpec] = []
+        mode = self.config.grid.mode
+        for tp in self.tasks:
+            still: list[JobSpec] = []
+            for pending in tp.pending:
+                keys = selection_keys(pending, mode)
+                if any(k not in chosen for k in keys):
+                    still.append(pending)
+                    continue
+                if METHODS.get(pending.method).reuses:
+                    hp = job_hparams(self.config, pending.method, reused={k[2]: chosen[k] for k in keys},
+                                     configuration=pending.config)
+                else:
+                    hp = job_hparams(self.config, pending.method, chosen[keys[0]], configuration=pending.config)
+                job = tp.fold_job(pending, hp)
+                tp.jobs.append(job)
+                new.append(job)
+            tp.pending = still
+            left += still
+        return new, left
+
+
+def split_identity(suite: Suite, cfg: BenchmarkConfig) -> str:
+    """The identity of a suite's split: the suite, the seed, the ratios and the ``[sizes]`` caps."""
+    sizes = cfg.sizes
+    return digest({"suite": suite.header.name, "cases": len(suite.cases), "split": cfg.split.model_dump(mode="json"),
+                   "caps": [sizes.suite_train_per_group, sizes.suite_val_per_group, sizes.suite_test_per_group],
+                   "caps_of": sizes.suite_test_per_group_of})
+
+
+def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool) -> str | None:
+    """Load and configure the task plugin (it checks its own settings and the suite, so a dry run catches
+    mistakes in them); with ``allow_missing`` (a dry run), a plugin that cannot be imported is reported
+    instead of failing, since the plan itself needs only the suite."""
+    try:
+        TASKS.get(spec.name)
+    except BelugaError as exc:
+        if allow_missing:
+            return str(exc)
+        raise
+    make_task(spec, suite)
+    return None
+
+
+def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False) -> Plan:
+    """The plan of a config. With a grid search, fold jobs wait in ``pending`` until ``Plan.resolve``."""
+    try:
+        return _build_plan(cfg, config_path, allow_missing_tasks)
+    except BelugaError as exc:
+        raise with_config_line(exc, config_path) from None
+
+
+def _common(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str) -> dict[str, Any]:
+    sizes = cfg.sizes
+    return {
+        "format": JOB_FORMAT, "task": spec.name, "suite": suite.header.name,
+        "suite_cases": len(suite.cases), "corrections": spec.apply_corrections, "iid": spec.iid,
+        "model": model, "max_length": cfg.model.max_length, "split": cfg.split.model_dump(mode="json"),
+        # Settings added after the first release enter the identity only when set, so the ids of jobs that
+        # do not use them stay as they were (stores keep resuming).
+        "sizes": sizes.model_dump(exclude={k for k in ("suite_test_per_group_of", "iid_mix_of")
+                                           if not getattr(sizes, k)}),
+        **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
+        **({"task_options": spec.options} if spec.options else {}),
+        **({"label_map": spec.label_map} if spec.label_map else {}),
+        **({"model_config": cfg.model.config_overrides} if cfg.model.config_overrides else {}),
+    }
+
+
+def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bool) -> Plan:
+    tasks: list[TaskPlan] = []
+    check_configuration_keys(cfg, config_path)
+    check_grid_tables(cfg)
+    needs_iid = any(CONFIGURATIONS.get(c).start == "iid" or CONFIGURATIONS.get(c).is_baseline()
+                    for c in cfg.configurations)
+    for spec in cfg.tasks:
+        suite = load_checked_suite(spec.suite)
+        if spec.apply_corrections:
+            suite = suite.with_corrections()
+        unavailable = _load_task(spec, suite, allow_missing_tasks)
+        check_levels(cfg, suite, config_path)
+        sizes = cfg.sizes
+        check_size_groups(sizes.suite_test_per_group_of, suite, config_path)
+        split = split_suite(suite, cfg.split.seed, cfg.split.ratios,
+                            (sizes.suite_train_per_group, sizes.suite_val_per_group, sizes.suite_test_per_group),
+                            sizes.suite_test_per_group_of)
+        folds, skipped = make_folds(suite, split, cfg.scenarios)
+        model = cfg.model.task_models.get(spec.name, cfg.model.name)
+        check_model_config(cfg, model, config_path)
+        tp = TaskPlan(spec, suite, split, split_identity(suite, cfg), _common(cfg, spec, suite, model), model,
+                      folds, skipped_groups=skipped, unavailable=unavailable)
+        for method in {*cfg.methods, *grid_methods(cfg.methods)}:
+            check_env_level(job_hparams(cfg, method), method, suite, config_path)
+        for seed in cfg.seeds:
+            iid = iid_job(tp.common, spec.name, seed, split.test, cfg.training.stage("iid"), model, BASELINE_METHOD)
+            tp.iid_ids[seed] = iid.id
+            if needs_iid:
+                tp.jobs.append(iid)
+            for config_name in cfg.configurations:
+                conf = CONFIGURATIONS.get(config_name)
+                if conf.is_baseline():
+                    continue
+                parent = iid.id if conf.start == "iid" else None
+                for method in cfg.methods:
+                    for fold in folds:
+                        score_iid = fold.scenario == SEEN or cfg.score_folds_on_iid_test
+                        pending = JobSpec(task=spec.name, config=config_name, method=method, seed=seed, fold=fold,
+                                          parent_id=parent, score_iid=score_iid, model=model)
+                        if cfg.grid.enabled:
+                            tp.pending.append(pending)
+                        else:
+                            tp.jobs.append(tp.fold_job(pending, job_hparams(cfg, method, configuration=config_name)))
+        if cfg.grid.enabled and tp.pending:  # nothing to select for without suite folds
+            _add_grid_jobs(cfg, tp)
+        tasks.append(tp)
+    return Plan(cfg, config_path, tasks)
+
+
+def _add_grid_jobs(cfg: BenchmarkConfig, tp: TaskPlan) -> None:
+    seed = cfg.grid.seed if cfg.grid.seed is not None else cfg.seeds[0]
+    iid = iid_job(tp.common, tp.spec.name, seed, tp.split.test, cfg.training.stage("iid"), tp.model,
+                  BASELINE_METHOD)
+    if seed not in tp.iid_ids:
+        tp.iid_ids[seed] = iid.id
+        if any(j.kind == "iid" for j in tp.jobs):
+            # A grid seed outside `seeds` needs its own IID model for the configurations that start from one.
+            tp.jobs.insert(0, iid)
+    scoring = {"iid_val": cfg.grid.iid_val, "score_iid_val": cfg.grid.score_iid_val}
+    scopes = selection_scopes(tp.suite, tp.split, tp.folds, cfg.grid.mode)
+    for config_name in cfg.configurations:
+        conf = CONFIGURATIONS.get(config_name)
+        if conf.is_baseline():
+            continue
+        parent = iid.id if conf.start == "iid" else None
+        for method in grid_methods(cfg.methods):
+            points = grid_points(cfg, tp.spec.name, method)
+            for _, fold in scopes:
+                spec = JobSpec(task=tp.spec.name, config=config_name, method=method, seed=seed, fold=fold,
+                               parent_id=parent, score_iid=False, model=tp.model)
+                for point in points:
+                    hp = job_hparams(cfg, method, point, configuration=config_name)
+                    tp.grid_jobs.append(make_job(tp.common, spec, hp, kind="grid", point=point,
+                                                 grid_scoring=scoring))

@@ -1,0 +1,150 @@
+"""Opening a result store: lock waits, transactions, and the schema version (numbered migrations).
+
+A store is a DuckDB file, or an in-memory database (``Store.in_memory``: ``beluga suite check`` scores
+predictions through the same views). Exactly one process writes a file store; it opens the file for one
+transaction and closes it again, so readers (``beluga report``, the duckdb CLI) can open the file between
+two commits (DuckDB lets one read-write process hold a file, or many readers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from beluga_core import __version__ as BELUGA_VERSION
+from beluga_core.core.errors import BelugaError
+
+# How long a writer waits for readers that hold the file open before giving up.
+DEFAULT_LOCK_TIMEOUT_S = 120.0
+# A run's writer holds the file for well under a second per model; readers wait a little to ride over that.
+DEFAULT_READ_TIMEOUT_S = 30.0
+# DuckDB 2.0 writes new files in a storage format no DuckDB before 2.0 can open; a store is meant for any
+# DuckDB client (and pyproject allows duckdb>=1.0), so new stores use the 1.0 format (benchmarks/perf has the
+# size and speed comparison). DuckDB keeps a file's format when it writes to it later.
+STORAGE_COMPATIBILITY = "v1.0.0"
+
+
+def sql_file(name: str) -> str:
+    """A SQL resource of the store (``views.sql``, ``migrations/0001_initial.sql``, …)."""
+    return resources.files("beluga_core.store.sql").joinpath(name).read_text(encoding="utf-8")
+
+
+def utc_now() -> datetime:
+    """Now in UTC, without a zone (columns are TIMESTAMP holding UTC: no ICU extension needed to read)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def as_utc(ts: datetime | None) -> datetime | None:
+    """Aware datetimes converted to naive UTC; naive ones taken as UTC."""
+    if ts is None or ts.tzinfo is None:
+        return ts
+    return ts.astimezone(UTC).replace(tzinfo=None)
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower()
+
+
+def connect(path: Path, *, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnection:
+    """Open ``path``, waiting up to ``timeout`` seconds while another process holds a conflicting lock."""
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if not _is_lock_error(exc):
+                raise BelugaError(f"cannot open the result store: {exc}", source=path) from exc
+            if time.monotonic() >= deadline:
+                holder = "is being written by another process" if read_only else \
+                    "is held open by another process (a `beluga report`, a duckdb CLI, another run?)"
+                raise BelugaError(f"the result store {holder}; waited {timeout:.0f} s ({exc})",
+                                  source=path) from exc
+        except duckdb.Error as exc:
+            raise BelugaError(f"cannot open the result store: {exc}", source=path) from exc
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One transaction on ``con``: committed on success, rolled back entirely on any error."""
+    con.begin()
+    try:
+        yield con
+        con.commit()
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):  # the failure may have aborted it already
+            con.rollback()
+        raise
+
+
+class Store:
+    """Where a store lives: a file (opened per transaction) or one in-memory database (kept open)."""
+
+    def __init__(self, path: str | Path | None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
+        self.path = None if path is None else Path(path)
+        self.lock_timeout = lock_timeout
+        self._memory: duckdb.DuckDBPyConnection | None = duckdb.connect(":memory:") if path is None else None
+
+    @classmethod
+    def in_memory(cls) -> Store:
+        return cls(None)
+
+    @property
+    def where(self) -> str:
+        return str(self.path) if self.path is not None else ":memory:"
+
+    @contextmanager
+    def connection(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        if self._memory is not None:
+            yield self._memory
+            return
+        assert self.path is not None
+        con = connect(self.path, read_only=read_only, timeout=self.lock_timeout)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self.connection() as con, transaction(con) as tx:
+            yield tx
+
+
+def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+
+
+def store_schema_version(con: duckdb.DuckDBPyConnection, where: str | Path, newest: int) -> int | None:
+    """The schema version a store records; None for a DuckDB database with no tables at all.
+
+    Raises ``BelugaError`` for a file that is not a beluga store, or one of a schema newer than ``newest``
+    (naming both versions and the beluga that wrote it).
+    """
+    tables = table_names(con)
+    if "beluga_meta" not in tables:
+        if tables:
+            raise BelugaError(f"not a beluga result store (it has tables {sorted(tables)[:5]} but no "
+                              "beluga_meta); pass a new file or an existing store", source=where)
+        return None
+    rows = con.execute("SELECT value FROM beluga_meta WHERE key = 'schema_version'").fetchall()
+    if not rows:
+        raise BelugaError("beluga_meta has no schema_version: not a beluga store, or a damaged one", source=where)
+    version = int(rows[0][0])
+    if version > newest:
+        created = con.execute("SELECT value FROM beluga_meta WHERE key = 'last_beluga_version'").fetchall()
+        by = f" by beluga {created[0][0]}" if created else ""
+        raise BelugaError(f"this store was last written{by} with store schema version {version}; this beluga "
+                          f"({BELUGA_VERSION}) understands schema versions up to {newest}. Upgrade beluga, or "
+                          "use another store file", source=where)
+    return version

@@ -1,0 +1,50 @@
+"""The store's schema as numbered migrations: one per change, each applied in the transaction that records it.
+
+A new store applies them all; an older store is brought up to date when a writer opens it; a store of a
+newer schema is refused (``connection.store_schema_version``). Views are not migrations: ``views.sql`` is
+re-created on every open, so a fixed definition reaches old stores without one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from beluga_core.store.connection import sql_file, transaction
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+
+    @property
+    def sql(self) -> str:
+        return sql_file(f"migrations/{self.version:04d}_{self.name}.sql")
+
+
+# Append only: a released migration never changes.
+MIGRATIONS = (
+    Migration(1, "initial"),
+    Migration(2, "grid_search"),
+    Migration(3, "significance"),
+    Migration(4, "case_gold"),
+    Migration(5, "case_splits"),
+    Migration(6, "training_provenance"),
+    Migration(7, "task_heads"),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def migrate(con: duckdb.DuckDBPyConnection, current: int) -> int:
+    """Apply every migration after ``current``, each in its own transaction together with the new version
+    number (a failure leaves the store at the last complete version); returns the new version."""
+    for migration in MIGRATIONS:
+        if migration.version <= current:
+            continue
+        with transaction(con):
+            con.execute(migration.sql)
+            con.execute("INSERT OR REPLACE INTO beluga_meta VALUES ('schema_version', ?)", [str(migration.version)])
+        current = migration.version
+    return current

@@ -1,0 +1,134 @@
+-- Significance views (schemas/store.md "Significance"): re-created on every open, as views.sql.
+
+-- What a comparison arm (a scenario key) is computed from: its done models and the model its s_iid comes
+-- from, each with its finished_at (a re-trained or replaced model gets a new one), and the task's G
+-- exclusions. `digest` changes whenever any of these does.
+CREATE OR REPLACE VIEW significance_inputs AS
+WITH keys AS (
+    SELECT DISTINCT task, suite, model_name, config, method, scenario, seed, split_seed
+    FROM models WHERE status = 'done'
+), members AS (
+    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, model_id, finished_at
+    FROM models WHERE status = 'done'
+    UNION
+    SELECT k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed,
+           m.model_id, m.finished_at
+    FROM keys k
+    JOIN iid_scores i
+      ON i.task = k.task AND i.suite IS NOT DISTINCT FROM k.suite
+     AND i.model_name IS NOT DISTINCT FROM k.model_name AND i.config = k.config AND i.method = k.method
+     AND i.seed IS NOT DISTINCT FROM k.seed AND i.split_seed IS NOT DISTINCT FROM k.split_seed
+    JOIN models m ON m.model_id = i.model_id
+), exclusions AS (
+    SELECT task, string_agg(scoring_group, ',' ORDER BY scoring_group) AS groups
+    FROM g_exclusions GROUP BY task
+)
+SELECT mb.task, mb.suite, mb.model_name, mb.config, mb.method, mb.scenario, mb.seed, mb.split_seed,
+       count(*) AS n_models,
+       md5(string_agg(mb.model_id || '@' || coalesce(strftime(mb.finished_at, '%Y-%m-%dT%H:%M:%S.%f'), ''),
+                      ',' ORDER BY mb.model_id)
+           || '|' || coalesce(any_value(x.groups), '')) AS digest
+FROM members mb
+LEFT JOIN exclusions x ON x.task = mb.task
+GROUP BY mb.task, mb.suite, mb.model_name, mb.config, mb.method, mb.scenario, mb.seed, mb.split_seed;
+
+-- Every stored test with its current input digest; `stale` when the models it compared changed (or are
+-- gone, or a mean over tasks gained or lost a stratum). The strata rule matches the Python side
+-- (beluga_core/analysis/significance/plan.py): A's scenario keys of the row's replicate (every task for a mean over
+-- tasks; every scenario when scenario is NULL), each paired with B's key of the same task, suite,
+-- model_name, seed, split_seed and scenario coalesce(base_scenario, A's scenario).
+CREATE OR REPLACE VIEW significance_pairs AS
+WITH strata AS (
+    SELECT t.comparison_id,
+           a.task || '|' || coalesce(a.suite, '') || '|' || coalesce(a.model_name, '') || '|' || a.scenario
+               AS stratum,
+           a.digest AS a_digest, b.digest AS b_digest
+    FROM significance_tests t
+    JOIN significance_inputs a
+      ON a.config = t.config AND a.method = t.method
+     AND a.seed IS NOT DISTINCT FROM t.seed AND a.split_seed IS NOT DISTINCT FROM t.split_seed
+     AND (t.scope = 'mean_over_tasks'
+          OR (a.task = t.task AND a.suite IS NOT DISTINCT FROM t.suite
+              AND a.model_name IS NOT DISTINCT FROM t.model_name))
+     AND (t.scenario IS NULL OR a.scenario = t.scenario)
+    JOIN significance_inputs b
+      ON b.task = a.task AND b.suite IS NOT DISTINCT FROM a.suite
+     AND b.model_name IS NOT DISTINCT FROM a.model_name
+     AND b.seed IS NOT DISTINCT FROM a.seed AND b.split_seed IS NOT DISTINCT FROM a.split_seed
+     AND b.config = t.base_config AND b.method = t.base_method
+     AND b.scenario = coalesce(t.base_scenario, a.scenario)
+    WHERE NOT (a.config = b.config AND a.method = b.method AND a.scenario = b.scenario)
+), current_inputs AS (
+    SELECT comparison_id,
+           md5(string_agg(stratum || '=' || a_digest || '/' || b_digest, ',' ORDER BY stratum)) AS current_digest
+    FROM strata
+    GROUP BY comparison_id
+)
+SELECT t.*, c.current_digest, (c.current_digest IS DISTINCT FROM t.inputs_digest) AS stale
+FROM significance_tests t
+LEFT JOIN current_inputs c ON c.comparison_id = t.comparison_id;
+
+-- Every configuration-method (and scenario) against the IID baseline (config 'iid', method 'vanilla',
+-- scenario 'standard': its G_standard), per replicate and as the mean over tasks. Scores and deltas are
+-- live (from g_scores); p-values come from significance_tests. status: 'current', 'stale' (inputs
+-- changed since; run `beluga analyze`), 'missing' (never computed). A cell is marked 'better' / 'worse'
+-- only for a current test with p < 0.05 (METHOD.md §7), in the direction of the difference it tested.
+CREATE OR REPLACE VIEW significance AS
+WITH baseline AS (
+    SELECT * FROM g_scores WHERE config = 'iid' AND method = 'vanilla' AND scenario = 'standard'
+), live AS (
+    SELECT g.task, g.suite, g.model_name, g.config, g.method, g.scenario, g.seed, g.split_seed,
+           g.s_iid, b.s_iid AS base_s_iid, g.g, b.g AS base_g
+    FROM g_scores g
+    JOIN baseline b
+      ON b.task = g.task AND b.suite IS NOT DISTINCT FROM g.suite
+     AND b.model_name IS NOT DISTINCT FROM g.model_name
+     AND b.seed IS NOT DISTINCT FROM g.seed AND b.split_seed IS NOT DISTINCT FROM g.split_seed
+    WHERE NOT (g.config = 'iid' AND g.method = 'vanilla' AND g.scenario = 'standard')
+), per_task AS (
+    -- Within a task: mean over its strata (model names; and scenarios for the Avg. row, scenario NULL).
+    SELECT task, config, method, scenario, seed, split_seed,
+           avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
+    FROM live
+    GROUP BY GROUPING SETS ((task, config, method, scenario, seed, split_seed),
+                            (task, config, method, seed, split_seed))
+), mean_live AS (
+    SELECT config, method, scenario, seed, split_seed, count(*) AS n_tasks,
+           avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
+    FROM per_task
+    GROUP BY config, method, scenario, seed, split_seed
+), stored AS (
+    SELECT * FROM significance_pairs
+    WHERE base_config = 'iid' AND base_method = 'vanilla' AND base_scenario = 'standard'
+), joined AS (
+    SELECT 'replicate' AS scope, l.task, l.suite, l.model_name, l.config, l.method, l.scenario,
+           l.seed, l.split_seed, 1::BIGINT AS n_tasks, l.s_iid, l.base_s_iid, l.g, l.base_g,
+           s.iid_test, s.n_discordant, s.k_better, s.p_iid, s.p_g, s.delta_iid AS tested_delta_iid,
+           s.delta_g AS tested_delta_g, s.rounds, s.rng_seed, s.computed_at, s.comparison_id, s.stale
+    FROM live l
+    LEFT JOIN stored s
+      ON s.scope = 'replicate' AND s.task = l.task AND s.suite IS NOT DISTINCT FROM l.suite
+     AND s.model_name IS NOT DISTINCT FROM l.model_name AND s.config = l.config AND s.method = l.method
+     AND s.scenario = l.scenario AND s.seed IS NOT DISTINCT FROM l.seed
+     AND s.split_seed IS NOT DISTINCT FROM l.split_seed
+    UNION ALL
+    SELECT 'mean_over_tasks', NULL, NULL, NULL, l.config, l.method, l.scenario, l.seed, l.split_seed,
+           l.n_tasks, l.s_iid, l.base_s_iid, l.g, l.base_g,
+           s.iid_test, s.n_discordant, s.k_better, s.p_iid, s.p_g, s.delta_iid, s.delta_g,
+           s.rounds, s.rng_seed, s.computed_at, s.comparison_id, s.stale
+    FROM mean_live l
+    LEFT JOIN stored s
+      ON s.scope = 'mean_over_tasks' AND s.config = l.config AND s.method = l.method
+     AND s.scenario IS NOT DISTINCT FROM l.scenario AND s.seed IS NOT DISTINCT FROM l.seed
+     AND s.split_seed IS NOT DISTINCT FROM l.split_seed
+)
+SELECT scope, task, suite, model_name, config, method, scenario, seed, split_seed, n_tasks,
+       s_iid, base_s_iid, s_iid - base_s_iid AS delta_iid, p_iid, iid_test, n_discordant, k_better,
+       CASE WHEN stale IS DISTINCT FROM false OR p_iid IS NULL OR p_iid >= 0.05 OR tested_delta_iid = 0
+            THEN NULL WHEN tested_delta_iid > 0 THEN 'better' ELSE 'worse' END AS iid_mark,
+       g, base_g, g - base_g AS delta_g, p_g,
+       CASE WHEN stale IS DISTINCT FROM false OR p_g IS NULL OR p_g >= 0.05 OR tested_delta_g = 0
+            THEN NULL WHEN tested_delta_g > 0 THEN 'better' ELSE 'worse' END AS g_mark,
+       CASE WHEN comparison_id IS NULL THEN 'missing' WHEN stale THEN 'stale' ELSE 'current' END AS status,
+       rounds, rng_seed, computed_at, comparison_id
+FROM joined;

@@ -1,0 +1,26 @@
+"""lp-ft: linear probing, then full fine-tuning from the probed model with a fresh optimizer (METHOD.md §5).
+
+No grid search of its own: stage 1 reuses lp's (selected) hyper-parameters, stage 2 vanilla's; each stage
+runs ``lp_epochs`` / ``ft_epochs`` (1.5) epochs whatever epochs those selections chose.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from beluga_core.contracts.methods import Method, Stage, stage_part
+from beluga_core.training.methods.lp import LinearProbing
+from beluga_core.training.methods.vanilla import Vanilla
+
+
+class LinearProbingFineTuning(Method):
+    defaults: ClassVar[dict[str, Any]] = {"lp_epochs": 1.5, "ft_epochs": 1.5}
+    reuses: ClassVar[tuple[str, ...]] = ("lp", "vanilla")
+
+    def stages(self, hp: dict[str, Any]) -> list[Stage]:
+        # The plan gives lp's and vanilla's full hyper-parameters under "stages"; without them (a job built
+        # by hand), each stage takes the job's training values and its method's defaults.
+        lp_hp, ft_hp = hp.get("stages") or ({**stage_part(hp), **LinearProbing.defaults, "method": {}},
+                                             {**stage_part(hp), "method": {}})
+        return [(LinearProbing(lp_hp.get("method")), stage_part(lp_hp) | {"epochs": float(self.hp["lp_epochs"])}),
+                (Vanilla(ft_hp.get("method")), stage_part(ft_hp) | {"epochs": float(self.hp["ft_epochs"])})]
