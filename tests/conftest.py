@@ -35,3 +35,13 @@ def require_shared(*parts: str) -> Path:
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     return require_shared()
+
+
+@pytest.fixture(scope="session")
+def sentiment_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """One tiny trained sentiment run (tests/data/tiny-sentiment.toml) that every test reading a real store
+    shares: (store path, what the run printed). Tests must not write to it."""
+    from helpers import DATA, run_benchmark
+
+    store = tmp_path_factory.mktemp("sentiment") / "s.duckdb"
+    return store, run_benchmark(DATA / "tiny-sentiment.toml", store)

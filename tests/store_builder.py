@@ -7,7 +7,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from beluga_core.store import CaseRow, StoreWriter
+import numpy as np
+
+from beluga_core.execution.results import IIDResult, JobResult, ModelRecord, Outcomes
+from beluga_core.store.writer import CaseRow, StoreWriter, SuiteRow
 
 SUITE = "toy"
 # functionality -> (class, test type); the classes interleave (reports must still keep them together) and
@@ -17,9 +20,14 @@ FUNCTIONALITIES = {"f1": ("Vocabulary", "MFT"), "f2": ("Negation", "INV"), "f3":
 LABELS = ("0", "1", "2")
 
 
-def make_cases(per_group: int = 20) -> list[CaseRow]:
-    return [CaseRow(f"{f}-{j}", tt, f, {"class": cls, "functionality": f})
+def make_cases(per_group: int = 20, gold: Mapping[str, str] | None = None) -> list[CaseRow]:
+    """Cases of the toy suite; ``gold`` gives the gold label of some case ids (the rest have none)."""
+    return [CaseRow(f"{f}-{j}", tt, {"class": cls, "functionality": f}, (gold or {}).get(f"{f}-{j}"))
             for f, (cls, tt) in FUNCTIONALITIES.items() for j in range(per_group)]
+
+
+def suite_row(suite: str = SUITE) -> SuiteRow:
+    return SuiteRow(suite, ("class", "functionality"), "functionality", "text", ("negative", "neutral", "positive"))
 
 
 class StoreBuilder:
@@ -30,7 +38,7 @@ class StoreBuilder:
         self.suite = suite
         self.cases = list(cases) if cases is not None else make_cases()
         self.writer = StoreWriter(path)
-        self.writer.ensure_cases(suite, self.cases)
+        self.writer.ensure_suite(suite_row(suite), self.cases)
         self.clock = datetime(2024, 6, 1)
 
     def _tick(self) -> datetime:
@@ -54,21 +62,21 @@ class StoreBuilder:
         ids = []
         for group, cids in sorted(folds.items(), key=lambda kv: str(kv[0])):
             mid = f"{task}/{model_name}/{config}/{method}/{scenario}/{group}/{seed}/{split_seed}"
-            iid_preds = None
-            metrics = None
+            iid: list[IIDResult] = []
             if correct is not None and group is None:
                 n = len(correct)
                 gold = list(golds) if golds is not None else [str(i % 2) for i in range(n)]
                 pred = list(preds) if preds is not None else \
                     [g if ok else str(1 - int(g)) for g, ok in zip(gold, correct, strict=True)]
-                iid_preds = [("test", i, gold[i], pred[i], bool(correct[i])) for i in range(n)]
-                metrics = [("test", "accuracy", sum(correct) / n, True)]
-            self.writer.commit_model(
-                {"model_id": mid, "task": task, "suite": self.suite, "model_name": model_name, "config": config,
-                 "method": method, "scenario": scenario, "heldout_group": group, "seed": seed,
-                 "split_seed": split_seed, "finished_at": self._tick()},
-                iid_predictions=iid_preds, iid_metrics=metrics,
-                outcomes=[(cid, outcomes[cid], (case_preds or {}).get(cid)) for cid in cids])
+                iid = [IIDResult("test", gold, pred, np.asarray(correct, dtype=bool),
+                                 {"accuracy": sum(correct) / n}, "accuracy")]
+            record = ModelRecord(model_id=mid, task=task, suite=self.suite, model_name=model_name, config=config,
+                                 method=method, scenario=scenario, heldout_group=group,
+                                 heldout_level=None if group is None else scenario, seed=seed,
+                                 split_seed=split_seed, finished_at=self._tick())
+            result = JobResult(record, Outcomes.of(cids, [outcomes[c] for c in cids],
+                                                   [(case_preds or {}).get(c) for c in cids]), iid)
+            self.writer.commit(result)
             ids.append(mid)
         return ids
 

@@ -18,16 +18,11 @@ from conftest import require_shared
 
 import beluga_core.cli.app as cli_app
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.checklist import importer
-from beluga_core.data.checklist.importer import (
-    DOC_KEYS,
-    convert_suite,
-    import_checklist,
-    known_tests,
-    read_checklist_file,
-    strip_doc_keys,
-)
+from beluga_core.data.checklist.importer import convert_suite, import_checklist
+from beluga_core.data.checklist.reading import read_checklist_file
+from beluga_core.data.checklist.specs import DOC_KEYS, TestSpec, known_tests, strip_doc_keys
 from beluga_core.data.suite.io import BUILTIN_DIR, load_suite, write_suite
+from beluga_core.evaluation.suites import load_checked_suite
 
 COUNTS = {  # cases, inputs, cases per test type (SUITES_SUMMARY.md / PROVENANCE.md)
     "sentiment": (86_420, 178_578, {"MFT": 68_912, "DIR": 9_368, "INV": 8_140}),
@@ -44,27 +39,16 @@ IMPLICATION_RELEASED = {"kind": "implication_triplet", "level": "testcase", "agg
 EQ_LABEL = {"kind": "eq", "level": "single", "target": "label", "agg": "all"}
 
 
-def _validating() -> bool:
-    try:
-        import beluga_core.evaluation.evaluate  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _tarball(name: str) -> Path:
     return require_shared("data", "checklist", f"{name}_suite.tar.gz")
 
 
 _IMPORTED: dict[str, Any] = {}
-_SHIPPED: dict[str, Any] = {}
 
 
 def _shipped(name: str):
-    """The shipped suite, loaded once (validating its expectations when the evaluator is installed)."""
-    if name not in _SHIPPED:
-        _SHIPPED[name] = load_suite(f"builtin:{name}", validate_expectations=_validating())
-    return _SHIPPED[name]
+    """The shipped suite with its expectations validated (loaded once per process)."""
+    return load_checked_suite(f"builtin:{name}")
 
 
 def _imported(name: str):
@@ -168,7 +152,8 @@ def test_qqp_corrections() -> None:
 
     implications = by_test["Testing implications"]
     assert implications[0].expectation.model_dump() == IMPLICATION_RELEASED
-    assert implications[0].with_corrections().expectation.model_dump() == {**IMPLICATION_RELEASED, "variant": "intended"}
+    assert (implications[0].with_corrections().expectation.model_dump()
+            == {**IMPLICATION_RELEASED, "variant": "intended"})
     assert implications[0].label == [0, 1, 0]
 
 
@@ -341,7 +326,7 @@ def test_non_testsuite_pickle_is_rejected(tmp_path: Path) -> None:
 def test_convert_rejects_malformed_inputs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     payload = _suite_pickle(monkeypatch, {"my test": ("MFT", ["fine", 3], 2)})
     loaded = read_checklist_file(_write(tmp_path / "bad.pkl", payload))
-    spec = importer.TestSpec(name="my test", expectation=EQ_LABEL, origin="user")
+    spec = TestSpec(name="my test", expectation=EQ_LABEL, origin="user")
     with pytest.raises(BelugaError, match=r"test 'my test', case 1: .*got 3"):
         convert_suite(loaded, expectations={"my test": spec})
 
@@ -352,11 +337,6 @@ def test_convert_rejects_malformed_inputs(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 def _run_cli(monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
-    # Register only this command: the test is about its behaviour, not about the other subcommands.
-    def register() -> None:
-        from beluga_core.cli import suite_import_cmd  # noqa: F401
-
-    monkeypatch.setattr(cli_app, "_register", register)
     try:
         cli_app.main(["suite", "import-checklist", *args])
     except SystemExit as exc:
@@ -403,7 +383,7 @@ def test_cli_imports_a_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     assert code == 0
     printed = capsys.readouterr().out
     assert "MFT" in printed and "2 cases" in printed
-    suite = load_suite(out, validate_expectations=False)
+    suite = load_suite(out)
     assert suite.header.name == "custom" and [c.id for c in suite.cases] == ["custom/my test/0", "custom/my test/1"]
 
 

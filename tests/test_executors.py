@@ -3,8 +3,8 @@
 One small benchmark (tests/data/tiny-executors.toml: an IID parent, IID→T children that wait for it, IID+T
 folds that do not) runs through the real CLI with the local executor, the multi-worker executor (2 CPU
 worker processes) and Ray (a local cluster of 2 CPUs); all with 1 torch thread per fold, so the numbers must
-be identical. The first worker to start a fold in the multi and Ray runs dies abruptly (BELUGA_TEST_CRASH_ONCE):
-its fold must be retried, not lost.
+be identical. The first worker to start a fold in the multi and Ray runs dies abruptly (the test-only worker of
+tests/faults.py): its fold must be retried, not lost.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from test_pipeline import BELUGA, DATA, ENV, query, results
+from helpers import BELUGA, DATA, ENV, REPO, query, results
 
 CONFIG = DATA / "tiny-executors.toml"
 N_JOBS = 9
@@ -33,9 +33,14 @@ def config_with(tmp: Path, executor: str) -> Path:
     return path
 
 
+# The test-only worker that dies on cue (tests/faults.py), importable by every worker process.
+FAULTY = '[executor.options]\nworker = "faults:FaultyWorker"\n'
+FAULT_ENV = {"PYTHONPATH": str(REPO / "tests")}
+
+
 def run(config: Path, store: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([*BELUGA, "run", str(config), "--store", str(store)], capture_output=True, text=True,
-                          env={**ENV, **(env or {})}, timeout=900)
+                          env={**ENV, **FAULT_ENV, **(env or {})}, timeout=900, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
@@ -48,9 +53,9 @@ def local_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_two_local_workers_equal_local_executor(local_store: Path, tmp_path: Path) -> None:
-    config = config_with(tmp_path, '[executor]\nname = "multi"\nworkers = 2\nthreads = 1\n')
+    config = config_with(tmp_path, '[executor]\nname = "multi"\nworkers = 2\nthreads = 1\n' + FAULTY)
     store = tmp_path / "multi.duckdb"
-    proc = run(config, store, {"BELUGA_TEST_CRASH_ONCE": str(tmp_path / "crashed")})
+    proc = run(config, store, {"BELUGA_FAULT": f"before:{tmp_path / 'crashed'}"})
     assert (tmp_path / "crashed").exists(), "the crash hook did not fire"
     assert f"running {N_JOBS}" in proc.stdout
     assert results(store) == results(local_store)
@@ -83,9 +88,9 @@ def _forget(store: Path, config: str) -> int:
 @pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install 'beluga[ray]'); the Ray executor "
                                         "is an optional extra")
 def test_ray_local_cluster_equals_local_executor_and_resumes(local_store: Path, tmp_path: Path) -> None:
-    config = config_with(tmp_path, '[executor]\nname = "ray"\nthreads = 1\n\n[executor.options]\nnum_cpus = 2\n')
+    config = config_with(tmp_path, '[executor]\nname = "ray"\nthreads = 1\n\n' + FAULTY + 'num_cpus = 2\n')
     store = tmp_path / "ray.duckdb"
-    proc = run(config, store, {"BELUGA_TEST_CRASH_ONCE": str(tmp_path / "crashed")})
+    proc = run(config, store, {"BELUGA_FAULT": f"before:{tmp_path / 'crashed'}"})
     assert (tmp_path / "crashed").exists(), "the crash hook did not fire"
     assert f"running {N_JOBS}" in proc.stdout
     expected = results(local_store)

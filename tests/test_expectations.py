@@ -7,105 +7,30 @@ the sampled cases themselves are vendored beside them, so the agreement tests ru
 
 from __future__ import annotations
 
-import gzip
 import json
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from checklist_samples import (
+    LABEL_SPACES,
+    QQP_CORRECTIONS,
+    SUITES,
+    header,
+    released,
+    sample,
+)
 
 from beluga_core.contracts.expectations import FAIL, PASS, SKIP, FlatPredictions, aggregate
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.io import Suite, load_suite
-from beluga_core.data.suite.schema import Case, Correction, Expectation, SuiteHeader
-from beluga_core.evaluation.evaluate import (
-    evaluate_cases,
-    group_pass_rates,
-    mean_pass_rate,
-    parse_expectation,
-    validate_suite_expectations,
-)
+from beluga_core.data.suite.io import Suite
+from beluga_core.data.suite.schema import Case, Expectation
+from beluga_core.evaluation.evaluate import evaluate_cases, parse_expectation, validate_suite_expectations
 from beluga_core.evaluation.sentiment_mapping import binary_target, binary_targets, binary_to_three
-
-SAMPLES = Path(__file__).resolve().parent / "data" / "outcomes-sample"
-SUITES = ("sentiment", "qqp", "squad")
-DOC_KEYS = {"note", "alias", "requires", "fingerprint", "faithful_rule", "intended_rule_per_description"}
-LABEL_SPACES = {"sentiment": ["negative", "neutral", "positive"], "qqp": ["not_duplicate", "duplicate"],
-                "squad": None}
-TASKS = {"sentiment": "sentiment", "qqp": "paraphrase", "squad": "reading"}
-INPUT_KINDS = {"sentiment": "text", "qqp": "text_pair", "squad": "context_question"}
-OUTCOME = {True: PASS, False: FAIL, None: SKIP}
-
-# The documented corrections of the QQP suite (data/README.md, SUITES_SUMMARY.md "Known issues").
-QQP_CORRECTIONS = {
-    "Order does matter for asymmetric relations": Correction(reason="intended label is not-duplicate", label=0),
-    "(question, f(question)) where f(question) replaces synonyms?": Correction(
-        reason="INV over single pairs passes vacuously; the description says 'Expect 1'", test_type="MFT",
-        loss="mft", label=1, expectation=Expectation(kind="eq", level="single", target="label")),
-    "Testing implications": Correction(
-        reason="released expect_triplet bug", expectation=Expectation(
-            kind="implication_triplet", level="testcase", agg="all_except_first", variant="intended")),
-}
-
+from beluga_core.evaluation.suites import load_checked_suite
 
 # --------------------------------------------------------------------------------------------- helpers
-
-
-def reference_case(rec: dict[str, Any], corrections: bool = True) -> Case:
-    """A reference JSONL record as a ``Case``, following the importer's conventions."""
-    exp = {k: v for k, v in rec["expectation"].items() if k not in DOC_KEYS}
-    if exp["kind"] == "custom":
-        exp = {"kind": "implication_triplet", "level": "testcase", "agg": "all_except_first", "variant": "released"}
-    inputs = rec["inputs"]
-    single = len(inputs) == 1
-    label = rec["label"]
-    if rec["suite"] == "squad" and isinstance(label, str) and len(inputs) == 1:
-        label = [label]
-    meta: dict[str, Any] = {"source_index": rec["case_id"]}
-    if "meta" in rec:
-        raw = rec["meta"]
-        if single:
-            meta["per_input"] = [raw]
-        elif isinstance(raw, list) and len(raw) == len(inputs):
-            meta["per_input"] = raw
-        else:
-            meta["checklist"] = raw
-    test_type = rec["test_type"]
-    return Case(
-        id=f"{rec['suite']}/{rec['functionality']}/{rec['case_id']}",
-        groups={"class": rec["capability"], "functionality": rec["functionality"]},
-        test_type=test_type, loss={"MFT": "mft", "INV": "inv", "DIR": "dir"}[test_type],
-        inputs=inputs, label=label, expectation=exp, meta=meta,
-        correction=QQP_CORRECTIONS.get(rec["functionality"]) if corrections and rec["suite"] == "qqp" else None)
-
-
-def header(suite: str, name: str | None = None) -> SuiteHeader:
-    return SuiteHeader(name=name or suite, levels=["class", "functionality"], scoring_level="functionality",
-                       task=TASKS[suite], input_kind=INPUT_KINDS[suite], label_space=LABEL_SPACES[suite])
-
-
-@cache
-def sample(suite: str) -> tuple[list[Case], list[list[Any]], np.ndarray, list[str]]:
-    """The sampled cases of ``suite``, one prediction list per case, CheckList's outcomes, test names."""
-    with gzip.open(SAMPLES / f"{suite}.cases.jsonl.gz", "rt", encoding="utf-8") as fh:
-        records = {(r["functionality"], r["case_id"]): r for r in map(json.loads, fh)}
-    with gzip.open(SAMPLES / f"{suite}.json.gz", "rt", encoding="utf-8") as fh:
-        outcomes = json.load(fh)
-    cases, preds, expected, tests = [], [], [], []
-    for test, v in outcomes.items():
-        for index, pred, conf, passed in zip(v["case_index"], v["preds"], v["confs"], v["passed"], strict=True):
-            cases.append(reference_case(records[(test, index)]))
-            # Sentiment / QQP: probability vectors; SQuAD: answer strings (CheckList's confidence is 1).
-            preds.append(pred if suite == "squad" else conf)
-            expected.append(OUTCOME[passed])
-            tests.append(test)
-    return cases, preds, np.array(expected, dtype=np.int8), tests
-
-
-def released(cases: list[Case]) -> list[Case]:
-    return [c.model_copy(update={"correction": None}) for c in cases]
 
 
 def one(kind: dict[str, Any], preds: list[Any], label: Any = None, meta: dict | None = None,
@@ -186,10 +111,7 @@ def test_corrections_change_exactly_the_qqp_cases_they_should() -> None:
 @pytest.mark.parametrize("suite", SUITES)
 def test_shipped_suites_agree_with_checklist_when_present(suite: str) -> None:
     """The importer's shipped suites, as released, give CheckList's outcomes on the sampled cases."""
-    try:
-        shipped = load_suite(f"builtin:{suite}")
-    except BelugaError as exc:
-        pytest.skip(f"no shipped suite builtin:{suite}: {exc}")
+    shipped = load_checked_suite(f"builtin:{suite}")
     cases, preds, expected, _ = sample(suite)
     by_id = {c.id: c for c in shipped.cases}
     missing = [c.id for c in cases if c.id not in by_id]
@@ -349,7 +271,7 @@ def _case(i: int, **kw: Any) -> dict[str, Any]:
 def test_unknown_kind_names_file_line_case_and_suggests(tmp_path: Path) -> None:
     path = _suite_file(tmp_path, [_case(0), _case(1, expectation={"kind": "eqq", "target": "label"})])
     with pytest.raises(BelugaError) as info:
-        load_suite(path)
+        load_checked_suite(path)
     msg = str(info.value)
     for part in (str(path), "line 3", "tiny/x/1", "unknown expectation kind 'eqq'", "did you mean 'eq'",
                  "implication_triplet, inv"):
@@ -359,35 +281,24 @@ def test_unknown_kind_names_file_line_case_and_suggests(tmp_path: Path) -> None:
 def test_invalid_parameters_and_unsuitable_cases_fail_at_load(tmp_path: Path) -> None:
     path = _suite_file(tmp_path, [_case(0, expectation={"kind": "inv", "tolerance": "x"})])
     with pytest.raises(BelugaError, match=r"line 2.*tiny/x/0.*tolerance"):
-        load_suite(path)
+        load_checked_suite(path)
     path = _suite_file(tmp_path, [_case(0, label=None)])
     with pytest.raises(BelugaError, match="has no label"):
-        load_suite(path)
+        load_checked_suite(path)
     trip = {"kind": "implication_triplet", "level": "testcase", "variant": "released"}
     path = _suite_file(tmp_path, [_case(0, expectation=trip)])
     with pytest.raises(BelugaError, match="exactly 3 inputs"):
-        load_suite(path)
+        load_checked_suite(path)
     bad_fix = {"reason": "r", "expectation": {"kind": "not_a_kind"}}
     path = _suite_file(tmp_path, [_case(0, correction=bad_fix)])
     with pytest.raises(BelugaError, match=r"correction\.expectation\.kind.*not_a_kind"):
-        load_suite(path)
+        load_checked_suite(path)
 
 
 def test_validate_suite_accepts_the_samples() -> None:
     for suite in SUITES:
         cases = sample(suite)[0]
-        validate_suite_expectations(Suite(header(suite), cases), lines={})
-
-
-# --------------------------------------------------------------------------------------------- pass rates
-
-
-def test_group_pass_rates_and_mean() -> None:
-    rates = group_pass_rates(["b", "a", "b", "c", "b"], np.array([PASS, FAIL, SKIP, SKIP, FAIL], dtype=np.int8))
-    assert [(r.group, r.cases, r.passes, r.fails, r.skips) for r in rates] == \
-        [("b", 3, 1, 1, 1), ("a", 1, 0, 1, 0), ("c", 1, 0, 0, 1)]
-    assert [r.rate for r in rates] == [0.5, 0.0, None]
-    assert mean_pass_rate(rates) == 0.25  # c has no evaluable case: left out
+        validate_suite_expectations(Suite(header(suite), cases))
 
 
 # --------------------------------------------------------------------------------------------- sentiment

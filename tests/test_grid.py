@@ -7,17 +7,20 @@ import io
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
+from helpers import run_cli
 
 from beluga_core.analysis.selection.criteria import check_criterion
 from beluga_core.analysis.selection.select import rank_grid_points, select_for_plan
 from beluga_core.config.load import parse_config
 from beluga_core.core.errors import BelugaError
+from beluga_core.evaluation.gold import case_gold
+from beluga_core.execution.results import GridPointRecord, JobResult, Outcomes, ValidationRow
 from beluga_core.planning.grid_space import grid_points, job_hparams
-from beluga_core.planning.plan import Plan, build_plan
-from beluga_core.store import StoreWriter, case_rows
+from beluga_core.planning.plan import Plan, build_plan, selection_keys
 from beluga_core.store.reader import open_store
+from beluga_core.store.suites import suite_rows
+from beluga_core.store.writer import StoreWriter
 
 BASE = """
 name = "g"
@@ -117,7 +120,7 @@ def test_strict_mode_searches_per_fold_without_the_heldout_group(tmp_path: Path)
         assert set(j.fold.eval_ids) < set(tp.split.val)
     # 2 configurations x 3 searched methods x 4 scopes x 1 point
     assert len(plan.grid_jobs) == 24
-    keys = {k for p in plan.pending for k in p.selection_keys("strict")}
+    keys = {k for p in plan.pending for k in selection_keys(p, "strict")}
     assert {k[3:] for k in keys} == scopes
     seen = plan_of(tmp_path, grid="batch_size = [8]\nepochs = [1]\nlearning_rate = [2e-5]\n"
                                   "[grid.methods.lp]\nlearning_rate = [1e-3]\n")
@@ -139,16 +142,19 @@ def test_axes_merge_task_method_and_config_overrides(tmp_path: Path) -> None:
 
 def test_reading_searches_its_own_batch_sizes_unless_the_config_says_otherwise(tmp_path: Path) -> None:
     cfg = plan_of(tmp_path).config
-    assert {p["batch_size"] for p in grid_points(cfg, "reading", "vanilla")} == {2, 3}  # METHOD.md §5
+    # reading's own search (docs/method.md, "Hyper-parameter selection")
+    assert {p["batch_size"] for p in grid_points(cfg, "reading", "vanilla")} == {2, 3}
     assert {p["batch_size"] for p in grid_points(cfg, "sentiment", "vanilla")} == {8, 16}
     assert {p["learning_rate"] for p in grid_points(cfg, "reading", "lp")} == {1e-4, 5e-4, 1e-3}
     cfg = plan_of(tmp_path, grid="[grid.tasks.reading]\nbatch_size = [4]\n").config
     assert {p["batch_size"] for p in grid_points(cfg, "reading", "vanilla")} == {4}
 
 
-def test_config_mistakes_are_caught_before_training(tmp_path: Path) -> None:
-    with pytest.raises(BelugaError, match="grid criterion 'best'"):
-        plan_of(tmp_path, grid='criterion = "best"')
+def test_config_mistakes_are_caught_before_training(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(BASE.format(grid='criterion = "best"', extra=""))
+    code, _, err = run_cli(capsys, "run", path, "--dry-run")
+    assert code == 2 and "grid criterion 'best'" in err and "line 17" in err
     plan_of(tmp_path, grid='criterion = "reference + 0.5 * coalesce(iid_val, 0)"')
     with pytest.raises(BelugaError, match="unknown hyper-parameter"):
         plan_of(tmp_path, extra="[method.irm]\npenalty = 3\n")
@@ -158,16 +164,12 @@ def test_config_mistakes_are_caught_before_training(tmp_path: Path) -> None:
 
 
 def test_dry_run_counts_without_the_task_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from beluga_core.core import registry
+    from beluga_core.contracts.registries import TASKS
 
-    real = registry.get
+    def broken(name: str) -> Any:
+        raise BelugaError("task plugin 'sentiment' (x:Y) failed to load: No module named 'x'")
 
-    def broken(kind: str, name: str) -> Any:
-        if kind == "task":
-            raise BelugaError("task plugin 'sentiment' (x:Y) failed to load: No module named 'x'")
-        return real(kind, name)
-
-    monkeypatch.setattr(registry, "get", broken)
+    monkeypatch.setattr(TASKS, "get", broken)
     path = tmp_path / "g.toml"
     text = BASE.format(grid="", extra="")
     with pytest.raises(BelugaError, match="failed to load"):
@@ -183,7 +185,7 @@ def _store_with_points(tmp_path: Path, plan: Plan) -> Path:
     store = tmp_path / "s.duckdb"
     writer = StoreWriter(store)
     tp = plan.tasks[0]
-    writer.ensure_cases(tp.suite.header.name, case_rows(tp.suite))
+    writer.ensure_suite(*suite_rows(tp.suite, case_gold))
     # Three points of one selection: p0 best on the reference objective, p1 on the worst group, p2 on D_val.
     val = list(tp.split.val)
     jobs = [j for j in plan.grid_jobs if j.config == "iid-plus-t" and j.method == "vanilla"][:3]
@@ -199,13 +201,14 @@ def _store_with_points(tmp_path: Path, plan: Plan) -> Path:
             else:
                 ok = False
             outcomes.append((c, "pass" if ok else "fail", "1"))
-        metrics = [("suite_val", "MFT", "objective", [0.9, 0.6, 0.1][i], False),
-                   ("suite_val", "INV", "objective", [0.8, 0.6, 0.1][i], False),
-                   ("iid_val", None, "accuracy", [0.5, 0.6, 0.9][i], True)]
-        writer.commit_grid_point({"grid_id": job.id, "task": job.task, "config": job.config, "method": job.method,
-                                  "point": job.point, "suite": tp.suite.header.name, "model_name": job.model,
-                                  "seed": job.seed, "split_seed": 123, "hparams": job.hparams},
-                                 outcomes=outcomes, metrics=metrics)
+        metrics = [ValidationRow("suite_val", "MFT", "objective", [0.9, 0.6, 0.1][i]),
+                   ValidationRow("suite_val", "INV", "objective", [0.8, 0.6, 0.1][i]),
+                   ValidationRow("iid_val", None, "accuracy", [0.5, 0.6, 0.9][i], True)]
+        record = GridPointRecord(grid_id=job.id, task=job.task, config=job.config, method=job.method,
+                                 point=job.point or {}, suite=tp.suite.header.name, model_name=job.model,
+                                 seed=job.seed, split_seed=123, hparams=job.hparams)
+        writer.commit(JobResult(record, Outcomes.of([c for c, _, _ in outcomes], [o for _, o, _ in outcomes],
+                                                    [p for _, _, p in outcomes]), validation=metrics))
     return store
 
 
@@ -248,20 +251,29 @@ def test_select_command_applies_another_criterion(tmp_path: Path, monkeypatch: p
     assert bad.value.code == 2
 
 
-def test_v1_store_gains_the_grid_tables(tmp_path: Path) -> None:
-    store = tmp_path / "old.duckdb"
-    StoreWriter(store)
-    con = duckdb.connect(str(store))
-    for view in ("grid_scores", "grid_test_type_scores", "grid_pass_rates"):
-        con.execute(f"DROP VIEW {view}")
-    for table in ("grid_points", "grid_outcomes", "grid_metrics", "grid_selections"):
-        con.execute(f"DROP TABLE {table}")
-    con.execute("UPDATE beluga_meta SET value = '1' WHERE key = 'schema_version'")
-    con.close()
+def test_grid_objective_terms_are_views_of_the_outcomes(tmp_path: Path) -> None:
+    """Without a task objective, a test type's term is its T_val pass rate; with an F1 (QQP), the mean of
+    the two; a stored objective (reading) replaces both."""
+    plan = plan_of(tmp_path)
+    store = tmp_path / "t.duckdb"
     writer = StoreWriter(store)
-    assert writer.done_grid_ids() == set()
-    with open_store(store) as c:
-        assert c.execute("SELECT value FROM beluga_meta WHERE key = 'schema_version'").fetchall() == [("2",)]
+    tp = plan.tasks[0]
+    writer.ensure_suite(*suite_rows(tp.suite, case_gold))
+    val = list(tp.split.val)
+    types = {c: tp.suite.case(c).test_type for c in val}
+    job = plan.grid_jobs[0]
+    outcomes = ["pass" if k % 3 else "fail" for k in range(len(val))]
+    record = GridPointRecord(grid_id=job.id, task=job.task, config=job.config, method=job.method,
+                             point=job.point or {}, suite=tp.suite.header.name, seed=job.seed, split_seed=123)
+    writer.commit(JobResult(record, Outcomes.of(val, outcomes), validation=[ValidationRow("suite_val", "MFT", "f1",
+                                                                                           0.4)]))
+    rate = {t: sum(o == "pass" for c, o in zip(val, outcomes, strict=True) if types[c] == t)
+            / sum(1 for c in val if types[c] == t) for t in set(types.values())}
+    with open_store(store) as con:
+        got = dict(con.execute("SELECT test_type || '/' || metric, value FROM grid_test_type_scores").fetchall())
+    assert got["MFT/pass_rate"] == pytest.approx(rate["MFT"]) and got["INV/pass_rate"] == pytest.approx(rate["INV"])
+    assert got["MFT/objective"] == pytest.approx((rate["MFT"] + 0.4) / 2)
+    assert got["INV/objective"] == pytest.approx(rate["INV"])
 
 
 def test_check_criterion_accepts_names_and_expressions() -> None:

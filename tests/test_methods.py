@@ -1,4 +1,4 @@
-"""Each generalization method's mechanism, checked directly on toy models (METHOD.md §5).
+"""Each generalization method's mechanism, checked directly on toy models (docs/method.md, "Generalization methods").
 
 The toy models run through the real ``Trainer`` / ``train_stage`` and the real method plugins; only the model
 (a tiny randomly initialised BERT, or a linear layer) and the encoder (token-id tuples) are stand-ins.
@@ -19,7 +19,8 @@ import torch
 
 from beluga_core.config.load import parse_config
 from beluga_core.contracts.methods import stage_part
-from beluga_core.core import registry
+from beluga_core.contracts.registries import METHODS
+from beluga_core.contracts.training import Batch, UnitInfo
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution import worker as worker_module
 from beluga_core.execution.worker import Worker
@@ -32,15 +33,22 @@ from beluga_core.training.methods.group_dro import GroupDRO
 from beluga_core.training.methods.irm import IRM, irm_penalty
 from beluga_core.training.methods.lp import LinearProbing
 from beluga_core.training.methods.lp_ft import LinearProbingFineTuning
-from beluga_core.training.trainset import Batch, PairUnit, SingleUnit, TrainSet
+from beluga_core.training.trainset import PairUnit, SingleUnit, TrainSet
 
 CPU = torch.device("cpu")
 
 
 class ToyTask(ClassificationTask):
-    name = "toy"
-    head_labels = ["negative", "positive"]  # noqa: RUF012
+    fixed_head = ("negative", "positive")
     text_fields = ("sentence",)
+
+
+def single(choices: tuple[tuple[Any, Any], ...], env: str) -> SingleUnit:
+    return SingleUnit(choices, env, UnitInfo("iid", choices[0][0], None, {}, env))
+
+
+def pair(original: Any, perturbed: tuple[Any, ...], params: dict[str, Any], env: str) -> PairUnit:
+    return PairUnit(original, perturbed, params, env, UnitInfo("suite", original, None, {}, env))
 
 
 class ToyEncoder:
@@ -94,7 +102,7 @@ def token_trainset(n: int = 24, envs: tuple[str, ...] = ("a",)) -> TrainSet:
     for i in range(n):
         label = i % 2
         ids = tuple(rng.randrange(5, 25) + 20 * label for _ in range(rng.randrange(3, 7)))
-        units.append(SingleUnit(((ids, onehot(label)),), envs[i % len(envs)]))
+        units.append(single(((ids, onehot(label)),), envs[i % len(envs)]))
     return TrainSet({"mft": units}, {"mft": "mft"})
 
 
@@ -193,7 +201,7 @@ def test_l2_weight_decay_reaches_the_optimizer(tmp_path: Path) -> None:
     hp = job_hparams(cfg, "l2")
     assert hp["weight_decay"] == 0.1 and job_hparams(cfg, "vanilla")["weight_decay"] == 0.0
     model = tiny_bert()
-    method = registry.get("method", "l2")(hp["method"])
+    method = METHODS.get("l2")(hp["method"])
     trainer = Trainer(ToyTask(), model, ToyEncoder(), CPU, stage_part(hp), 10, method)
     groups = {g["weight_decay"]: g["params"] for g in trainer.optimizer.param_groups}
     assert set(groups) == {0.1, 0.0}
@@ -222,14 +230,14 @@ def test_per_configuration_training_keys_sit_between_the_suite_step_and_the_meth
 
 
 def test_dropout_probabilities_reach_the_model_config(tmp_path: Path) -> None:
-    method = registry.get("method", "dropout")(job_hparams(config("", tmp_path), "dropout")["method"])
+    method = METHODS.get("dropout")(job_hparams(config("", tmp_path), "dropout")["method"])
     assert method.model_overrides() == {"dropout": 0.3}
     model = ToyTask().build_model("embedded:minilm", **method.model_overrides())
     assert model.config.hidden_dropout_prob == 0.3 and model.config.attention_probs_dropout_prob == 0.3
     probs = {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)}
     assert probs == {0.3}
     custom = config("[method.dropout]\ndropout = 0.2\n", tmp_path)
-    assert registry.get("method", "dropout")(job_hparams(custom, "dropout")["method"]).model_overrides() == \
+    assert METHODS.get("dropout")(job_hparams(custom, "dropout")["method"]).model_overrides() == \
         {"dropout": 0.2}
 
 
@@ -237,7 +245,7 @@ def test_dropout_reaches_models_whose_config_names_it_otherwise(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from transformers import DistilBertConfig, DistilBertForSequenceClassification
 
-    from beluga_core.training import model as model_module
+    from beluga_core.training import models as model_module
 
     # DistilBERT calls them dropout / attention_dropout, and its head has a dropout of its own (0.2).
     config = DistilBertConfig(vocab_size=50, dim=16, n_layers=1, n_heads=2, hidden_dim=32, max_position_embeddings=32)
@@ -378,8 +386,8 @@ def test_irm_step_takes_one_batch_from_every_environment() -> None:
 def test_environment_methods_count_an_epoch_to_the_nearest_step() -> None:
     # Environment "a" has 2 batches of 4 units, b-e one each: 6 batches are one pass. irm (5 batches a step)
     # and fish (5 inner steps) take 1 step, not the 2 that rounding up would give (~2 passes); group-dro 6.
-    units = [SingleUnit((((5 + i, 6), onehot(i % 2)),), "a") for i in range(8)]
-    units += [SingleUnit((((5 + i, 7), onehot(i % 2)),), env) for env in "bcde" for i in range(4)]
+    units = [single((((5 + i, 6), onehot(i % 2)),), "a") for i in range(8)]
+    units += [single((((5 + i, 7), onehot(i % 2)),), env) for env in "bcde" for i in range(4)]
     trainset = TrainSet({"mft": units}, {"mft": "mft"})
     assert trainset.batches_per_epoch(4, True) == 6
     assert IRM().n_steps(trainset, 4, 1) == 1
@@ -392,8 +400,8 @@ def test_environment_methods_count_an_epoch_to_the_nearest_step() -> None:
 
 def test_an_environment_epoch_visits_as_many_units_as_one_pass() -> None:
     # "big": 16 units in 4 batches of 4; s1-s4: one unit each, so a batch drawn from them visits one unit.
-    units = [SingleUnit((((5 + i, 6), onehot(i % 2)),), "big") for i in range(16)]
-    units += [SingleUnit((((5, 7, i), onehot(i % 2)),), f"s{i}") for i in range(1, 5)]
+    units = [single((((5 + i, 6), onehot(i % 2)),), "big") for i in range(16)]
+    units += [single((((5, 7, i), onehot(i % 2)),), f"s{i}") for i in range(1, 5)]
     trainset = TrainSet({"mft": units}, {"mft": "mft"})
     assert trainset.units_per_env_batch(4) == {"big": 4.0, "s1": 1.0, "s2": 1.0, "s3": 1.0, "s4": 1.0}
     # group-dro: a uniformly drawn environment's batch holds (4 + 1 + 1 + 1 + 1) / 5 = 1.6 units on average,
@@ -415,7 +423,7 @@ def test_group_dro_weights_move_toward_the_group_with_the_highest_loss() -> None
     model = LinearToy()
     dro = GroupDRO()
     trainer = toy_trainer(model, dro, lr=1e-3)
-    trainset = TrainSet({"mft": [SingleUnit(((tuple(x), YS[0]),), e) for x in XS for e in ("easy", "hard")]},
+    trainset = TrainSet({"mft": [single(((tuple(x), YS[0]),), e) for x in XS for e in ("easy", "hard")]},
                         {"mft": "mft"})
     dro.start(trainer, trainset, 10)
     assert dro.env_weights() == {"easy": 0.5, "hard": 0.5}
@@ -494,8 +502,8 @@ def test_fish_draws_distinct_environments_and_schedules_inner_steps() -> None:
 
 
 def test_env_batches_keep_one_loss_and_the_pair_layout() -> None:
-    pairs = [PairUnit((f"o{i}",), ((f"p{i}a",), (f"p{i}b",)), {}, "a" if i < 6 else "b") for i in range(10)]
-    singles = [SingleUnit((((f"s{i}",), onehot(i % 2)),), "a" if i % 2 else "b") for i in range(10)]
+    pairs = [pair((f"o{i}",), ((f"p{i}a",), (f"p{i}b",)), {}, "a" if i < 6 else "b") for i in range(10)]
+    singles = [single((((f"s{i}",), onehot(i % 2)),), "a" if i % 2 else "b") for i in range(10)]
     trainset = TrainSet({"inv": pairs, "mft": singles}, {"inv": "inv", "mft": "mft"})
     sampler = trainset.env_sampler(random.Random(0), batch_size=4)
     assert sampler.envs == ["a", "b"]

@@ -11,10 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
-from test_pipeline import DATA, beluga, query
+from helpers import DATA, query, run_benchmark, run_cli
 
-# Generous: the suite may share a busy machine; uncontended these runs take about a minute each.
-TIMEOUT = 1800
+pytestmark = pytest.mark.slow
 METHODS = ["vanilla", "l2", "dropout", "lp", "lp-ft", "irm", "group-dro", "fish"]
 
 GRID = """
@@ -55,7 +54,7 @@ iid_val = 32
 [grid.methods.lp]
 learning_rate = [1e-3]
 
-# Shorter stages than the 1.5 epochs of METHOD.md, to keep CI short.
+# Shorter stages than the default 1.5 epochs, to keep CI short.
 [method.lp-ft]
 lp_epochs = 0.5
 ft_epochs = 0.5
@@ -65,11 +64,9 @@ threads = 2
 """
 
 
-@pytest.mark.slow
 def test_every_method_gets_g_scores(tmp_path: Path) -> None:
     store = tmp_path / "m.duckdb"
-    proc = beluga("run", str(DATA / "tiny-methods.toml"), "--store", str(store), timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    run_benchmark(DATA / "tiny-methods.toml", store)
     rows = query(store, "SELECT config, method, scenario, g FROM g_scores ORDER BY ALL")
     assert [(c, m, s) for c, m, s, g in rows if g is not None] == [("iid-plus-t", m, "seen") for m in sorted(METHODS)]
     hp = {m: json.loads(h) for m, h in query(store, "SELECT method, hparams FROM models")}
@@ -78,28 +75,27 @@ def test_every_method_gets_g_scores(tmp_path: Path) -> None:
     assert hp["irm"]["method"]["penalty_weight"] == 1e4 and hp["dropout"]["method"]["dropout"] == 0.3
 
 
-@pytest.mark.slow
-def test_grid_search_selects_on_t_val_then_trains_the_folds(tmp_path: Path) -> None:
+def test_grid_search_selects_on_t_val_then_trains_the_folds(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "grid.toml"
     config.write_text(GRID)
-    dry = beluga("run", str(config), "--dry-run")
-    assert dry.returncode == 0, dry.stderr
+    code, dry, err = run_cli(capsys, "run", config, "--dry-run")
+    assert code == 0, err
     # 3 grid points (lp-ft reuses vanilla's: 2 learning rates, and lp's: 1) in seen mode; strict mode searches
     # again for each of the 3 length folds.
-    assert "7 trainings in all: 4 scenario models + 3 grid points" in dry.stdout
-    assert "grid mode strict would train 16" in dry.stdout
+    assert "7 trainings in all: 4 scenario models + 3 grid points" in dry
+    assert "grid mode strict would train 16" in dry
 
-    proc = beluga("run", str(config), timeout=TIMEOUT)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert "3 trainings planned before selection (3 grid points)" in proc.stdout
-    assert "4 trainings planned with the selected hyper-parameters" in proc.stdout
     store = tmp_path / "grid.duckdb"
+    printed = run_benchmark(config, store)
+    assert "3 trainings planned before selection (3 grid points)" in printed
+    assert "4 trainings planned with the selected hyper-parameters" in printed
     points = query(store, "SELECT method, point, status, n_val_suite FROM grid_points ORDER BY ALL")
     assert [(m, s) for m, _, s, _ in points] == [("lp", "done"), ("vanilla", "done"), ("vanilla", "done")]
     assert {n for *_, n in points} == {15}  # T_val: 3 cases of each of the 5 phenomena
-    metrics = query(store, "SELECT DISTINCT source, test_type, metric FROM grid_metrics ORDER BY ALL")
-    assert ("suite_val", "MFT", "objective") in metrics and ("suite_val", "INV", "objective") in metrics
-    assert ("iid_val", None, "accuracy") in metrics
+    terms = query(store, "SELECT DISTINCT test_type, metric FROM grid_test_type_scores ORDER BY ALL")
+    assert terms == [("INV", "objective"), ("INV", "pass_rate"), ("MFT", "objective"), ("MFT", "pass_rate")]
+    assert query(store, "SELECT DISTINCT source, metric FROM grid_metrics") == [("iid_val", "accuracy")]
     # lp-ft's folds train stage 1 with lp's choice and stage 2 with vanilla's.
     (chosen_vanilla,) = query(store, "SELECT p.point FROM grid_selections s JOIN grid_points p USING (grid_id) "
                                      "WHERE s.method = 'vanilla'")[0]
@@ -112,10 +108,9 @@ def test_grid_search_selects_on_t_val_then_trains_the_folds(tmp_path: Path) -> N
         assert hp["method"] == {"lp_epochs": 0.5, "ft_epochs": 0.5}
     assert len(query(store, "SELECT * FROM g_scores WHERE g IS NOT NULL")) == 2  # seen and length
 
-    again = beluga("run", str(config), timeout=TIMEOUT)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.count("; running 0") == 2  # no grid point and no fold is trained again
+    again = run_benchmark(config, store)
+    assert again.count("; running 0") == 2  # no grid point and no fold is trained again
 
-    other = beluga("select", str(store), "--criterion", "worst_group", "--top", "2")
-    assert other.returncode == 0, other.stderr
-    assert "grid selection by worst_group" in other.stdout
+    code, out, err = run_cli(capsys, "select", store, "--criterion", "worst_group", "--top", "2")
+    assert code == 0, err
+    assert "grid selection by worst_group" in out

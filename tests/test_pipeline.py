@@ -6,96 +6,76 @@ the same numbers as an uninterrupted one.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import duckdb
 import pytest
+from helpers import BELUGA, DATA, ENV, beluga, query, recompute_g, results, run_benchmark, run_cli
 
-DATA = Path(__file__).resolve().parent / "data"
-BELUGA = [sys.executable, "-m", "beluga_core"]
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
-
-
-def beluga(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*BELUGA, *args], capture_output=True, text=True, env=ENV, timeout=timeout)
-
-
-def query(store: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(store), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
-def results(store: Path) -> dict[str, list[tuple]]:
-    """Everything a run computes, rounded to float noise, keyed by what it is."""
-    return {
-        "pass_rates": query(store, "SELECT config, scenario, scoring_group, n_pass, n_fail, n_skip FROM pass_rates "
-                                   "ORDER BY ALL"),
-        "g": query(store, "SELECT config, scenario, round(s_suite, 9), round(s_iid, 9), round(g, 9) FROM g_scores "
-                          "ORDER BY ALL"),
-        "models": query(store, "SELECT model_id, status FROM models ORDER BY ALL"),
-        "iid": query(store, "SELECT model_id, example_idx, pred FROM iid_predictions ORDER BY ALL"),
-    }
-
-
-@pytest.fixture(scope="module")
-def sentiment_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
-    store = tmp_path_factory.mktemp("sentiment") / "s.duckdb"
-    proc = beluga("run", str(DATA / "tiny-sentiment.toml"), "--store", str(store))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return store, proc
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def phenomena_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("phenomena") / "p.duckdb"
-    proc = beluga("run", str(DATA / "tiny-phenomena.toml"), "--store", str(store))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_benchmark(DATA / "tiny-phenomena.toml", store)
     return store
 
 
-def test_sentiment_end_to_end(sentiment_store: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
-    store, proc = sentiment_store
-    assert "wall time" in proc.stdout
+def test_sentiment_end_to_end(sentiment_store: tuple[Path, str]) -> None:
+    store, printed = sentiment_store
+    assert "wall time" in printed
     g = {(c, s): (si, ii, gg) for c, s, si, ii, gg in results(store)["g"]}
     assert set(g) == {("iid", "standard"), ("iid-then-t", "seen"), ("iid-then-t", "test_type")}
-    for s_suite, s_iid, gscore in g.values():
-        assert 0 <= s_suite <= 1 and 0 <= s_iid <= 1
-        assert gscore == pytest.approx(2 * s_suite * s_iid / (s_suite + s_iid) if s_suite + s_iid else 0.0)
+    # The views agree with a recomputation from the raw tables.
+    again = recompute_g(store)
+    for (config, scenario), (s_suite, s_iid, gscore) in g.items():
+        assert again[("sentiment", config, scenario)] == pytest.approx((s_suite, s_iid, gscore), abs=1e-9)
     # Every functionality has a held-out pass rate (or only skips) in the held-out scenario.
     groups = query(store, "SELECT DISTINCT scoring_group FROM pass_rates WHERE scenario = 'test_type'")
     assert len(groups) == 38
-    n_folds = query(store, "SELECT count(*) FROM models WHERE scenario = 'test_type'")[0][0]
-    assert n_folds == 3
+    assert query(store, "SELECT count(*) FROM models WHERE scenario = 'test_type'")[0][0] == 3
     # The IID model is trained once and is the parent of every IID→T model.
     parents = query(store, "SELECT DISTINCT parent_model_id FROM models WHERE config = 'iid-then-t'")
-    iid = query(store, "SELECT model_id FROM models WHERE config = 'iid'")
-    assert parents == iid
+    assert parents == query(store, "SELECT model_id FROM models WHERE config = 'iid'")
 
 
-def test_rerun_skips_finished_folds(sentiment_store: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+def test_store_records_splits_and_what_each_model_trained_on(sentiment_store: tuple[Path, str]) -> None:
+    import hashlib
+    import json
+
+    store, _ = sentiment_store
+    parts = dict(query(store, "SELECT part, count(*) FROM case_splits GROUP BY part"))
+    assert set(parts) == {"train", "val", "test"} and sum(parts.values()) == 86420
+    kept = dict(query(store, "SELECT part, count(*) FROM case_splits WHERE kept GROUP BY part"))
+    assert kept == {"train": 2 * 38, "val": 38, "test": 2 * 38}
+    for model_id, digest, n in query(store, "SELECT model_id, train_digest, n_train_suite FROM models"):
+        ids = [r[0] for r in query(store, "SELECT case_id FROM model_training_cases WHERE model_id = ? ORDER BY 1",
+                                   [model_id])]
+        assert len(ids) == n
+        if n:
+            assert digest == hashlib.sha256(json.dumps(ids, sort_keys=True).encode()).hexdigest()
+        else:
+            assert digest is None
+    assert query(store, "SELECT count(*) FROM training_leaks") == [(0,)]
+
+
+def test_rerun_skips_finished_folds(sentiment_store: tuple[Path, str]) -> None:
     store, _ = sentiment_store
     before = results(store)
-    start = time.perf_counter()
-    proc = beluga("run", str(DATA / "tiny-sentiment.toml"), "--store", str(store))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "running 0" in proc.stdout
-    assert time.perf_counter() - start < 60
+    printed = run_benchmark(DATA / "tiny-sentiment.toml", store)
+    assert "running 0" in printed
     assert results(store) == before
 
 
-def test_report_prints_table(sentiment_store: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+def test_report_prints_table(sentiment_store: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
     store, _ = sentiment_store
-    proc = beluga("report", str(store))
-    assert proc.returncode == 0, proc.stderr
-    assert "iid-then-t" in proc.stdout and "G seen" in proc.stdout and "G test_type" in proc.stdout
+    code, out, err = run_cli(capsys, "report", store)
+    assert code == 0, err
+    assert "iid-then-t" in out and "seen" in out and "test_type" in out
 
 
 def test_own_levels_end_to_end(phenomena_store: Path) -> None:

@@ -4,32 +4,26 @@ CheckList QQP and SQuAD suites and the shipped offline fixtures; and the benchma
 from __future__ import annotations
 
 import json
-import subprocess
+import logging
 from pathlib import Path
 
 import pytest
-from test_pipeline import DATA, beluga, query
+from helpers import DATA, REPO, query, run_benchmark, run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_ok(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = beluga(*args)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return proc
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def paraphrase_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("paraphrase") / "p.duckdb"
-    run_ok("run", str(DATA / "tiny-paraphrase.toml"), "--store", str(store))
+    run_benchmark(DATA / "tiny-paraphrase.toml", store)
     return store
 
 
 @pytest.fixture(scope="module")
 def reading_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("reading") / "r.duckdb"
-    run_ok("run", str(DATA / "tiny-reading.toml"), "--store", str(store))
+    run_benchmark(DATA / "tiny-reading.toml", store)
     return store
 
 
@@ -96,7 +90,8 @@ def _mini_suite(path: Path) -> Path:
     return path
 
 
-def test_mft_cases_without_their_answer_are_dropped_and_counted(tmp_path: Path) -> None:
+def test_mft_cases_without_their_answer_are_dropped_and_counted(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
     suite = _mini_suite(tmp_path / "mini.jsonl")
     config = tmp_path / "mini.toml"
     config.write_text(f"""name = "mini"
@@ -119,33 +114,32 @@ epochs = 1
 [executor]
 threads = 2
 """, encoding="utf-8")
-    proc = run_ok("run", str(config))
+    with caplog.at_level(logging.WARNING, logger="beluga_core.tasks.reading.task"):
+        run_benchmark(config, tmp_path / "mini.duckdb")
     # T_train holds 2 of the 4 'absent' cases; each has one input whose answer is not in its context.
-    assert "2 MFT input(s) dropped from training" in proc.stderr and "2 case(s) affected" in proc.stderr
+    assert "2 MFT input(s) dropped from training" in caplog.text and "2 case(s) affected" in caplog.text
     (hparams,) = query(tmp_path / "mini.duckdb", "SELECT hparams FROM models")[0]
     notes = json.loads(hparams)["train_notes"]
     assert notes == {"mft_inputs_dropped_answer_not_in_context": 2, "mft_cases_with_a_dropped_input": 2,
                      "mft_cases_dropped_entirely": 0}
 
 
-@pytest.mark.parametrize("config", ["quick-para.toml", "quick-read.toml", "full.toml"])
-def test_benchmark_configs_plan(config: str) -> None:
-    path = ROOT / "benchmarks" / config
-    if not path.exists():
-        pytest.skip(f"benchmarks/{config} is not in this checkout")
-    proc = run_ok("run", str(path), "--dry-run")
-    tasks = {"quick-para.toml": ["paraphrase"], "quick-read.toml": ["reading"],
-             "full.toml": ["sentiment", "paraphrase", "reading"]}[config]
-    for task in tasks:
-        assert f"task {task}:" in proc.stdout
-    assert "trainings in all" in proc.stdout
+@pytest.mark.parametrize("config", ["quick.toml", "quick-para.toml", "quick-read.toml"])
+def test_benchmark_configs_plan(config: str, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # (full.toml's whole plan is checked by tests/test_grid.py.) A shipped config must exist: no skip.
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, err = run_cli(capsys, "run", REPO / "benchmarks" / config, "--dry-run")
+    assert code == 0, err
+    task = {"quick.toml": "sentiment", "quick-para.toml": "paraphrase", "quick-read.toml": "reading"}[config]
+    assert f"task {task}:" in out and "trainings in all" in out
 
 
-def test_task_settings_are_checked_by_dry_run(tmp_path: Path) -> None:
+def test_task_settings_are_checked_by_dry_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for extra, message in [('iid_metric = "accuracy"', "computes no i.i.d. metric 'accuracy'"),
                            ("options = {max_len = 3}", "unknown option")]:
         config = tmp_path / "bad.toml"
         config.write_text(f'name = "bad"\n[[tasks]]\nname = "reading"\nsuite = "builtin:squad"\n'
                           f'iid = "builtin:squad-fixture"\n{extra}\n', encoding="utf-8")
-        proc = beluga("run", str(config), "--dry-run")
-        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        code, _, err = run_cli(capsys, "run", config, "--dry-run")
+        assert code == 2 and message in err, err

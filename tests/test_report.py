@@ -3,11 +3,13 @@ reports of a run in progress and of suites with other levels, and the headless-C
 
 from __future__ import annotations
 
-import json
+import io
 import random
 import re
+import statistics
 import subprocess
 import sys
+from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -15,42 +17,41 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from PIL import Image
+from rich.console import Console
 from store_builder import FUNCTIONALITIES, StoreBuilder, make_cases, perturb, random_outcomes
 
 from beluga_core.analysis.report.build import write_report
+from beluga_core.analysis.report.content import pct
 from beluga_core.analysis.report.data import read_report_data
-from beluga_core.analysis.report.degeneracy import Distribution, degeneracy_rows, suite_mft_gold
+from beluga_core.analysis.report.degeneracy import degeneracy_rows, format_distribution
 from beluga_core.analysis.report.figures import DPI, draw_heatmap, heatmaps
 from beluga_core.analysis.report.table3 import AVG, IID, Column, build_table3
+from beluga_core.analysis.report.terminal import print_g_table
 from beluga_core.analysis.significance import analyze_store
 from beluga_core.cli.app import main
-from beluga_core.store import CaseRow, StoreWriter
+from beluga_core.core.constants import BASELINE
+from beluga_core.store.reader import fetch_dicts
+from beluga_core.store.writer import CaseRow, StoreWriter, SuiteRow
 
 REPO = Path(__file__).resolve().parents[1]
 ROUNDS = 500
 
 
-def write_toy_suite(path: Path, cases: list[CaseRow], gold: dict[str, str | None]) -> None:
-    """Just enough of a suite file for the MFT gold lookup: header name and label space, ids, labels."""
-    lines = [json.dumps({"kind": "suite", "name": "toy", "label_space": ["negative", "neutral", "positive"]})]
-    for c in cases:
-        label = gold.get(c.case_id)
-        exp = {"kind": "not_eq", "value": 0} if label is None else {"kind": "eq", "target": "label"}
-        lines.append(json.dumps({"id": c.case_id, "test_type": c.test_type, "label": label, "expectation": exp}))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+def mft_gold(cases: list[CaseRow]) -> dict[str, str]:
+    """Gold labels of the toy suite's MFT cases: a class id, or "not 0" (a not_eq expectation) for every fifth."""
+    mft = [c for c in cases if c.test_type == "MFT"]
+    return {c.case_id: "not 0" if i % 5 == 0 else str(i % 3) for i, c in enumerate(mft)}
 
 
 def build_store(path: Path, *, analyse: bool = True) -> dict[str, object]:
     """Baseline; iid-then-t a noisy copy; iid-plus-t right wherever the baseline is wrong, and degenerate:
-    it predicts label 1 for every D_test example and every MFT case."""
-    b = StoreBuilder(path)
+    it predicts label 1 for every D_test example and every MFT case. Gold labels are in the store's cases
+    (no suite file anywhere), label names in its suite and task head."""
+    b = StoreBuilder(path, make_cases(gold=mft_gold(make_cases())))
+    b.writer.set_task_head("sentiment", b.suite, ["negative", "positive"])
     rng = random.Random(1)
     mft = [c for c in b.cases if c.test_type == "MFT"]
-    gold = {c.case_id: (None if i % 5 == 0 else str(i % 3)) for i, c in enumerate(mft)}
-    suite_file = path.with_name("toy.jsonl")
-    write_toy_suite(suite_file, b.cases, gold)
-    run = b.writer.begin_run(path.with_name("bench.toml"),
-                             f'[[tasks]]\nname = "sentiment"\nsuite = "{suite_file.name}"\n')
+    run = b.writer.begin_run(path.with_name("bench.toml"), '[[tasks]]\nname = "sentiment"\nsuite = "gone.jsonl"\n')
     base = random_outcomes(b.cases, rng)
     correct = [rng.random() < 0.75 for _ in range(120)]
     golds = [str(i % 2) for i in range(120)]
@@ -109,6 +110,94 @@ def test_table3_rows_columns_marks_and_bold(store: Path) -> None:
     avg = t.cell(perfect, Column(None, AVG)).value
     per_scenario = [t.cell(perfect, c).value for c in t.columns if c.scenario not in (IID, AVG)]
     assert avg == pytest.approx(sum(per_scenario) / len(per_scenario))
+
+
+def test_table3_values_are_the_views_means(tmp_path: Path) -> None:
+    """Two tasks × two seeds: every cell is a mean over seeds (g_summary), the Avg. the mean over tasks."""
+    b = StoreBuilder(tmp_path / "seeds.duckdb")
+    rng = random.Random(2)
+    for task in ("sentiment", "paraphrase"):
+        for seed in (1, 2):
+            base = random_outcomes(b.cases, rng)
+            b.add("iid", "vanilla", "standard", base, [rng.random() < 0.7 for _ in range(40)], task=task, seed=seed)
+            for scenario in ("seen", "class"):
+                b.add("iid-then-t", "vanilla", scenario, perturb(base, rng, 0.4),
+                      [rng.random() < 0.8 for _ in range(40)] if scenario == "seen" else None, task=task, seed=seed)
+    t = build_table3(read_report_data(b.path, figures=False))
+    g = fetch_dicts(b.path, "g_scores")
+
+    def mean(key: str, task: str, config: str, scenario: str) -> float:
+        return statistics.fmean(r[key] for r in g
+                                if (r["task"], r["config"], r["scenario"]) == (task, config, scenario))
+
+    pair = ("iid-then-t", "vanilla")
+    assert t.tasks == ["paraphrase", "sentiment"]
+    per_task = []
+    for task in t.tasks:
+        scenarios = ("seen", "class")
+        cells = [t.cell(pair, Column(task, sc)) for sc in scenarios]
+        assert [c.value for c in cells] == pytest.approx([mean("g", task, "iid-then-t", sc) for sc in scenarios])
+        assert [c.s_suite for c in cells] == pytest.approx([mean("s_suite", task, "iid-then-t", sc)
+                                                            for sc in scenarios])
+        assert t.cell(pair, Column(task, IID)).value == pytest.approx(mean("s_iid", task, "iid-then-t", "seen"))
+        base = t.cell(BASELINE, Column(task, "class"))
+        assert base.value == pytest.approx(mean("g", task, "iid", "standard")) and base.shown_from == "standard"
+        per_task.append(statistics.fmean(c.value for c in cells))
+    assert t.cell(pair, Column(None, AVG)).value == pytest.approx(statistics.fmean(per_task))
+
+
+# ------------------------------------------------------------------------------------ the terminal table
+
+CONFIGS = ("iid-then-t", "iid-plus-t", "iid-then-iid-plus-t")
+HELD_OUT = ("class", "functionality", "demographic", "test_type")
+
+
+def build_wide_store(path: Path, methods: tuple[str, ...]) -> Path:
+    """The IID baseline and three configurations (with ``methods``), each in seen + 4 held-out scenarios."""
+    cases = [CaseRow(f"{f}-{j}", tt, {"class": cls, "functionality": f, "demographic": ("women", "men")[j % 2]})
+             for f, (cls, tt) in FUNCTIONALITIES.items() for j in range(8)]
+    b = StoreBuilder(path, cases)
+    rng = random.Random(7)
+    base = random_outcomes(cases, rng)
+    b.add("iid", "vanilla", "standard", base, [rng.random() < 0.7 for _ in range(60)])
+    better = {cid: "pass" if o == "fail" else o for cid, o in base.items()}
+    for config, method in zip(CONFIGS, methods, strict=True):
+        outcomes = better if config == "iid-plus-t" else perturb(base, rng, 0.5)
+        for scenario in ("seen", *HELD_OUT):
+            b.add(config, method, scenario, outcomes, [True] * 60 if scenario == "seen" else None)
+    analyze_store(path, rounds=200, seed=0)
+    return path
+
+
+@pytest.mark.parametrize("methods", [("vanilla",) * 3, ("vanilla", "group_dro", "lp_ft")], ids=["one", "three"])
+def test_terminal_table_fits_80_columns(tmp_path: Path, methods: tuple[str, ...]) -> None:
+    path = build_wide_store(tmp_path / "wide.duckdb", methods)
+    table = build_table3(read_report_data(path, figures=False))
+    assert len(table.rows) == 4 and len([c for c in table.columns if c.is_g]) == 5
+    g_values = {pct(c.value) for (_, col), c in table.cells.items() if col.is_g or col.scenario == AVG}
+    plain = Console(file=io.StringIO(), width=80)                      # a CI log: no terminal
+    coloured = Console(file=io.StringIO(), width=80, force_terminal=True, color_system="truecolor", record=True)
+    for console in (plain, coloured):
+        print_g_table(path, console)
+        text = coloured.export_text() if console is coloured else plain.file.getvalue()
+        lines = text.splitlines()
+        assert max(map(len, lines)) <= 80, text
+        tokens = {t.rstrip("▲▼") for line in lines for t in line.split()}     # a mark follows its value
+        for name in ("iid", *CONFIGS, *(methods if len(set(methods)) > 1 else ())):
+            assert name in tokens, (name, text)
+        assert g_values <= tokens, (g_values - tokens, text)
+        assert "▲" in text and "s_T per scenario" in text
+        assert "…" not in text                                       # nothing cut off
+    assert "\x1b[" in coloured.file.getvalue()                        # a terminal gets colour
+
+
+def test_terminal_table_at_full_width(tmp_path: Path) -> None:
+    path = build_wide_store(tmp_path / "wide.duckdb", ("vanilla",) * 3)
+    console = Console(file=io.StringIO(), width=160)
+    print_g_table(path, console)
+    text = console.file.getvalue()
+    assert "functionality" in text and "Scenarios:" not in text      # room enough: whole scenario names
+    assert "(1/2)" not in text
 
 
 def test_markdown_report(md_report: Path) -> None:
@@ -193,24 +282,44 @@ def test_heatmap_shape_axes_and_png(store: Path, html_report: Path) -> None:
 
 def test_degeneracy_flags_the_collapsed_model(store: Path) -> None:
     data = read_report_data(store)
-    suite_mft_gold(data)
-    assert data.mft_gold_source and "toy.jsonl" in data.mft_gold_source
     rows = {(r.config, r.scenario): r for r in degeneracy_rows(data)}
     assert rows[("iid-plus-t", "seen")].flags == ["D_test", "MFT"]
     assert rows[("iid-plus-t", "functionality")].flags == ["MFT"]     # folds together: every MFT case says 1
     assert rows[("iid", "standard")].flags == []
     assert rows[("iid-then-t", "seen")].flags == []
-    assert rows[("iid-plus-t", "seen")].iid.pred == {"1": 120}
+    iid = rows[("iid-plus-t", "seen")].iid
+    assert iid.n == 120 and [(s.label, s.name, s.share) for s in iid.labels] == [
+        ("0", "negative", 0.0), ("1", "positive", 1.0)]
+    assert format_distribution(iid) == "negative: 0.0 % (gold 50.0 %), positive: 100.0 % (gold 50.0 %)"
+    # MFT: names from the suite's label space; gold from the cases, "not 0" counted as possibly 1 or 2.
+    gold = mft_gold(make_cases())
+    mft = rows[("iid-plus-t", "seen")].mft
+    one = next(s for s in mft.labels if s.label == "1")
+    assert one.name == "neutral" and one.share == 1.0
+    assert one.gold_share == pytest.approx(sum(g == "1" for g in gold.values()) / len(gold))
+    assert one.gold_share_upper == pytest.approx(sum(g in ("1", "not 0") for g in gold.values()) / len(gold))
+    assert "neutral: 100.0 % (gold " in format_distribution(mft) and "%+)" in format_distribution(mft)
+    assert not any(s.label.startswith("not ") for s in mft.labels)
 
 
-def test_collapse_rule() -> None:
-    assert Distribution({"0": 95, "1": 5}, {"0": 47, "1": 53}).collapsed is True
-    assert Distribution({"0": 95, "1": 5}, {"0": 90, "1": 10}).collapsed is False   # gold is that skewed too
-    assert Distribution({"0": 85, "1": 15}, {"0": 50, "1": 50}).collapsed is False  # below 90 %
-    assert Distribution({"2": 95, "0": 5}).collapsed is True                        # gold unknown: share only
-    assert Distribution({"0": 10}).collapsed is None                                # too few predictions
-    # "not 0" gold may be label 2: an upper bound of 2's gold share, so no flag from an uncertain gold.
-    assert Distribution({"2": 95, "0": 5}, {"not 0": 80, "0": 20}).collapsed is False
+def test_degeneracy_rule_is_the_views(tmp_path: Path) -> None:
+    """The flag is the degeneracy view's: the top share against gold, "not X" gold as an upper bound."""
+    cases = [CaseRow(f"m-{j}", "MFT", {"functionality": "m"}, "not 0" if j < 32 else "0") for j in range(40)]
+    cases += [CaseRow(f"e-{j}", "MFT", {"functionality": "e"}, str(j % 2)) for j in range(40)]
+    b = StoreBuilder(tmp_path / "rule.duckdb", cases)
+    # Predicts 2 on 95 % of the "m" cases: 80 % of their gold may be 2 ("not 0"), so no flag.
+    m_only = {c.case_id: "pass" for c in cases if c.case_id.startswith("m-")}
+    b.add("iid-then-t", "vanilla", "seen", m_only, case_preds={f"m-{j}": "2" if j < 38 else "0" for j in range(40)})
+    # Predicts 0 on 95 % of the "e" cases, whose gold is half 0: collapsed.
+    e_only = {c.case_id: "pass" for c in cases if c.case_id.startswith("e-")}
+    b.add("iid-plus-t", "vanilla", "seen", e_only, case_preds={f"e-{j}": "0" if j < 38 else "1" for j in range(40)})
+    # 19 predictions: too few to tell, whatever they are.
+    few = {f"e-{j}": "pass" for j in range(19)}
+    b.add("iid-then-iid-plus-t", "vanilla", "seen", few, case_preds={f"e-{j}": "1" for j in range(19)})
+    rows = {r.config: r for r in degeneracy_rows(read_report_data(b.path))}
+    assert rows["iid-then-t"].flags == [] and rows["iid-then-t"].mft.top.label == "2"
+    assert rows["iid-plus-t"].flags == ["MFT"]
+    assert rows["iid-then-iid-plus-t"].flags == []
 
 
 # ------------------------------------------------------------------------------ runs in progress, levels
@@ -237,12 +346,23 @@ def test_report_of_a_run_in_progress(tmp_path: Path) -> None:
     StoreWriter(path, lock_timeout=1).finish_run(run)
 
 
+class OwnLevelsBuilder(StoreBuilder):
+    """A StoreBuilder of a suite with levels of its own (StoreBuilder records the toy suite's levels)."""
+
+    def __init__(self, path: Path, cases: list[CaseRow], suite: SuiteRow) -> None:
+        StoreWriter(path).ensure_suite(suite, cases)
+        self.path, self.suite, self.cases = path, suite.suite, list(cases)
+        self.writer = StoreWriter(path)
+        self.clock = datetime(2024, 6, 1)
+
+
 def test_suite_with_its_own_levels(tmp_path: Path) -> None:
     # Domains are the scoring level; demographics cross them (no parent level); test type is one MFT.
-    cases = [CaseRow(f"{d}-{g}-{j}", "MFT", d, {"domain": d, "demographic": g})
+    cases = [CaseRow(f"{d}-{g}-{j}", "MFT", {"domain": d, "demographic": g})
              for d in ("books", "films", "music") for g in ("women", "men") for j in range(6)]
     path = tmp_path / "levels.duckdb"
-    b = StoreBuilder(path, cases, suite="reviews")
+    b = OwnLevelsBuilder(path, cases, SuiteRow("reviews", ("domain", "demographic"), "domain", "text",
+                                               ("negative", "positive")))
     rng = random.Random(4)
     base = random_outcomes(cases, rng)
     b.add("iid", "vanilla", "standard", base, [True, False, True] * 20)
@@ -268,7 +388,8 @@ def test_suite_with_its_own_levels(tmp_path: Path) -> None:
 def test_cli_report_terminal_and_files(store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     main(["report", str(store)])
     out = capsys.readouterr().out
-    assert "G seen" in out and "▲" in out
+    assert "seen" in out and "i.i.d." in out and "▲" in out
+    assert max(map(len, out.splitlines())) <= 80                       # stdout is no terminal: 80 columns
     # The collapsed iid-plus-t model is named under the table; the others are not.
     warnings = [line for line in out.splitlines() if line.startswith("degenerate")]
     assert warnings and all("iid-plus-t/vanilla" in w for w in warnings), out

@@ -17,17 +17,11 @@ import numpy as np
 import pytest
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.store import (
-    SCHEMA_VERSION,
-    VIEWS,
-    CaseRow,
-    ModelRow,
-    StoreWriter,
-    fetch_dicts,
-    open_store,
-    read_meta,
-)
-from beluga_core.store import writer as writer_mod
+from beluga_core.execution.results import IIDResult, JobResult, ModelRecord, Outcomes
+from beluga_core.store import connection as connection_mod
+from beluga_core.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from beluga_core.store.reader import VIEWS, fetch_dicts, open_store, read_meta
+from beluga_core.store.writer import CaseRow, StoreWriter, SuiteRow
 
 SUITE = "toy"
 # functionality -> (class, test type). f4's cases always skip (a group with no evaluable case);
@@ -37,11 +31,14 @@ LABELS = ("negative", "neutral", "positive")
 
 
 def make_cases() -> list[CaseRow]:
-    rows = [CaseRow(f"{f}-{j}", tt, f, {"class": cls, "functionality": f})
+    rows = [CaseRow(f"{f}-{j}", tt, {"class": cls, "functionality": f}, "2" if tt == "MFT" else None)
             for f, (cls, tt) in FUNCS.items() for j in range(4)]
     # A case of T_train: in the suite, never evaluated, so it must not affect any view.
-    rows.append(CaseRow("f1-train", "MFT", "f1", {"class": "A", "functionality": "f1"}))
+    rows.append(CaseRow("f1-train", "MFT", {"class": "A", "functionality": "f1"}, "0"))
     return rows
+
+
+SUITE_ROW = SuiteRow(SUITE, ("class", "functionality"), "functionality", "text", LABELS)
 
 
 CASES = make_cases()
@@ -50,7 +47,7 @@ CASE_BY_ID = {c.case_id: c for c in CASES}
 
 
 def group_of(case: CaseRow, level: str) -> str:
-    return case.test_type if level == "test_type" else case.groups[level]
+    return case.group(level)
 
 
 class Dataset:
@@ -72,7 +69,7 @@ class Dataset:
         cases = [c for c in TEST_CASES if level is None or group_of(c, level) == group]
         outs = []
         for c in cases:
-            if c.scoring_group == "f4":
+            if c.group("functionality") == "f4":
                 outcome = "skip"
             else:
                 outcome = always or self.rng.choices(("pass", "fail", "skip"), (0.5, 0.35, 0.15))[0]
@@ -116,14 +113,31 @@ def build_dataset() -> Dataset:
     return d
 
 
+def to_result(m: dict[str, Any], d: Dataset) -> JobResult:
+    """A dataset model as the worker would hand it to the writer."""
+    mid = m["model_id"]
+    iid = []
+    for split in ("test", "val"):
+        metrics = {name: v for sp, name, v, _ in d.metrics[mid] if sp == split}
+        primary = [name for sp, name, _, p in d.metrics[mid] if sp == split and p]
+        if not primary:
+            continue  # a model without a primary metric reports none (G is NULL for it)
+        preds = [p for p in d.predictions[mid] if p[0] == split]
+        iid.append(IIDResult(split, [p[2] for p in preds], [p[3] for p in preds],
+                             np.array([p[4] for p in preds], dtype=bool), metrics, primary[0]))
+    outs = d.outcomes[mid]
+    return JobResult(ModelRecord(**m), Outcomes.of([o[0] for o in outs], [o[1] for o in outs], [o[2] for o in outs]),
+                     iid)
+
+
 def write_dataset(path: Path, d: Dataset) -> StoreWriter:
     w = StoreWriter(path)
     run_id = w.begin_run("bench.toml", "seeds = [1, 2]\n", device="cpu")
-    assert w.ensure_cases(SUITE, CASES) == len(CASES)
+    assert w.ensure_suite(SUITE_ROW, CASES) == len(CASES)
+    w.set_task_head("sentiment", SUITE, ["negative", "positive"])
     w.set_g_exclusions("sentiment", [g for t, g in d.exclusions if t == "sentiment"])
     for m in d.models:
-        w.commit_model({**m, "run_id": run_id}, d.predictions[m["model_id"]], d.metrics[m["model_id"]],
-                       d.outcomes[m["model_id"]])
+        w.commit(to_result(m, d), run_id)
     w.finish_run(run_id, "done")
     return w
 
@@ -139,7 +153,7 @@ def expected_pass_rates(d: Dataset) -> dict[tuple, dict[str, Any]]:
         if m["status"] != "done":
             continue
         for case_id, outcome, _ in d.outcomes[m["model_id"]]:
-            key = (*(m[k] for k in KEY), CASE_BY_ID[case_id].scoring_group)
+            key = (*(m[k] for k in KEY), CASE_BY_ID[case_id].group("functionality"))
             counts[key][outcome] += 1
     out = {}
     for key, c in counts.items():
@@ -356,13 +370,28 @@ def test_reader_helpers(store: Path) -> None:
 # ----------------------------------------------------------------------------- the writer
 
 
-def model(mid: str, **kw: Any) -> dict[str, Any]:
-    return {"model_id": mid, "task": "sentiment", "suite": SUITE, "config": "iid-then-t", "method": "vanilla",
-            "scenario": "seen", "seed": 1, "split_seed": 123, **kw}
+def record(mid: str, **kw: Any) -> ModelRecord:
+    fields = {"model_id": mid, "task": "sentiment", "suite": SUITE, "config": "iid-then-t", "method": "vanilla",
+              "scenario": "seen", "seed": 1, "split_seed": 123, **kw}
+    if fields["scenario"] not in ("standard", "seen") and "heldout_level" not in kw:
+        fields["heldout_level"] = fields["scenario"]
+    return ModelRecord(**fields)
+
+
+def outcomes_of(pairs: list[tuple[str, str]]) -> Outcomes:
+    return Outcomes.of([c for c, _ in pairs], [o for _, o in pairs])
 
 
 def all_outcomes(outcome: str = "pass") -> list[tuple[str, str]]:
     return [(c.case_id, outcome) for c in TEST_CASES]
+
+
+IID = [IIDResult("test", ["2"] * 5, ["0"] * 5, np.zeros(5, dtype=bool), {"accuracy": 0.5}, "accuracy")]
+
+
+def result(mid: str, outcomes: list[tuple[str, str]] | None = None, iid: bool = True, **kw: Any) -> JobResult:
+    return JobResult(record(mid, **kw), outcomes_of(outcomes if outcomes is not None else all_outcomes()),
+                     IID if iid else [])
 
 
 def rows_of(path: Path, mid: str) -> dict[str, int]:
@@ -377,46 +406,42 @@ def rows_of(path: Path, mid: str) -> dict[str, int]:
 @pytest.fixture
 def writer(tmp_path: Path) -> StoreWriter:
     w = StoreWriter(tmp_path / "w.duckdb")
-    w.ensure_cases(SUITE, CASES)
+    w.ensure_suite(SUITE_ROW, CASES)
     return w
-
-
-PREDS = [("test", i, "positive", "negative", False) for i in range(5)]
-METRICS = [("test", "accuracy", 0.5, True)]
 
 
 def test_failed_commit_leaves_no_rows(writer: StoreWriter, monkeypatch: pytest.MonkeyPatch) -> None:
     # An outcome for an unknown case is found after every row was inserted: all of them roll back.
     with pytest.raises(ValueError, match="not in suite"):
-        writer.commit_model(model("m1"), PREDS, METRICS, [*all_outcomes(), ("nope", "pass")])
+        writer.commit(result("m1", [*all_outcomes(), ("nope", "pass")]))
     assert rows_of(writer.path, "m1") == dict.fromkeys(("models", "iid_predictions", "iid_metrics", "outcomes"), 0)
 
     def boom(*args: Any) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(StoreWriter, "_check_outcomes", staticmethod(boom))
+    monkeypatch.setattr(StoreWriter, "_insert_outcomes", boom)
     with pytest.raises(RuntimeError, match="disk full"):
-        writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes())
+        writer.commit(result("m1"))
     assert sum(rows_of(writer.path, "m1").values()) == 0
-    assert writer.done_model_ids() == set()
+    assert writer.done_ids() == set()
 
 
 def test_failed_model_is_replaced_and_kept_on_error(writer: StoreWriter,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    writer.commit_model(model("m1", status="failed", error="OOM"))
-    assert writer.done_model_ids() == set()
+    writer.commit(JobResult(record("m1", status="failed", error="OOM"), outcomes_of([])))
+    assert writer.done_ids() == set()
     assert rows_of(writer.path, "m1")["models"] == 1
 
-    monkeypatch.setattr(StoreWriter, "_check_outcomes", staticmethod(lambda *a: 1 / 0))
+    monkeypatch.setattr(StoreWriter, "_insert_outcomes", lambda *a: 1 / 0)
     with pytest.raises(ZeroDivisionError):
-        writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes())
+        writer.commit(result("m1"))
     monkeypatch.undo()
     con = duckdb.connect(str(writer.path), read_only=True)
     assert con.execute("SELECT status, error FROM models WHERE model_id = 'm1'").fetchall() == [("failed", "OOM")]
     con.close()
 
-    writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes())
-    assert writer.done_model_ids() == {"m1"}
+    writer.commit(result("m1"))
+    assert writer.done_ids() == {"m1"}
     assert rows_of(writer.path, "m1") == {"models": 1, "iid_predictions": 5, "iid_metrics": 1,
                                           "outcomes": len(TEST_CASES)}
 
@@ -424,26 +449,27 @@ def test_failed_model_is_replaced_and_kept_on_error(writer: StoreWriter,
 def test_crash_mid_commit_leaves_no_rows(writer: StoreWriter, tmp_path: Path) -> None:
     # The process dies inside the transaction (no rollback, no close): DuckDB's WAL must drop it.
     script = textwrap.dedent(f"""
-        import os
-        from beluga_core.store import StoreWriter
-        from tests.test_store import model, all_outcomes, PREDS, METRICS
-        StoreWriter._check_outcomes = staticmethod(lambda *a: os._exit(3))
-        StoreWriter({str(writer.path)!r}).commit_model(model("m1"), PREDS, METRICS, all_outcomes())
+        import os, sys
+        sys.path.insert(0, "tests")
+        from beluga_core.store.writer import StoreWriter
+        from test_store import result
+        StoreWriter._insert_outcomes = lambda *a: os._exit(3)
+        StoreWriter({str(writer.path)!r}).commit(result("m1"))
     """)
     proc = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).parent.parent,
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     assert proc.returncode == 3, proc.stderr
     assert sum(rows_of(writer.path, "m1").values()) == 0
-    writer.commit_model(model("m2"), PREDS, METRICS, all_outcomes())
-    assert writer.done_model_ids() == {"m2"}
+    writer.commit(result("m2"))
+    assert writer.done_ids() == {"m2"}
 
 
 def test_reader_between_commits(writer: StoreWriter) -> None:
-    writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes("pass"))
+    writer.commit(result("m1", all_outcomes("pass")))
     con = duckdb.connect(str(writer.path), read_only=True)  # the writer holds nothing open
     assert con.execute("SELECT s_suite FROM suite_scores").fetchall() == [(1.0,)]
     con.close()
-    writer.commit_model(ModelRow(**model("m2", seed=2)), PREDS, METRICS, all_outcomes("fail"))
+    writer.commit(result("m2", all_outcomes("fail"), seed=2))
     rows = fetch_dicts(writer.path, "suite_scores", order_by=["seed"])
     assert [(r["seed"], r["s_suite"]) for r in rows] == [(1, 1.0), (2, 0.0)]
 
@@ -459,22 +485,22 @@ def test_writer_waits_for_a_reader_in_another_process(writer: StoreWriter) -> No
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
-        writer.lock_timeout = 0.2
+        writer.store.lock_timeout = 0.2
         with pytest.raises(BelugaError, match="held open by another process"):
-            writer.commit_model(model("m0"), outcomes=all_outcomes())
-        writer.lock_timeout = 60.0
+            writer.commit(result("m0"))
+        writer.store.lock_timeout = 60.0
         start = time.monotonic()
-        writer.commit_model(model("m1"), PREDS, METRICS, all_outcomes())
+        writer.commit(result("m1"))
         assert time.monotonic() - start > 0.3  # it did wait for the reader
     finally:
         proc.wait(timeout=30)
-    assert writer.done_model_ids() == {"m1"}
+    assert writer.done_ids() == {"m1"}
 
 
 def test_reader_process_sees_commits_as_they_land(writer: StoreWriter) -> None:
     script = textwrap.dedent(f"""
         import time
-        from beluga_core.store import fetch_dicts
+        from beluga_core.store.reader import fetch_dicts
         seen = []
         for _ in range(15):
             seen.append(len(fetch_dicts({str(writer.path)!r}, "models_status")))
@@ -483,7 +509,7 @@ def test_reader_process_sees_commits_as_they_land(writer: StoreWriter) -> None:
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     for seed in range(8):
-        writer.commit_model(model(f"m{seed}", seed=seed), PREDS, METRICS, all_outcomes())
+        writer.commit(result(f"m{seed}", seed=seed))
         time.sleep(0.05)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
@@ -491,64 +517,64 @@ def test_reader_process_sees_commits_as_they_land(writer: StoreWriter) -> None:
     assert first <= last <= 8
 
 
-def test_commit_of_21k_outcomes_is_fast(tmp_path: Path) -> None:
+def test_commit_of_21k_outcomes(tmp_path: Path) -> None:
+    # Bulk rows go in as columns (the commit time of such a model is in benchmarks/synthetic_store.py).
     n = 21_000
     w = StoreWriter(tmp_path / "big.duckdb")
     ids = [f"case-{i:05d}" for i in range(n)]
-    w.ensure_cases("big", {"case_id": ids, "test_type": ["MFT"] * n,
-                           "scoring_group": [f"f{i % 60}" for i in range(n)],
-                           "groups": [{"functionality": f"f{i % 60}"} for i in range(n)]})
-    outcomes = {"case_id": ids, "outcome": ["pass", "fail", "skip"] * (n // 3), "pred": [1, 0, None] * (n // 3)}
-    preds = {"split": ["test"] * 5000, "example_idx": np.arange(5000), "gold": np.ones(5000, dtype=int),
-             "pred": np.zeros(5000, dtype=int), "correct": np.zeros(5000, dtype=bool)}
-    times = []
+    w.ensure_suite(SuiteRow("big", ("functionality",), "functionality", "text", ("0", "1")),
+                   [CaseRow(cid, "MFT", {"functionality": f"f{i % 60}"}) for i, cid in enumerate(ids)])
+    outcomes = Outcomes.of(ids, ["pass", "fail", "skip"] * (n // 3), ["1", "0", None] * (n // 3))
+    iid = [IIDResult("test", ["1"] * 5000, ["0"] * 5000, np.zeros(5000, dtype=bool), {"accuracy": 0.0},
+                     "accuracy")]
     for k in range(3):
-        start = time.perf_counter()
-        w.commit_model(model(f"m{k}", suite="big", seed=k), preds, METRICS, outcomes)
-        times.append(time.perf_counter() - start)
-    assert min(times) < 1.0, times
+        w.commit(JobResult(record(f"m{k}", suite="big", seed=k), outcomes, iid))
     rows = fetch_dicts(w.path, "suite_scores", where={"seed": 0})
     assert rows[0]["n_cases"] == n and rows[0]["s_suite"] == pytest.approx(0.5)
     labels = fetch_dicts(w.path, "label_distribution", where={"model_id": "m0", "source": "suite"})
-    assert {r["label"]: r["n_pred"] for r in labels} == {"0": n // 3, "1": n // 3}  # ints stored as text
+    assert {r["label"]: r["n_pred"] for r in labels} == {"0": n // 3, "1": n // 3}
 
 
-def test_model_row_validation(writer: StoreWriter) -> None:
-    with pytest.raises(ValueError, match="unknown field"):
-        writer.commit_model(model("m1", colour="red"))
-    with pytest.raises(ValueError, match="needs heldout_group"):
-        writer.commit_model(model("m1", scenario="functionality"))
+def test_record_validation(writer: StoreWriter) -> None:
+    with pytest.raises(ValueError, match="needs its group"):
+        record("m1", scenario="functionality")
     with pytest.raises(ValueError, match="holds nothing out"):
-        writer.commit_model(model("m1", heldout_group="f1"))
+        record("m1", heldout_group="f1")
     with pytest.raises(ValueError, match="outside that group"):
-        writer.commit_model(model("m1", scenario="functionality", heldout_group="f1"), outcomes=all_outcomes())
+        writer.commit(result("m1", scenario="functionality", heldout_group="f1"))
     with pytest.raises(ValueError, match="outside that group"):
-        writer.commit_model(model("m1", scenario="test_type", heldout_group="MFT"), outcomes=all_outcomes())
+        writer.commit(result("m1", scenario="test_type", heldout_group="MFT"))
     with pytest.raises(ValueError, match="not a fraction"):
-        writer.commit_model(model("m1"), iid_metrics=[("test", "exact_match", 81.2, True)])
+        IIDResult("test", [], [], np.zeros(0, dtype=bool), {"exact_match": 81.2}, "exact_match")
     with pytest.raises(ValueError, match="repeat a case id"):
-        writer.commit_model(model("m1"), outcomes=[("f1-0", "pass"), ("f1-0", "fail")])
+        Outcomes.of(["f1-0", "f1-0"], ["pass", "fail"])
     with pytest.raises(ValueError, match="outcome must be one of"):
-        writer.commit_model(model("m1"), outcomes=[("f1-0", "passed")])
-    assert writer.done_model_ids() == set()
+        Outcomes.of(["f1-0"], ["passed"])
+    assert writer.done_ids() == set()
     # The held-out checks accept a fold evaluated on its own group only.
-    f1 = [(c.case_id, "pass") for c in TEST_CASES if c.scoring_group == "f1"]
-    writer.commit_model(model("m1", scenario="functionality", heldout_group="f1"), outcomes=f1)
+    f1 = [(c.case_id, "pass") for c in TEST_CASES if c.group("functionality") == "f1"]
+    writer.commit(result("m1", f1, scenario="functionality", heldout_group="f1"))
     mft = [(c.case_id, "pass") for c in TEST_CASES if c.test_type == "MFT"]
-    writer.commit_model(model("m2", scenario="test_type", heldout_group="MFT"), outcomes=mft)
-    assert writer.done_model_ids() == {"m1", "m2"}
+    writer.commit(result("m2", mft, scenario="test_type", heldout_group="MFT"))
+    assert writer.done_ids() == {"m1", "m2"}
 
 
-def test_ensure_cases_is_idempotent_and_detects_a_changed_suite(writer: StoreWriter) -> None:
-    assert writer.ensure_cases(SUITE, CASES) == 0
-    extra = CaseRow("f1-new", "MFT", "f1", {"class": "A", "functionality": "f1"})
-    assert writer.ensure_cases(SUITE, [*CASES, extra]) == 1
-    moved = CaseRow("f1-0", "MFT", "f2", {"class": "A", "functionality": "f2"})
+def test_ensure_suite_is_idempotent_and_detects_a_changed_suite(writer: StoreWriter) -> None:
+    assert writer.ensure_suite(SUITE_ROW, CASES) == 0
+    extra = CaseRow("f1-new", "MFT", {"class": "A", "functionality": "f1"})
+    assert writer.ensure_suite(SUITE_ROW, [*CASES, extra]) == 1
+    moved = CaseRow("f1-0", "MFT", {"class": "A", "functionality": "f2"}, "2")
     with pytest.raises(BelugaError, match="differs from the one this store already holds"):
-        writer.ensure_cases(SUITE, [moved])
+        writer.ensure_suite(SUITE_ROW, [moved])
+    regold = CaseRow("f1-0", "MFT", {"class": "A", "functionality": "f1"}, "0")
+    with pytest.raises(BelugaError, match="gold label"):
+        writer.ensure_suite(SUITE_ROW, [regold])
+    relabelled = SuiteRow(SUITE, ("class", "functionality"), "functionality", "text", ("a", "b", "c"))
+    with pytest.raises(BelugaError, match="label space"):
+        writer.ensure_suite(relabelled, CASES)
     # Same groups in another key order is the same case.
-    same = CaseRow("f1-0", "MFT", "f1", {"functionality": "f1", "class": "A"})
-    assert writer.ensure_cases(SUITE, [same]) == 0
+    same = CaseRow("f1-0", "MFT", {"functionality": "f1", "class": "A"}, "2")
+    assert writer.ensure_suite(SUITE_ROW, [same]) == 0
 
 
 def test_runs_and_exclusions(writer: StoreWriter) -> None:
@@ -568,19 +594,33 @@ def test_runs_and_exclusions(writer: StoreWriter) -> None:
 
 def test_external_evaluation(tmp_path: Path) -> None:
     w = StoreWriter(tmp_path / "ext.duckdb")
-    mid = w.record_external_evaluation(model_name="org/sst2-model", task="sentiment", suite=SUITE,
-                                       outcomes=all_outcomes("fail"), cases=CASES,
-                                       iid_metrics=[("test", "accuracy", 0.9, True)])
-    again = w.record_external_evaluation(model_name="org/sst2-model", task="sentiment", suite=SUITE,
-                                         outcomes=all_outcomes("pass"))
-    other = w.record_external_evaluation(model_name="org/other", task="sentiment", suite=SUITE,
-                                         outcomes=all_outcomes("fail"))
+    kw: dict[str, Any] = {"task": "sentiment", "suite": SUITE_ROW, "cases": CASES}
+    mid = w.record_external_evaluation(model_name="org/sst2-model", outcomes=outcomes_of(all_outcomes("fail")), **kw)
+    again = w.record_external_evaluation(model_name="org/sst2-model", outcomes=outcomes_of(all_outcomes("pass")),
+                                         **kw)
+    other = w.record_external_evaluation(model_name="org/other", outcomes=outcomes_of(all_outcomes("fail")), **kw)
     assert mid == again != other
     rows = fetch_dicts(w.path, "g_scores", order_by=["model_name"])
     assert [(r["model_name"], r["config"], r["method"], r["scenario"], r["s_suite"]) for r in rows] == [
         ("org/other", "external", "none", "standard", 0.0), ("org/sst2-model", "external", "none", "standard", 1.0)]
-    # The re-check replaced the first evaluation, whose i.i.d. metric went with it.
     assert rows[1]["s_iid"] is None
+
+
+def test_pass_rates_of_a_hand_made_group_in_memory() -> None:
+    # b: pass, skip, fail → 1/2; a: fail → 0; c: skip only → no rate, left out of s_T: s_T = 1/4.
+    w = StoreWriter.in_memory()
+    cases = [CaseRow(cid, "MFT", {"functionality": g}) for cid, g in
+             (("1", "b"), ("2", "a"), ("3", "b"), ("4", "c"), ("5", "b"))]
+    w.record_external_evaluation(model_name="m", task="t", suite=SuiteRow("s", ("functionality",), "functionality",
+                                                                          "text", ("x", "y")),
+                                 cases=cases, outcomes=Outcomes.of(["1", "2", "3", "4", "5"],
+                                                                   ["pass", "fail", "skip", "skip", "fail"]))
+    with w.connection() as con:
+        rates = con.execute("SELECT scoring_group, n_pass, n_fail, n_skip, pass_rate FROM pass_rates "
+                            "ORDER BY 1").fetchall()
+        (s_t,) = con.execute("SELECT s_suite FROM suite_scores").fetchone()
+    assert rates == [("a", 0, 1, 0, 0.0), ("b", 1, 1, 1, 0.5), ("c", 0, 0, 1, None)]
+    assert s_t == 0.25
 
 
 # --------------------------------------------------------------------- creating and opening
@@ -588,7 +628,10 @@ def test_external_evaluation(tmp_path: Path) -> None:
 
 def test_new_store_is_complete_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "sub" / "new.duckdb"
-    monkeypatch.setattr(writer_mod, "views_sql", lambda: "CREATE VIEW broken AS SELECT * FROM nowhere;")
+    real = connection_mod.sql_file
+    monkeypatch.setattr("beluga_core.store.writer.sql_file",
+                        lambda name: "CREATE VIEW broken AS SELECT * FROM nowhere;" if name == "views.sql"
+                        else real(name))
     with pytest.raises(duckdb.Error):
         StoreWriter(path)
     assert not path.exists()
@@ -602,9 +645,10 @@ def test_newer_schema_version_is_refused(writer: StoreWriter) -> None:
     con = duckdb.connect(str(writer.path))
     con.execute("UPDATE beluga_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)])
     con.close()
-    with pytest.raises(BelugaError, match="newer than this beluga"):
+    both = rf"schema version {SCHEMA_VERSION + 1}.*up to {SCHEMA_VERSION}"
+    with pytest.raises(BelugaError, match=both):
         StoreWriter(writer.path)
-    with pytest.raises(BelugaError, match="newer than this beluga"):
+    with pytest.raises(BelugaError, match=both):
         read_meta(writer.path)
 
 
@@ -632,25 +676,72 @@ def test_new_store_is_readable_by_duckdb_1x(tmp_path: Path) -> None:
     import struct
 
     path = tmp_path / "compat.duckdb"
-    StoreWriter(path).commit_model(model("m1", suite=None))
+    StoreWriter(path).commit(JobResult(record("m1", suite=None), outcomes_of([])))
     with path.open("rb") as fh:
         magic, version = struct.Struct("<8x4sQ").unpack(fh.read(20))
     assert (magic, version) == (b"DUCK", 64)  # the storage version of DuckDB 1.0 (2.0's own is unreadable by 1.x)
 
 
-def test_case_rows_of_a_suite(writer: StoreWriter) -> None:
+def test_suite_rows_record_gold_labels(writer: StoreWriter) -> None:
     from beluga_core.data.suite.io import Suite
     from beluga_core.data.suite.schema import Case, SuiteHeader
-    from beluga_core.store import case_rows
+    from beluga_core.evaluation.gold import case_gold
+    from beluga_core.store.suites import suite_rows
 
     header = SuiteHeader(name="mini", levels=["class", "functionality"], scoring_level="functionality",
-                         input_kind="text", test_types=["MFT"])
+                         input_kind="text", label_space=["neg", "pos"], test_types=["MFT"])
     cases = [Case(id=f"c{i}", groups={"class": "A", "functionality": f"f{i % 2}"}, test_type="MFT", loss="mft",
-                  inputs=["a text"], label=0, expectation={"kind": "eq"}) for i in range(4)]
-    rows = case_rows(Suite(header, cases))
-    assert rows[1] == CaseRow("c1", "MFT", "f1", {"class": "A", "functionality": "f1"})
-    assert writer.ensure_cases("mini", rows) == 4
-    assert {r.scoring_group for r in case_rows(Suite(header, cases), scoring_level="test_type")} == {"MFT"}
+                  inputs=["a text"], label=i % 2, expectation={"kind": "eq", "target": "label"}) for i in range(3)]
+    cases.append(Case(id="c3", groups={"class": "A", "functionality": "f1"}, test_type="MFT", loss="mft",
+                      inputs=["a text"], expectation={"kind": "not_eq", "value": "neg"}))
+    row, rows = suite_rows(Suite(header, cases), case_gold)
+    assert row == SuiteRow("mini", ("class", "functionality"), "functionality", "text", ("neg", "pos"))
+    assert rows[1] == CaseRow("c1", "MFT", {"class": "A", "functionality": "f1"}, "1")
+    assert rows[3].gold == "not 0"
+    assert writer.ensure_suite(row, rows) == 4
+    names = fetch_dicts(writer.path, "label_names", where={"suite": "mini"})
+    assert [(r["label"], r["name"]) for r in names] == [("0", "neg"), ("1", "pos")]
+
+
+def test_an_older_store_is_migrated_one_numbered_step_at_a_time(tmp_path: Path) -> None:
+    # A store as beluga 0.1 wrote it: schema 2 (migrations 1 and 2), with a model in it.
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    for m in MIGRATIONS[:2]:
+        con.execute(m.sql)
+    con.execute("INSERT INTO beluga_meta VALUES ('schema_version', '2'), ('beluga_version', '0.1.0')")
+    con.execute("INSERT INTO cases VALUES ('toy', 'f1-0', 'MFT', 'f1', '{\"functionality\": \"f1\"}')")
+    con.execute("INSERT INTO models (model_id, task, config, method, scenario, status) "
+                "VALUES ('old', 'sentiment', 'iid', 'vanilla', 'standard', 'done')")
+    con.close()
+    w = StoreWriter(path)
+    assert read_meta(path)["schema_version"] == str(SCHEMA_VERSION) == str(len(MIGRATIONS))
+    assert w.done_ids() == {"old"}
+    # The old case gains a gold label when a run of the same suite records its cases again.
+    w.ensure_suite(SuiteRow("toy", ("functionality",), "functionality", "text", ("a", "b")),
+                   [CaseRow("f1-0", "MFT", {"functionality": "f1"}, "1")])
+    assert fetch_dicts(path, "cases")[0]["gold"] == "1"
+    assert [m.version for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1))
+
+
+def test_a_failed_migration_leaves_the_store_at_the_last_complete_version(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(path))
+    for m in MIGRATIONS[:2]:
+        con.execute(m.sql)
+    con.execute("INSERT INTO beluga_meta VALUES ('schema_version', '2')")
+    con.close()
+    broken = MIGRATIONS[3]
+    monkeypatch.setattr(type(broken), "sql", property(
+        lambda m: "CREATE TABLE oops (x INT); SELECT * FROM nowhere" if m.version == broken.version
+        else connection_mod.sql_file(f"migrations/{m.version:04d}_{m.name}.sql")))
+    with pytest.raises(duckdb.Error):
+        StoreWriter(path)
+    assert read_meta(path)["schema_version"] == str(broken.version - 1)
+    con = duckdb.connect(str(path), read_only=True)
+    assert "oops" not in {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    con.close()
 
 
 def test_documented_queries_run(store: Path) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_expectations import QQP_CORRECTIONS, header, sample
+from checklist_samples import QQP_CORRECTIONS, header, sample
+from helpers import run_cli
 
-from beluga_core.cli import app as app_module
 from beluga_core.contracts.expectations import FAIL, PASS, SKIP
 from beluga_core.data.suite.io import write_suite
 from beluga_core.evaluation.evaluate import evaluate_cases
@@ -25,22 +25,8 @@ Cli = Callable[..., tuple[int, str, str]]
 @pytest.fixture
 def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     """Run ``beluga`` in-process; returns (exit code, stdout, stderr)."""
-    import beluga_core.cli.suite_check_cmd  # noqa: F401  (registers the command)
-
-    # Only this command is under test; other subcommands' modules are not imported.
-    monkeypatch.setattr(app_module, "_register", lambda: None)
     monkeypatch.setenv("COLUMNS", "200")
-
-    def run(*argv: str | Path) -> tuple[int, str, str]:
-        code = 0
-        try:
-            app_module.main([str(a) for a in argv])
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
+    return lambda *argv: run_cli(capsys, *argv)
 
 
 def write_sample_suite(tmp_path: Path, suite: str, keep: Callable[[str], bool] = lambda t: True,
@@ -198,7 +184,7 @@ BAD_PREDICTIONS: dict[str, tuple[Callable[[list[str]], list[str]], str, bool]] =
     "answer string in a classification suite": (lambda ls: _preds(ls, 6, "positive"), "class-probability vector",
                                                 True),
     "NaN": (lambda ls: _set(ls, 7, ls[7].replace(json.dumps(json.loads(ls[7])["preds"]), "[[NaN, 0.5, 0.5]]")),
-            "NaN is not a valid prediction value", True),
+            "NaN is not valid JSON", True),
     "missing cases": (lambda ls: ls[:-2], "2 of ", False),
     "missing preds field": (lambda ls: _set(ls, 1, {"id": json.loads(ls[1])["id"], "pred": []}), '"preds"', True),
 }

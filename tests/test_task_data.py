@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from beluga_core.config.schema import TaskSpec
+from beluga_core.contracts.tasks import TaskSettings
 from beluga_core.core.errors import BelugaError
+from beluga_core.data.iid import hub as iid_hub
+from beluga_core.data.iid.builtin import BUILTIN_IID
 from beluga_core.data.iid.classification import IIDExample
 from beluga_core.data.iid.squad import SquadExample, load_squad_iid
 from beluga_core.data.splits import halves
 from beluga_core.data.suite.schema import Case
-from beluga_core.tasks import reading_data
 from beluga_core.tasks.paraphrase import ParaphraseTask
 from beluga_core.tasks.reading.task import AFFECTED_CASES, DROPPED_CASES, DROPPED_INPUTS, ReadingTask
 
@@ -77,10 +78,9 @@ def fake_hf_qqp() -> object:
 def test_hf_glue_qqp(monkeypatch: pytest.MonkeyPatch) -> None:
     import datasets
 
-    from beluga_core.tasks import iid_data
 
     calls = []
-    monkeypatch.setattr(iid_data, "_hub_reachable", lambda endpoint, timeout=0: True)
+    monkeypatch.setattr(iid_hub, "hub_reachable", lambda endpoint, timeout=0: True)
     monkeypatch.setattr(datasets, "load_dataset", lambda *a: calls.append(a) or fake_hf_qqp())
     data = ParaphraseTask().load_iid("glue/qqp", eval_seed=42)
     assert calls == [("glue", "qqp")]
@@ -93,7 +93,7 @@ def test_qqp_fixture_is_labelled_and_balanced() -> None:
     assert (len(data.train), len(data.val), len(data.test)) == (4282, 500, 500)
     assert data.label_names == ["not_duplicate", "duplicate"]
     assert 0.35 < np.mean([ex.label == 0 for ex in data.train]) < 0.45
-    provenance = (ParaphraseTask.builtin_iid["qqp-fixture"] / "PROVENANCE.md").read_text()
+    provenance = (BUILTIN_IID["qqp-fixture"].path / "PROVENANCE.md").read_text()
     assert "not QQP" in provenance and "4,282" in provenance
 
 
@@ -101,13 +101,13 @@ def test_paraphrase_metrics_and_iid_metric_setting() -> None:
     task = ParaphraseTask()
     m = task.iid_metrics(np.array([1, 1, 0, 0]), np.array([1, 0, 0, 1]))
     assert m == {"accuracy": 0.5, "f1": 0.5}
-    assert task.primary_metric == "accuracy"
-    task.configure(TaskSpec(name="paraphrase", suite="builtin:qqp", iid="x", iid_metric="f1"))
-    assert task.primary_metric == "f1" and ParaphraseTask().primary_metric == "accuracy"
+    assert task.metric == "accuracy"
+    task.configure(TaskSettings(iid_metric="f1"))
+    assert task.metric == "f1" and ParaphraseTask().metric == "accuracy"
     with pytest.raises(BelugaError, match=r"no i.i.d. metric 'exact_match'.*accuracy, f1"):
-        task.configure(TaskSpec(name="paraphrase", suite="s", iid="x", iid_metric="exact_match"))
+        task.configure(TaskSettings(iid_metric="exact_match"))
     with pytest.raises(BelugaError, match="takes no options"):
-        task.configure(TaskSpec(name="paraphrase", suite="s", iid="x", options={"max_length": 9}))
+        task.configure(TaskSettings(options={"max_length": 9}))
 
 
 def test_implication_triplets_train_on_their_gold_labels() -> None:
@@ -117,7 +117,7 @@ def test_implication_triplets_train_on_their_gold_labels() -> None:
                              "variant": "intended"})
     items = ParaphraseTask().mft_items(case)
     assert [x for x, _ in items] == case.inputs
-    assert [t.tolist() for _, t in items] == [[0, 1], [1, 0], [1, 0]]
+    assert [(t.tolist(), is_set) for _, (t, is_set) in items] == [([0, 1], False), ([1, 0], False), ([1, 0], False)]
 
 
 # --- SQuAD -----------------------------------------------------------------------------------------------
@@ -189,13 +189,13 @@ def test_hf_squad(monkeypatch: pytest.MonkeyPatch) -> None:
             "question": ["Who met Bob?", "Who left?"],
             "answers": [{"text": ["Alice"], "answer_start": [0]}, {"text": ["Bob", "Bob"], "answer_start": [0, 0]}]}
     calls = []
-    monkeypatch.setattr(reading_data, "_hub_reachable", lambda endpoint, timeout=0: True)
+    monkeypatch.setattr(iid_hub, "hub_reachable", lambda endpoint, timeout=0: True)
     monkeypatch.setattr(datasets, "load_dataset", lambda *a: calls.append(a) or datasets.DatasetDict(
         {s: datasets.Dataset.from_dict(rows) for s in ("train", "validation")}))
     data = load_squad_iid("squad")
     assert calls == [("squad",)]
     assert data.train[1] == SquadExample(("Bob left.", "Who left?"), ("Bob", "Bob"), (0, 0), "b")
-    monkeypatch.setattr(reading_data, "_hub_reachable", lambda endpoint, timeout=0: False)
+    monkeypatch.setattr(iid_hub, "hub_reachable", lambda endpoint, timeout=0: False)
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False, raising=False)
     with pytest.raises(BelugaError, match=r"unreachable.*builtin:squad-fixture"):
         load_squad_iid("squad")
@@ -207,7 +207,7 @@ def test_squad_fixture_is_labelled_and_spans_windows() -> None:
     for ex in data.train + data.val + data.test:
         assert ex.inputs[0][slice(*ex.span())] == ex.answers[0]
     assert sum(len(ex.inputs[0]) > 400 for ex in data.train) > 100  # the distractor paragraphs
-    provenance = (reading_data.BUILTIN_SQUAD["squad-fixture"] / "PROVENANCE.md").read_text()
+    provenance = (BUILTIN_IID["squad-fixture"].path / "PROVENANCE.md").read_text()
     assert "not SQuAD" in provenance and "2,394" in provenance
 
 
@@ -216,14 +216,14 @@ def test_squad_fixture_is_labelled_and_spans_windows() -> None:
 
 def test_reading_options_are_checked() -> None:
     task = ReadingTask()
-    task.configure(TaskSpec(name="reading", suite="s", iid="x", options={"max_length": 256, "doc_stride": 64}))
+    task.configure(TaskSettings(options={"max_length": 256, "doc_stride": 64}))
     assert task.options["max_length"] == 256 and task.options["n_best"] == 20
     for options, message in [({"max_len": 3}, "unknown option"), ({"n_best": 0}, "positive integer"),
                              ({"max_length": 96, "doc_stride": 64}, "doc_stride")]:
         with pytest.raises(BelugaError, match=message):
-            ReadingTask().configure(TaskSpec(name="reading", suite="s", iid="x", options=options))
+            ReadingTask().configure(TaskSettings(options=options))
     with pytest.raises(BelugaError, match="exact_match, f1"):
-        ReadingTask().configure(TaskSpec(name="reading", suite="s", iid="x", iid_metric="accuracy"))
+        ReadingTask().configure(TaskSettings(iid_metric="accuracy"))
 
 
 def test_mft_gold_span_is_first_occurrence_and_missing_answers_are_counted() -> None:

@@ -13,15 +13,11 @@ import numpy as np
 import pytest
 from conftest import require_shared
 
+from beluga_core.data.checklist.fingerprint import code_fingerprint, iter_code
+from beluga_core.data.checklist.standins import InertCall, InertCode, InertFunction, StandInObject
 from beluga_core.data.checklist.unpickler import (
     DisallowedGlobalError,
-    InertCall,
-    InertCode,
-    InertFunction,
     RestrictedUnpickler,
-    StandInObject,
-    code_fingerprint,
-    iter_code,
     loads_pickle,
     standin_class,
 )

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from beluga_core.data.checklist.importer import (
+from beluga_core.data.checklist import (
     ImportResult,
     convert_suite,
     load_expectations_file,

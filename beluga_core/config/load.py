@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
-import tomllib
 from pydantic import ValidationError
 
 from beluga_core.config.schema import BenchmarkConfig

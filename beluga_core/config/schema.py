@@ -127,7 +127,8 @@ class ExecutorSpec(_Strict):
 
 
 class GridSpec(_Strict):
-    """Hyper-parameter search (METHOD.md §5): once per (task, configuration, method), selected on T_val."""
+    """Hyper-parameter search (docs/method.md, "Hyper-parameter selection"): once per (task, configuration,
+    method), selected on T_val."""
 
     enabled: bool = Field(False, description="Run the grid search; otherwise every method uses its defaults.")
     mode: Literal["seen", "strict"] = Field("seen", description=(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -36,8 +37,9 @@ def stage_part(hp: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in hp.items() if k not in NON_STAGE_KEYS}
 
 
-class Method:
-    """Base of every method plugin; ``vanilla`` is this class unchanged (one batch per update, AdamW)."""
+class Method(ABC):
+    """Base of every method plugin: ``update`` is the one member a method must implement (one optimisation
+    step, as DomainBed's ``Algorithm.update``); everything else has a default (``vanilla``: plain AdamW)."""
 
     defaults: ClassVar[dict[str, Any]] = {}
     # Methods that need one batch per environment ask for env-homogeneous batches; their ``env_level``
@@ -62,13 +64,13 @@ class Method:
         """Keyword arguments for building the model (``task.build_model``), e.g. dropout probabilities."""
         return {}
 
-    def prepare(self, model: torch.nn.Module) -> None:
+    def prepare(self, model: torch.nn.Module) -> None:  # noqa: B027 - an optional hook
         """Adjust the model before the optimizer is built (e.g. freeze the encoder)."""
 
     def weight_decay(self, base: float) -> float:
         return base
 
-    def start(self, trainer: Trainer, trainset: TrainSet, n_steps: int) -> None:
+    def start(self, trainer: Trainer, trainset: TrainSet, n_steps: int) -> None:  # noqa: B027 - an optional hook
         """Called once per stage before the first update (state that depends on the data or the length)."""
 
     def steps(self, trainset: TrainSet, rng: random.Random, batch_size: int, epochs: float) -> Iterator[list[Batch]]:
@@ -84,20 +86,20 @@ class Method:
         """Optimizer steps in ``n_steps`` updates: the length of the learning-rate schedule."""
         return n_steps
 
+    @abstractmethod
     def update(self, trainer: Trainer, batches: list[Batch]) -> torch.Tensor:
-        """One optimisation step; returns the detached loss (no host sync: logging reads it rarely)."""
-        loss = sum((trainer.batch_loss(b) for b in batches), torch.zeros((), device=trainer.device)) / len(batches)
-        trainer.backward_and_step(loss)
-        return loss.detach()
+        """One optimisation step over ``batches`` (what ``steps`` yields); returns the detached loss (no host
+        sync: logging reads it rarely)."""
 
 
 class EnvironmentMethod(Method):
     """Base of methods that draw batches per environment (irm, group-dro, fish).
 
     One "epoch" is the number of updates that visits as many units (examples; a pair counts once) as one
-    pass over the data (METHOD.md §5): the units an update visits on average are its batches per update
-    times the mean batch of an environment drawn uniformly. Counting batches instead would undercount where
-    environments are small: a step drawing a one-case functionality visits one unit, not a batch's worth.
+    pass over the data (docs/method.md, "Generalization methods"): the units an update visits on average are
+    its batches per update times the mean batch of an environment drawn uniformly. Counting batches instead
+    would undercount where environments are small: a step drawing a one-case functionality visits one unit,
+    not a batch's worth.
     The step count is the nearest whole number (at least 1); rounding up would make irm, whose steps take a
     batch from every environment, visit up to twice the data. An environment's batch holds units of that
     environment only, and one loss type.

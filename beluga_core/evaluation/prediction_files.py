@@ -6,8 +6,8 @@ A PRED file is JSON Lines (optionally gzip), one record per case::
 
 where a prediction is a class-probability vector (suites with a label space) or an answer string (suites
 without one, e.g. reading comprehension). Vectors as long as the suite's label space are used as they are;
-other lengths go through the task's adapter (sentiment: binary vectors, METHOD.md §1). Every error names the
-file and line.
+other lengths go through the task's adapter (sentiment: binary vectors, docs/method.md, "Three-way sentiment on
+a binary model"). Every error names the file and line.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Three-way sentiment (negative / neutral / positive) from a binary model, and the binary training targets.
 
-METHOD.md §1: with p = p(positive) from a binary head, the 3-class vector [neg, neu, pos] is
+docs/method.md, "Three-way sentiment on a binary model": with p = p(positive) from a binary head, the 3-class
+vector [neg, neu, pos] is
 
 - p < 1/3 or p > 2/3:  [1 - p, 0, p]
 - 1/2 <= p <= 2/3:     neu = 1 - 3|p - 1/2|, pos = 1 - neu, neg = 0

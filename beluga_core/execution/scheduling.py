@@ -41,7 +41,8 @@ def plan_slots(spec: ExecutorSpec, cores: int | None = None, gpus: int | None = 
     """Workers for a machine: one per GPU (``options.folds_per_gpu`` per GPU), or ``workers`` on the CPU.
 
     CPU threads are split between workers (cores // workers): oversubscribed threads collapse throughput
-    (MEASURED.md). ``threads`` in the config overrides the split, e.g. to match another executor's numbers.
+    (benchmarks/perf/RESULTS.md). ``threads`` in the config overrides the split, e.g. to match another
+    executor's numbers.
     """
     cores = cores if cores is not None else (os.cpu_count() or 1)
     device = spec.device

@@ -230,7 +230,8 @@ class StoreWriter:
                 """SELECT count(*), list(n.case_id ORDER BY n.case_id)[1:5]
                    FROM _beluga_new_cases n JOIN cases c ON c.suite = ? AND c.case_id = n.case_id
                    WHERE c.test_type <> n.test_type OR c.scoring_group <> n.scoring_group
-                      OR c.groups::VARCHAR <> n.groups OR c.gold IS DISTINCT FROM n.gold AND c.gold IS NOT NULL""",
+                      OR json(c.groups)::VARCHAR <> json(n.groups)::VARCHAR
+                      OR c.gold IS DISTINCT FROM n.gold AND c.gold IS NOT NULL""",
                 [suite.suite]).fetchall()[0]
             if n_conflicts:
                 raise BelugaError(

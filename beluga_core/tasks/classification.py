@@ -64,10 +64,12 @@ class ClassificationTask(Task):
     # -- set-up ------------------------------------------------------------------------------------------
     def configure(self, settings: TaskSettings) -> None:
         options = dict(settings.options)
-        unknown = sorted(set(options) - set(OPTIONS)) if self.text_fields is None else sorted(options)
+        if options and self.text_fields is not None:
+            raise BelugaError(f"task '{self.name}' takes no options (got {sorted(options)})", field="options")
+        unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
-            takes = f"it takes {', '.join(OPTIONS)}" if self.text_fields is None else "it takes none"
-            raise BelugaError(f"task '{self.name}': unknown option(s) {unknown}; {takes}", field="options")
+            raise BelugaError(f"task '{self.name}': unknown option(s) {unknown}; it takes {', '.join(OPTIONS)}",
+                              field="options")
         for key, value in options.items():
             if not isinstance(value, str) or not value:
                 raise BelugaError(f"task '{self.name}': option {key} must be a column name, got {value!r}",

@@ -102,7 +102,7 @@ def set_dropout(config: Any, p: float, name: str) -> None:
 
 
 def configure_threads(threads: int, workers: int = 1) -> None:
-    # Oversubscribed CPU threads collapse throughput (MEASURED.md): split the cores between workers.
+    # Oversubscribed CPU threads collapse throughput (benchmarks/perf/RESULTS.md): split the cores between workers.
     if threads <= 0:
         threads = max(1, (os.cpu_count() or 1) // max(1, workers))
     torch.set_num_threads(threads)

@@ -1,4 +1,4 @@
-"""Everything a Markdown or HTML report shows, computed once from the store (``build_content``)."""
+"""Everything a Markdown or HTML report shows, read once from the store's views (``build_content``)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from beluga_core.analysis.report.data import ReportData, read_report_data
-from beluga_core.analysis.report.degeneracy import (
-    COLLAPSE_EXCESS,
-    COLLAPSE_SHARE,
-    MIN_PREDICTIONS,
-    DegeneracyRow,
-    degeneracy_rows,
-    suite_mft_gold,
-)
+from beluga_core.analysis.report.degeneracy import DegeneracyRow, degeneracy_rows
 from beluga_core.analysis.report.figures import FigureFiles, Heatmap, write_heatmaps
 from beluga_core.analysis.report.table3 import Table3, build_table3
 
@@ -29,7 +22,7 @@ def pct(v: float | None) -> str:
 
 @dataclass
 class WorstGroup:
-    """Lowest pass rate among a heatmap row's non-excluded groups (mean over replicates)."""
+    """The lowest pass rate among a heatmap row's non-excluded groups (the ``worst_groups`` view)."""
 
     value: float | None
     group: int | None        # its number in the suite layout
@@ -47,18 +40,16 @@ class ReportContent:
         return [f.heatmap for f in self.figures]
 
     def worst_groups(self) -> dict[tuple[str, str, str], dict[tuple[str, str], WorstGroup]]:
-        """(task, suite, scenario) → pair → its worst group."""
+        """(task, suite, scenario) → pair → its worst group, for every heatmap and row (in heatmap order)."""
+        worst = {(r["task"], r["suite"], r["config"], r["method"], r["scenario"]): r for r in self.data.worst_groups}
         out: dict[tuple[str, str, str], dict[tuple[str, str], WorstGroup]] = {}
         for h in self.heatmaps:
-            keep = [j for j, g in enumerate(h.layout.groups) if g.name not in h.excluded]
+            numbers = {g.name: g.number for g in h.layout.groups}
             per_pair = {}
-            for i, pair in enumerate(h.rows):
-                vals = h.values[i, 1:][keep]
-                if np.all(np.isnan(vals)):
-                    per_pair[pair] = WorstGroup(None, None)
-                    continue
-                j = keep[int(np.nanargmin(vals))]
-                per_pair[pair] = WorstGroup(float(h.values[i, 1 + j]), h.layout.groups[j].number)
+            for pair in h.rows:
+                r = worst.get((h.task, h.suite, *pair, h.shown_from.get(pair, h.scenario)))
+                per_pair[pair] = WorstGroup(None, None) if r is None else \
+                    WorstGroup(r["pass_rate"], numbers.get(r["scoring_group"]))
             out[(h.task, h.suite, h.scenario)] = per_pair
         return out
 
@@ -84,16 +75,15 @@ class ReportContent:
 
 def build_content(store: str | Path, figures_dir: Path) -> ReportContent:
     data = read_report_data(store)
-    suite_mft_gold(data)
     return ReportContent(data, build_table3(data), write_heatmaps(data, figures_dir), degeneracy_rows(data))
 
 
 def degeneracy_rule(content: ReportContent) -> str:
-    source = content.data.mft_gold_source
-    gold = f"Gold of MFT cases from {source}." if source else \
-        "The store holds no gold label for MFT cases (and no suite file was found): MFT shows predictions only."
-    return (f"Predicted-label distribution on D_test (the models whose s_iid G uses) and on the MFT cases of T_test, "
-            f"against gold (METHOD.md §6). *Collapsed*: at least {MIN_PREDICTIONS} predictions, the most frequent "
-            f"label ≥ {100 * COLLAPSE_SHARE:.0f} % of them and ≥ {100 * COLLAPSE_EXCESS:.0f} points above its gold "
-            f"share (just the share where gold is unknown), in some replicate. {gold} Labels are the ids the store "
-            "writes; \"+\" after a gold share: \"not X\" gold cases may also have that label.")
+    mft_gold = any(r.mft is not None and r.mft.has_gold for r in content.degeneracy)
+    gold = "Gold labels are the store's (each case's expected label, recorded by the run)." if mft_gold else \
+        "The store holds no gold label for these MFT cases: MFT shows predictions only."
+    return ("Predicted-label distribution on D_test (the models whose s_iid G uses) and on the MFT cases of T_test, "
+            "against gold (METHOD.md §6), summed over replicates. *Collapsed* (the store's `degeneracy` view): at "
+            "least 20 predictions, the most frequent label ≥ 90 % of them and ≥ 20 points above its gold share (just "
+            f"the share where gold is unknown), in some replicate. {gold} \"+\" after a gold share: \"not X\" gold "
+            "cases may also have that label.")

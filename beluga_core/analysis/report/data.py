@@ -1,5 +1,9 @@
 """Everything a report shows, fetched from the store's views in one short read-only connection.
 
+Reports compute no score: every number is a column of a view (views.sql, "Report views": ``table3``,
+``scenario_summary``, ``pass_rate_summary``, ``worst_groups``, ``degeneracy_labels``; and ``significance``).
+What is left here is layout: which rows and columns, in which order.
+
 A run may be writing the store: the connection is held for well under a second, and what it sees is what
 is finished so far (the writer commits one whole model at a time).
 """
@@ -9,26 +13,15 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from beluga_core.store.connection import utc_now
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import has_significance
-
-BASELINE = ("iid", "vanilla")
-FIXED_SCENARIOS = ("standard", "seen")
-
-
-def scenario_order(scenarios: set[str]) -> list[str]:
-    return [s for s in FIXED_SCENARIOS if s in scenarios] + sorted(scenarios - set(FIXED_SCENARIOS))
-
-
-def pair_order(pairs: set[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The IID baseline first, then the others by configuration and method."""
-    return sorted(pairs, key=lambda k: (k != BASELINE, k))
 
 
 @dataclass
@@ -57,28 +50,31 @@ class SuiteLayout:
 
 @dataclass
 class ReportData:
+    """Rows of the report views. The figure inputs (pass rates, layouts, worst groups) are read only for the
+    Markdown / HTML reports; the terminal table leaves them empty."""
+
     store: Path
     read_at: datetime
     runs: list[dict[str, Any]]
     n_done: int
     n_failed: int
-    g_scores: list[dict[str, Any]]
-    pass_rates: list[dict[str, Any]]
-    significance: list[dict[str, Any]] | None      # None: the store has no significance tables yet
-    labels: list[dict[str, Any]]
-    layouts: dict[str, SuiteLayout]
-    mft_gold: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)  # (task, suite) → label → n
-    mft_gold_source: str | None = None
-    mft_case_ids: dict[tuple[str, str], set[str]] = field(default_factory=dict)  # evaluated MFT cases
-    mft_label_names: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)  # label id → name
+    table3: list[dict[str, Any]]                   # the table3 view
+    significance: list[dict[str, Any]] | None      # the significance view; None: no significance views
+    n_tests: int                                   # stored significance tests (0: `beluga analyze` never ran)
+    degeneracy: list[dict[str, Any]]               # the degeneracy_labels view
+    columns: list[dict[str, Any]] = field(default_factory=list)            # report_columns
+    scenario_scores: list[dict[str, Any]] = field(default_factory=list)    # scenario_summary
+    pass_rates: list[dict[str, Any]] = field(default_factory=list)         # pass_rate_summary
+    worst_groups: list[dict[str, Any]] = field(default_factory=list)       # worst_groups
+    layouts: dict[str, SuiteLayout] = field(default_factory=dict)
 
     @property
     def running(self) -> list[dict[str, Any]]:
         return [r for r in self.runs if r["status"] == "running"]
 
 
-def _dicts(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-    cur = con.execute(sql, params or [])
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    cur = con.execute(sql)
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
@@ -125,52 +121,25 @@ def _layout(suite: str, items: list[tuple[str, str, dict[str, str]]]) -> SuiteLa
     return SuiteLayout(suite, scoring, parent, levels, infos)
 
 
-def read_report_data(store: str | Path) -> ReportData:
+def read_report_data(store: str | Path, *, figures: bool = True) -> ReportData:
+    """The rows a report shows; ``figures=False`` (the terminal table) skips the heatmaps' inputs."""
     store = Path(store)
     with open_store(store) as con:
-        runs = _dicts(con, "SELECT run_id, status, started_at, finished_at, config_path, config_text FROM runs "
-                           "ORDER BY started_at")
-        n_done, n_failed = con.execute("SELECT count(*) FILTER (WHERE status = 'done'), "
-                                       "count(*) FILTER (WHERE status = 'failed') FROM models").fetchone()
-        g_scores = _dicts(con, "SELECT * FROM g_scores ORDER BY ALL")
-        pass_rates = _dicts(con, "SELECT * FROM pass_rates ORDER BY ALL")
-        significance = _dicts(con, "SELECT * FROM significance") if has_significance(con) else None
-        # Per scenario key (a held-out scenario's folds together): D_test and MFT label counts.
-        labels = _dicts(con, """
-            SELECT task, suite, model_name, config, method, scenario, seed, split_seed, source, label,
-                   sum(n_pred)::BIGINT AS n_pred, sum(n_gold)::BIGINT AS n_gold
-            FROM label_distribution
-            WHERE source = 'iid_test' OR (source = 'suite' AND test_type = 'MFT')
-            GROUP BY ALL ORDER BY ALL""")
-        layouts = suite_layouts(con)
-        gold, gold_source = _store_mft_gold(con)
-        mft_ids: dict[tuple[str, str], set[str]] = defaultdict(set)
-        if not gold:
-            for task, suite, case_id in con.execute(
-                    """SELECT DISTINCT m.task, o.suite, o.case_id
-                       FROM outcomes o JOIN models m ON m.model_id = o.model_id
-                       JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
-                       WHERE m.status = 'done' AND c.test_type = 'MFT'""").fetchall():
-                mft_ids[(task, suite)].add(case_id)
-    data = ReportData(store, datetime.now(timezone.utc).replace(tzinfo=None), runs, int(n_done), int(n_failed),
-                      g_scores, pass_rates, significance, labels, layouts)
-    data.mft_gold, data.mft_gold_source, data.mft_case_ids = gold, gold_source, dict(mft_ids)
+        runs = _dicts(con, "SELECT run_id, status, started_at, finished_at FROM runs ORDER BY started_at")
+        n_done, n_failed = con.execute("SELECT coalesce(sum(n_done), 0), coalesce(sum(n_failed), 0) "
+                                       "FROM models_status").fetchone()
+        table3 = _dicts(con, "SELECT * FROM table3 ORDER BY ALL")
+        significance, n_tests = None, 0
+        if has_significance(con):
+            significance = _dicts(con, "SELECT * FROM significance")
+            n_tests = int(con.execute("SELECT count(*) FROM significance_tests").fetchone()[0])
+        degeneracy = _dicts(con, "SELECT * FROM degeneracy_labels ORDER BY ALL")
+        data = ReportData(store, utc_now(), runs, int(n_done), int(n_failed),
+                          table3, significance, n_tests, degeneracy)
+        if figures:
+            data.columns = _dicts(con, "SELECT * FROM report_columns ORDER BY ALL")
+            data.scenario_scores = _dicts(con, "SELECT * FROM scenario_summary ORDER BY ALL")
+            data.pass_rates = _dicts(con, "SELECT * FROM pass_rate_summary ORDER BY ALL")
+            data.worst_groups = _dicts(con, "SELECT * FROM worst_groups ORDER BY ALL")
+            data.layouts = suite_layouts(con)
     return data
-
-
-def _store_mft_gold(con: duckdb.DuckDBPyConnection) -> tuple[dict[tuple[str, str], dict[str, int]], str | None]:
-    """Gold label counts of the evaluated MFT cases, when the store holds them (an ``outcomes.gold`` column,
-    not part of schema version 1); otherwise empty (see degeneracy.suite_mft_gold)."""
-    cols = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                      "WHERE table_name = 'outcomes'").fetchall()}
-    if "gold" not in cols:
-        return {}, None
-    rows = con.execute("""SELECT m.task, o.suite, o.gold, count(DISTINCT o.case_id)
-                          FROM outcomes o JOIN models m ON m.model_id = o.model_id
-                          JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
-                          WHERE m.status = 'done' AND c.test_type = 'MFT' AND o.gold IS NOT NULL
-                          GROUP BY ALL""").fetchall()
-    out: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-    for task, suite, gold, n in rows:
-        out[(task, suite)][gold] = int(n)
-    return dict(out), "the store (outcomes.gold)"

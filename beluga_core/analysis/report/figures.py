@@ -3,14 +3,15 @@
 Rows are configuration-method pairs (the IID baseline first, with its standard-scenario pass rates);
 columns are the average (s_T) and then every scoring group, numbered in suite order and kept together by the
 suite's parent level (e.g. functionalities by class), with a line between parents. A colour strip under the
-matrix and the colour of each column number give the test type. Values are means over replicates.
+matrix and the colour of each column number give the test type. Values are the report views' means over
+replicates (``scenario_summary``, ``pass_rate_summary``); nothing is averaged here.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
@@ -22,7 +23,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from beluga_core.analysis.report.data import BASELINE, ReportData, SuiteLayout, pair_order, scenario_order
+from beluga_core.analysis.report.data import ReportData, SuiteLayout
+from beluga_core.core.constants import pair_order, scenario_order
 
 DPI = 150
 TEST_TYPE_COLOURS = {"MFT": "#1f6fd1", "INV": "#d17a1f", "DIR": "#7a3fbf", "mixed": "#555555"}
@@ -47,6 +49,7 @@ class Heatmap:
     layout: SuiteLayout
     values: np.ndarray           # (n_rows, 1 + n_groups), fractions; NaN where not evaluable / not run
     excluded: set[str]
+    shown_from: dict[tuple[str, str], str] = field(default_factory=dict)  # rows showing another scenario
 
     @property
     def slug(self) -> str:
@@ -54,39 +57,40 @@ class Heatmap:
 
 
 def heatmaps(data: ReportData) -> list[Heatmap]:
-    """One Heatmap per (task, suite) and scenario other than 'standard' (or 'standard' when alone)."""
-    rates: dict[tuple, list[float | None]] = defaultdict(list)
+    """One Heatmap per (task, suite) and scenario column of ``report_columns``: its configuration-methods (those
+    evaluated in the standard scenario only, as the IID baseline, show their standard scenario), s_T from
+    ``scenario_summary`` and the group pass rates from ``pass_rate_summary``."""
+    s_t = {(r["task"], r["suite"], r["config"], r["method"], r["scenario"]): r["s_suite"]
+           for r in data.scenario_scores}
+    rates = {(r["task"], r["suite"], r["config"], r["method"], r["scenario"], r["scoring_group"]): r["pass_rate"]
+             for r in data.pass_rates}
     excluded: dict[tuple[str, str], set[str]] = defaultdict(set)
     for r in data.pass_rates:
-        rates[(r["task"], r["suite"], r["config"], r["method"], r["scenario"], r["scoring_group"])].append(
-            r["pass_rate"])
         if r["excluded"]:
             excluded[(r["task"], r["suite"])].add(r["scoring_group"])
-    s_t: dict[tuple, list[float | None]] = defaultdict(list)
-    for r in data.g_scores:
-        s_t[(r["task"], r["suite"], r["config"], r["method"], r["scenario"])].append(r["s_suite"])
+    columns: dict[tuple[str, str, str], dict[tuple[str, str], str]] = defaultdict(dict)
+    for r in data.columns:
+        if r["suite"] in data.layouts:
+            columns[(r["task"], r["suite"], r["scenario"])][(r["config"], r["method"])] = r["source_scenario"]
     out = []
-    for task, suite in sorted({(r["task"], r["suite"]) for r in data.g_scores if r["suite"] in data.layouts}):
-        keys = [k for k in s_t if k[:2] == (task, suite)]
-        scenarios = scenario_order({k[4] for k in keys} - {"standard"}) or ["standard"]
+    for task, suite in sorted({(t, s) for t, s, _ in columns}):
         layout = data.layouts[suite]
-        for scenario in scenarios:
-            pairs = pair_order({(k[2], k[3]) for k in keys if k[4] == scenario})
-            if scenario != "standard" and (task, suite, *BASELINE, "standard") in s_t:
-                pairs = [BASELINE, *[p for p in pairs if p != BASELINE]]
+        for scenario in scenario_order({sc for t, s, sc in columns if (t, s) == (task, suite)}):
+            sources = columns[(task, suite, scenario)]
+            pairs = pair_order(set(sources))
             values = np.full((len(pairs), 1 + len(layout.groups)), np.nan)
             for i, pair in enumerate(pairs):
-                source = "standard" if pair == BASELINE else scenario
-                values[i, 0] = _mean(s_t.get((task, suite, *pair, source), []))
+                key = (task, suite, *pair, sources[pair])
+                values[i, 0] = _value(s_t.get(key))
                 for j, g in enumerate(layout.groups):
-                    values[i, 1 + j] = _mean(rates.get((task, suite, *pair, source, g.name), []))
-            out.append(Heatmap(task, suite, scenario, pairs, layout, values, excluded[(task, suite)]))
+                    values[i, 1 + j] = _value(rates.get((*key, g.name)))
+            out.append(Heatmap(task, suite, scenario, pairs, layout, values, excluded[(task, suite)],
+                               {p: sc for p, sc in sources.items() if sc != scenario}))
     return out
 
 
-def _mean(values: list[float | None]) -> float:
-    vals = [v for v in values if v is not None]
-    return float(np.mean(vals)) if vals else float("nan")
+def _value(v: float | None) -> float:
+    return float("nan") if v is None else float(v)
 
 
 def draw_heatmap(h: Heatmap) -> Figure:
@@ -110,8 +114,8 @@ def draw_heatmap(h: Heatmap) -> Figure:
                         color="white" if v < 0.2 or v > 0.85 else "black")
 
     type_order = list(dict.fromkeys(g.test_type for g in groups))
-    ax.set_yticks(range(n_rows), [f"{c} / {m}" + (" (standard)" if (c, m) == BASELINE and h.scenario != "standard"
-                                                  else "") for c, m in h.rows])
+    ax.set_yticks(range(n_rows), [f"{c} / {m}" + (f" ({h.shown_from[(c, m)]})" if (c, m) in h.shown_from else "")
+                                  for c, m in h.rows])
     ax.set_ylabel("configuration / method")
     ax.tick_params(axis="x", labelbottom=False, bottom=False)
     ax.set_title(f"{h.task} ({h.suite}): pass rates (%), scenario '{h.scenario}'", loc="left", fontsize=10)

@@ -1,10 +1,11 @@
 """The paper's Table 3 as data: i.i.d. score and G per scenario for every configuration-method, per task,
 plus the Avg. column; significance marks from the ``significance`` view; the best value per column.
 
-Values are means over replicates (seeds × split seeds, and model names within a task) of the ``g_scores``
-view. The IID baseline's suite columns show its G_standard (the reference every other row is tested
-against). A cell is marked only when every replicate's test is current and significant in the same
-direction. A held-out scenario whose folds are not all done yet is flagged *partial*.
+The one builder of the table, for the terminal and the Markdown / HTML reports alike. Every value, its
+partial flag and whether it is the best of its column are rows of the ``table3`` view (means over
+replicates as ``g_summary`` defines them; the IID baseline's scenario columns show its G_standard, the
+reference every other row is tested against); this module only places them. A cell is marked only when
+every replicate's test is current and significant in the same direction.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from beluga_core.analysis.report.data import BASELINE, ReportData, pair_order, scenario_order
+from beluga_core.analysis.report.data import ReportData
+from beluga_core.core.constants import BASELINE, pair_order, scenario_order
 
 IID = "i.i.d."
 AVG = "Avg."
@@ -30,13 +32,19 @@ class Column:
     def label(self) -> str:
         return self.scenario if self.scenario in (IID, AVG) else f"G {self.scenario}"
 
+    @property
+    def is_g(self) -> bool:
+        return self.scenario not in (IID, AVG)
+
 
 @dataclass
 class Cell:
     value: float | None
     mark: str | None = None        # 'better' / 'worse'
-    bold: bool = False
-    partial: bool = False
+    bold: bool = False             # the best value of its column
+    partial: bool = False          # a held-out scenario with folds still missing
+    s_suite: float | None = None   # G cells: the s_T it combines with the i.i.d. score
+    shown_from: str | None = None  # G cells showing another scenario's values (the IID baseline: standard)
 
 
 @dataclass
@@ -46,15 +54,17 @@ class Table3:
     rows: list[Pair]
     cells: dict[tuple[Pair, Column], Cell] = field(default_factory=dict)
     significance_status: dict[str, int] = field(default_factory=dict)   # current / stale / missing → rows
-    has_significance: bool = False
+    has_significance: bool = False      # the store holds significance tests (`beluga analyze` ran)
 
     def cell(self, row: Pair, col: Column) -> Cell:
         return self.cells.get((row, col), Cell(None))
 
+    def task_columns(self, task: str) -> list[Column]:
+        return [c for c in self.columns if c.task == task]
 
-def _mean(values: list[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
+    @property
+    def avg_column(self) -> Column | None:
+        return next((c for c in self.columns if c.scenario == AVG), None)
 
 
 def agreed(marks: list[str | None], expected: int = 0) -> str | None:
@@ -64,68 +74,38 @@ def agreed(marks: list[str | None], expected: int = 0) -> str | None:
     return marks[0]
 
 
+def _column(row: dict[str, Any]) -> Column:
+    kind = row["kind"]
+    if kind == "iid":
+        return Column(row["task"], IID)
+    if kind == "avg":
+        return Column(None, AVG)
+    return Column(row["task"], row["scenario"])
+
+
 def build_table3(data: ReportData) -> Table3:
-    g_rows = data.g_scores
-    tasks = sorted({r["task"] for r in g_rows})
-    pairs = pair_order({(r["config"], r["method"]) for r in g_rows})
-    by_cell: dict[tuple[str, Pair, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in g_rows:
-        by_cell[(r["task"], (r["config"], r["method"]), r["scenario"])].append(r)
-    scenarios = {t: scenario_order({r["scenario"] for r in g_rows if r["task"] == t} - {"standard"}) or ["standard"]
-                 for t in tasks}
-    columns = [Column(t, s) for t in tasks for s in [IID, *scenarios[t]]]
-    if tasks:
+    rows = data.table3
+    tasks = sorted({r["task"] for r in rows if r["task"] is not None})
+    pairs = pair_order({(r["config"], r["method"]) for r in rows})
+    columns = []
+    for task in tasks:
+        scenarios = scenario_order({r["scenario"] for r in rows if r["kind"] == "g" and r["task"] == task})
+        columns += [Column(task, IID), *[Column(task, s) for s in scenarios]]
+    if any(r["kind"] == "avg" for r in rows):
         columns.append(Column(None, AVG))
-    table = Table3(tasks, columns, pairs, has_significance=data.significance is not None)
-    seen_cases = {(r["task"], r["suite"], r["model_name"], r["config"], r["method"], r["seed"], r["split_seed"]):
-                  r["n_cases"] for r in g_rows if r["scenario"] in ("seen", "standard")}
+    table = Table3(tasks, columns, pairs, has_significance=data.n_tests > 0)
     marks = significance_marks(data.significance)
-
-    for pair in pairs:
-        per_task_avg = []
-        for task in tasks:
-            own = {sc: rs for (t, p, sc), rs in by_cell.items() if t == task and p == pair}
-            if not own:
-                continue
-            iid = _mean([_mean([r["s_iid"] for r in rs]) for rs in own.values()])
-            table.cells[(pair, Column(task, IID))] = Cell(iid, agreed(marks.get((task, pair, IID), []),
-                                                                       _n_reps(own)))
-            g_values = []
-            for sc in scenarios[task]:
-                source = "standard" if pair == BASELINE else sc
-                rs = own.get(source, [])
-                if not rs:
-                    continue
-                value = _mean([r["g"] for r in rs])
-                partial = source not in ("seen", "standard") and any(
-                    r["n_cases"] < seen_cases.get((r["task"], r["suite"], r["model_name"], r["config"], r["method"],
-                                                   r["seed"], r["split_seed"]), 0) for r in rs)
-                mark = None if pair == BASELINE else agreed(marks.get((task, pair, sc), []), len(rs))
-                table.cells[(pair, Column(task, sc))] = Cell(value, mark, partial=partial)
-                g_values.append(value)
-            if pair == BASELINE and "standard" in own:
-                g_values = [_mean([r["g"] for r in own["standard"]])]
-            if g_values and all(v is not None for v in g_values):
-                per_task_avg.append(sum(g_values) / len(g_values))
-        if per_task_avg:
-            n_reps = len({(r["seed"], r["split_seed"]) for r in g_rows if (r["config"], r["method"]) == pair})
-            table.cells[(pair, Column(None, AVG))] = Cell(sum(per_task_avg) / len(per_task_avg),
-                                                          agreed(marks.get((None, pair, AVG), []), n_reps))
-    for col in columns:
-        values = [table.cells[(p, col)].value for p in pairs if (p, col) in table.cells]
-        best = max((v for v in values if v is not None), default=None)
-        for p in pairs:
-            cell = table.cells.get((p, col))
-            if cell is not None and best is not None and cell.value is not None and abs(cell.value - best) < 1e-12:
-                cell.bold = True
-    if data.significance is not None:
-        for r in data.significance:
-            table.significance_status[r["status"]] = table.significance_status.get(r["status"], 0) + 1
+    for r in rows:
+        pair, col = (r["config"], r["method"]), _column(r)
+        # The baseline is the reference of every test; a column showing another scenario's value has no test.
+        tested = pair != BASELINE and not (col.is_g and r["source_scenario"] != col.scenario)
+        mark = agreed(marks.get((col.task, pair, col.scenario), []), r["n_replicates"]) if tested else None
+        shown_from = r["source_scenario"] if col.is_g and r["source_scenario"] != col.scenario else None
+        table.cells[(pair, col)] = Cell(r["value"], mark, bool(r["best"]), bool(r["partial"]), r["s_suite"],
+                                        shown_from)
+    for r in data.significance or []:
+        table.significance_status[r["status"]] = table.significance_status.get(r["status"], 0) + 1
     return table
-
-
-def _n_reps(own: dict[str, list[dict[str, Any]]]) -> int:
-    return len({(r["model_name"], r["seed"], r["split_seed"]) for rs in own.values() for r in rs})
 
 
 def significance_marks(rows: list[dict[str, Any]] | None) -> dict[tuple[str | None, Pair, str], list[str | None]]:

@@ -1,124 +1,225 @@
-"""The terminal table of ``beluga report``: one row per configuration-method, i.i.d. score and G per scenario,
-like the paper's Table 3 (the IID baseline first, its suite scores being G_standard)."""
+"""The terminal table of ``beluga report``: the paper's Table 3 (``table3.build_table3``, the same table the
+Markdown and HTML reports show), one table per task: i.i.d. score, G per scenario (and Avg.), then a compact
+table of s_T per scenario; under them, a warning per degenerate configuration-method.
+
+Made to be read in an 80-column terminal and in a CI log (where rich renders 80 columns, without colour):
+cells never wrap. When a table is wider than the console its scenario headers are abbreviated (with a key
+under the table), then its columns are set one space apart instead of two, and when that is not enough its
+value columns go into several tables, each repeating the configuration (and method) columns. A value's
+significance mark takes one character after it (blank when unmarked), so decimal points line up.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from beluga_core.store.reader import fetch_dicts
+from beluga_core.analysis.report.data import read_report_data
+from beluga_core.analysis.report.degeneracy import (
+    DegeneracyRow,
+    collapsed_summary,
+    degeneracy_rows,
+    format_distribution,
+)
+from beluga_core.analysis.report.table3 import AVG, Cell, Pair, Table3, build_table3
+from beluga_core.core.constants import BASELINE, STANDARD, pair_order
 
-BASELINE = ("iid", "vanilla")
-FIXED_SCENARIOS = ("standard", "seen")
-
-
-def scenario_order(scenarios: set[str]) -> list[str]:
-    return [s for s in FIXED_SCENARIOS if s in scenarios] + sorted(scenarios - set(FIXED_SCENARIOS))
-
-
-def g_table(store: Path) -> dict[str, dict[tuple[str, str], dict[str, dict[str, float | None]]]]:
-    """task → (config, method) → scenario → {s_suite, s_iid, g}, averaged over seeds."""
-    acc: dict[str, dict[tuple[str, str], dict[str, list[dict[str, float | None]]]]] = defaultdict(
-        lambda: defaultdict(lambda: defaultdict(list)))
-    for row in fetch_dicts(store, "g_scores"):
-        acc[row["task"]][(row["config"], row["method"])][row["scenario"]].append(row)
-    out: dict[str, dict[tuple[str, str], dict[str, dict[str, float | None]]]] = {}
-    for task, rows in acc.items():
-        out[task] = {}
-        for key, per_scenario in rows.items():
-            out[task][key] = {sc: {m: _mean([r[m] for r in rs]) for m in ("s_suite", "s_iid", "g")}
-                              for sc, rs in per_scenario.items()}
-    return out
-
-
-def _mean(values: list[float | None]) -> float | None:
-    vals = [v for v in values if v is not None]
-    return sum(vals) / len(vals) if vals else None
-
-
-def _pct(v: float | None) -> str:
-    return "—" if v is None else f"{100 * v:.1f}"
-
-
-def _significance_marks(store: Path) -> dict[tuple[str | None, tuple[str, str], str], str]:
-    """Cell → 'better' / 'worse' from the significance view (empty before any `beluga analyze`)."""
-    from beluga_core.analysis.report.table3 import agreed, significance_marks
-    from beluga_core.store.reader import open_store
-    from beluga_core.store.significance import has_significance
-
-    with open_store(store) as con:
-        if not has_significance(con):
-            return {}
-        cur = con.execute("SELECT * FROM significance")
-        names = [d[0] for d in cur.description]
-        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    return {k: m for k, v in significance_marks(rows).items() if (m := agreed(v))}
-
-
-def _marked(text: str, mark: str | None) -> str:
-    return {"better": f"[green]{text} ▲[/]", "worse": f"[red]{text} ▼[/]"}.get(mark or "", text)
+MARKS = {"better": ("▲", "green"), "worse": ("▼", "red")}
+PARTIAL = "†"
+ABBREVIATE_TO = 6         # scenario headers longer than this are abbreviated when a table does not fit
+_UNBOUNDED = 10_000       # a width to measure a table's natural width at
 
 
 def print_g_table(store: Path, console: Console) -> None:
-    table_data = g_table(store)
-    if not table_data:
-        console.print(f"no finished models in {store} yet")
+    """Print Table 3 of ``store`` and the degeneracy warnings (``beluga report`` and the end of a run)."""
+    data = read_report_data(store, figures=False)
+    table = build_table3(data)
+    if not table.rows:
+        console.print(f"no finished models in {store} yet", highlight=False)
         return
-    marks = _significance_marks(store)
-    for task, rows in sorted(table_data.items()):
-        scenarios = scenario_order({sc for per in rows.values() for sc in per} - {"standard"})
-        table = Table(title=f"{task}: i.i.d. score and G per scenario (%)", title_justify="left")
-        table.add_column("configuration")
-        table.add_column("method")
-        table.add_column("i.i.d.", justify="right")
-        for sc in scenarios:
-            table.add_column(f"G {sc}", justify="right")
-        table.add_column("s per scenario", justify="left", style="dim")
-        keys = sorted(rows, key=lambda k: (k != BASELINE, k))
-        for key in keys:
-            per = rows[key]
-            if key[0] == "iid" and "standard" in per:
-                base = per["standard"]
-                cells = [_pct(base["g"])] * len(scenarios)
-                detail = f"s_standard {_pct(base['s_suite'])}"
-                iid = base["s_iid"]
-            else:
-                cells = [_marked(_pct(per.get(sc, {}).get("g")), marks.get((task, key, sc))) for sc in scenarios]
-                detail = " ".join(f"{sc} {_pct(per.get(sc, {}).get('s_suite'))}" for sc in scenarios)
-                iid = next((v["s_iid"] for v in per.values() if v["s_iid"] is not None), None)
-            table.add_row(key[0], key[1], _marked(_pct(iid), marks.get((task, key, "i.i.d."))), *cells, detail)
+    print_table3(table, console)
+    print_degeneracy(degeneracy_rows(data), console)
+
+
+# ------------------------------------------------------------------------------------------------ Table 3
+
+
+@dataclass
+class _ValueColumn:
+    header: str                 # the full header
+    short: str                  # the abbreviated header (the same where short enough)
+    cells: list[Text]           # one per row
+
+
+def _abbreviations(names: Sequence[str], width: int = ABBREVIATE_TO) -> dict[str, str]:
+    """name → a header of at most ``width`` characters where possible ("functionality" → "funct."), distinct
+    for distinct names; names that fit stay whole."""
+    out = {n: n if len(n) <= width else n[:width - 1].rstrip("_-. ") + "." for n in names}
+    for length in range(width, max(map(len, names), default=0) + 1):
+        clashes = {v for v in out.values() if list(out.values()).count(v) > 1}
+        if not clashes:
+            break
+        for n in names:
+            if out[n] in clashes:
+                out[n] = n if len(n) <= length else n[:length].rstrip("_-. ") + "."
+    return out
+
+
+def _value_text(value: float | None, cell: Cell | None = None) -> Text:
+    """'63.6 ', '63.6▲' (green), '63.6▼' (red), '—   ', and ' †' after a partial cell."""
+    text = Text("—" if value is None else f"{100 * value:.1f}")
+    symbol, style = MARKS.get(cell.mark or "", (" ", "")) if cell is not None else (" ", "")
+    text.append(symbol)
+    if style:
+        text.stylize(style)
+    if cell is not None and cell.partial:
+        text.append(f" {PARTIAL}")
+    return text
+
+
+def _table(labels: list[tuple[str, list[str]]], columns: list[_ValueColumn], *, short: bool,
+           gap: int = 2) -> Table:
+    # SIMPLE_HEAD: a rule under the header, and a blank one character wide between columns; padding adds the
+    # rest of the gap.
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold", expand=False,
+                  padding=(0, gap - 1, 0, 0))
+    for header, _ in labels:
+        table.add_column(header, no_wrap=True, overflow="fold")
+    for col in columns:
+        table.add_column(col.short if short else col.header, justify="right", no_wrap=True)
+    n_rows = len(labels[0][1]) if labels else 0
+    for i in range(n_rows):
+        table.add_row(*[values[i] for _, values in labels], *[col.cells[i] for col in columns])
+    return table
+
+
+def _width(console: Console, table: Table) -> int:
+    return console.measure(table, options=console.options.update_width(_UNBOUNDED)).maximum
+
+
+def _fit(console: Console, labels: Callable[[bool], list[tuple[str, list[str]]]], columns: list[_ValueColumn],
+         *, short_only: bool = False) -> tuple[list[Table], bool]:
+    """The tables that show ``columns`` within the console's width, and whether headers are abbreviated:
+    one table with full headers (unless ``short_only``), else one with abbreviated headers, else the value
+    columns split over several tables (as many columns each as fit), each repeating the label columns."""
+    tiers = [(False, 2), (True, 2), (True, 1)]
+    for short, gap in tiers[1:] if short_only else tiers:
+        table = _table(labels(short), columns, short=short, gap=gap)
+        if _width(console, table) <= console.width:
+            return [table], short
+    chunks: list[list[_ValueColumn]] = [[]]
+    for col in columns:
+        trial = chunks[-1] + [col]
+        if chunks[-1] and _width(console, _table(labels(True), trial, short=True)) > console.width:
+            chunks.append([col])
+        else:
+            chunks[-1] = trial
+    return [_table(labels(True), chunk, short=True) for chunk in chunks], True
+
+
+def _print_tables(console: Console, title: str, labels: Callable[[bool], list[tuple[str, list[str]]]],
+                  columns: list[_ValueColumn], *, short_only: bool = False) -> bool:
+    """Print ``title`` and the fitted tables; returns whether headers were abbreviated."""
+    tables, short = _fit(console, labels, columns, short_only=short_only)
+    for i, table in enumerate(tables):
+        part = f" ({i + 1}/{len(tables)})" if len(tables) > 1 else ""
+        console.print(Text(title + part, style="bold"))
         console.print(table)
-    if marks:
-        console.print("▲ / ▼ significantly better / worse than the IID baseline (p < 0.05; `beluga analyze`)",
-                      style="dim")
-    print_degeneracy(store, console)
+    return short
 
 
-def print_degeneracy(store: Path, console: Console) -> None:
-    """One warning line per configuration-method whose predictions collapsed (METHOD.md §6): its G scores
-    measure a constant predictor, which passes many INV and DIR tests trivially."""
-    from beluga_core.analysis.report.data import read_report_data
-    from beluga_core.analysis.report.degeneracy import degeneracy_rows, format_distribution, suite_mft_gold
+def _labels(rows: list[Pair], show_method: bool) -> Callable[[bool], list[tuple[str, list[str]]]]:
+    """The label columns of ``rows``: configuration (and method), headed in full or short."""
+    def labels(short: bool) -> list[tuple[str, list[str]]]:
+        out = [("config" if short else "configuration", [c for c, _ in rows])]
+        if show_method:
+            out.append(("method", [m for _, m in rows]))
+        return out
+    return labels
 
+
+def print_table3(table: Table3, console: Console) -> None:
+    """Per task: i.i.d. score and G per scenario (with Avg. when the store has one task), then s_T per
+    scenario; with several tasks, the Avg. column as a table of its own; then the keys of what is shown."""
+    several = len(table.tasks) > 1
+    avg = table.avg_column
+    abbreviated: dict[str, str] = {}
+    for task in table.tasks:
+        columns = table.task_columns(task)
+        rows = [p for p in table.rows if any((p, c) in table.cells for c in columns)]
+        methods = sorted({m for _, m in rows})
+        labels = _labels(rows, show_method=len(methods) > 1)
+        g_columns = [c for c in columns if c.is_g]
+        short_names = _abbreviations([c.scenario for c in g_columns])
+        shown = columns + ([avg] if avg is not None and not several else [])
+        g_table = [_ValueColumn(c.scenario, short_names.get(c.scenario, c.scenario),
+                                [_value_text(table.cell(p, c).value, table.cell(p, c)) for p in rows])
+                   for c in shown]
+        s_table = [_ValueColumn(c.scenario, short_names[c.scenario],
+                                [_value_text(table.cell(p, c).s_suite) for p in rows]) for c in g_columns]
+        method_note = f"; method {methods[0]}" if len(methods) == 1 else ""
+        short = _print_tables(console, f"{task}: i.i.d. score, then G per scenario (%){method_note}", labels,
+                              g_table)
+        # The same headers as the G table's, so the two read alike.
+        short = _print_tables(console, f"{task}: s_T per scenario (%)", labels, s_table, short_only=short) or short
+        if short:
+            abbreviated.update({a: full for full, a in short_names.items() if a != full})
+
+    if several and avg is not None:
+        rows = [p for p in table.rows if (p, avg) in table.cells]
+        _print_tables(console, "G averaged over tasks and scenarios (%)",
+                      _labels(rows, show_method=len({m for _, m in rows}) > 1),
+                      [_ValueColumn(AVG, AVG, [_value_text(table.cell(p, avg).value, table.cell(p, avg))
+                                               for p in rows])])
+    _print_keys(table, console, abbreviated)
+
+
+def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) -> None:
+    notes = []
+    if abbreviated:
+        notes.append("Scenarios: " + ", ".join(f"{s} = {full}" for s, full in sorted(abbreviated.items())) + ".")
+    standard_only = pair_order({p for (p, _), c in table.cells.items() if c.shown_from == STANDARD})
+    if standard_only == [BASELINE]:
+        notes.append(f"{BASELINE[0]}: the IID baseline; every scenario column shows its standard scenario.")
+    elif standard_only:
+        notes.append(", ".join(f"{c}/{m}" for c, m in standard_only) + ": evaluated in the standard scenario "
+                     "only, shown in every scenario column.")
+    cells = table.cells.values()
+    if any(c.mark for c in cells):
+        notes.append("▲ / ▼: significantly better / worse than the IID baseline (p < 0.05).")
+    if any(c.partial for c in cells):
+        notes.append(f"{PARTIAL} a held-out scenario with folds still missing.")
+    for note in notes:
+        console.print(note, style="dim", highlight=False)
+
+
+# ------------------------------------------------------------------------------------------------ degeneracy
+
+
+def print_degeneracy(rows: list[DegeneracyRow], console: Console) -> None:
+    """One warning line per configuration-method whose predictions collapsed (METHOD.md §6, the ``degeneracy``
+    view): its G scores measure a constant predictor, which passes many INV and DIR tests trivially."""
     d_test: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     mft: dict[tuple[str, str, str], list[str]] = defaultdict(list)
-    data = read_report_data(store)
-    suite_mft_gold(data)  # the same gold-aware rule and label names as the file reports (~1 s per suite)
-    for row in degeneracy_rows(data):
+    for row in rows:
         key = (row.task, row.config, row.method)
         if "D_test" in row.flags:
             d_test[key].append(f"D_test {format_distribution(row.iid)}")
-        if "MFT" in row.flags and row.mft is not None and row.mft.top is not None:
-            label, share = row.mft.top
-            mft[key].append(f"{row.scenario} {row.mft.label_name(label)}: {100 * share:.1f} %")
+        if "MFT" in row.flags and row.mft is not None:
+            mft[key].append(f"{row.scenario} {collapsed_summary(row.mft)}")
     flagged = sorted(set(d_test) | set(mft))
     for key in flagged:
         parts = d_test[key] + ([f"MFT cases ({', '.join(mft[key])})"] if mft[key] else [])
-        console.print(f"[yellow]degenerate[/] {key[0]} {key[1]}/{key[2]}: one label dominates on "
-                      f"{'; '.join(parts)}", highlight=False)
+        console.print(Text.assemble(("degenerate", "yellow"), f" {key[0]} {key[1]}/{key[2]}: one label dominates "
+                                                              f"on {'; '.join(parts)}"))
     if flagged:
         console.print("(predicted-label shares; the Markdown/HTML report's degeneracy check has the details)",
-                      style="dim")
+                      style="dim", highlight=False)
+

@@ -1,1 +1,2 @@
-"""Hyper-parameter search (METHOD.md §5): grid points, validation scores, selection criteria."""
+"""Hyper-parameter search (docs/method.md, "Hyper-parameter selection"): choosing among the stored grid points
+by a criterion."""

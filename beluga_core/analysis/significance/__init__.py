@@ -1,4 +1,5 @@
-"""Significance of differences against the IID baseline and between configuration-methods (METHOD.md §7).
+"""Significance of differences against the IID baseline and between configuration-methods (docs/method.md,
+"Significance").
 
 Tests run in Python (scipy / numpy) and are stored with their provenance in the ``significance_tests``
 table; the ``significance`` view serves them next to live scores and marks stale rows (schemas/store.md).

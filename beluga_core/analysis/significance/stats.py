@@ -1,4 +1,4 @@
-"""The two tests of METHOD.md §7, on paired counts (no store access here).
+"""The two tests of docs/method.md, "Significance", on paired counts (no store access here).
 
 - i.i.d.: the exact two-tailed binomial sign test on discordant examples (scipy's ``binomtest``).
 - G: the paired approximate randomization test. Swapping a pair of outcomes with probability 1/2 only
@@ -200,7 +200,7 @@ def _p_value(stat: np.ndarray) -> float | None:
 
 def randomization_test(iid_units: Sequence[IidCounts], strata: Sequence[Stratum], *, rounds: int,
                        rng: np.random.Generator, iid_weights: Sequence[float] | None = None) -> RandomizationResult:
-    """Paired approximate randomization test of the weighted ΔG over ``strata`` (METHOD.md §7).
+    """Paired approximate randomization test of the weighted ΔG over ``strata`` (docs/method.md, "Significance").
 
     Also tests the weighted Δs_iid over ``iid_units`` with the same draws (used where the exact sign test
     does not apply: a mean over several tasks). ``iid_weights`` default to equal weights summing to 1.

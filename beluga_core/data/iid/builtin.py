@@ -24,7 +24,7 @@ class BuiltinDataset:
 
     @property
     def path(self) -> Path:
-        return BUILTIN_DATA / self.folder
+        return BUILTIN_DATA / self.folder  # an absolute folder (a test's) replaces the root
 
 
 BUILTIN_IID: dict[str, BuiltinDataset] = {

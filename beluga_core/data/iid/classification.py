@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.iid.builtin import BUILTIN_PREFIX, builtin_dataset
+from beluga_core.data.iid.builtin import BUILTIN_IID, BUILTIN_PREFIX, builtin_dataset
 from beluga_core.data.iid.examples import IIDData, IIDExample
 from beluga_core.data.iid.hub import HF_NAME, load_hub_dataset, looks_like_path
 from beluga_core.data.iid.tables import COMPRESSIONS, TEXT_FORMATS, Rows, check_columns, parse_name, read_table
@@ -144,7 +144,9 @@ def _hub_rows(source: str, text_fields: tuple[str, ...],
               labels: tuple[str, ...]) -> tuple[Rows, Rows, list[str] | None]:
     import datasets
 
-    loaded = load_hub_dataset(source, f"Use a local directory instead ({LAYOUT_HINT}), or a built-in dataset")
+    shipped = ", ".join(f"builtin:{n}" for n, d in sorted(BUILTIN_IID.items()) if d.kind == "classification")
+    loaded = load_hub_dataset(source, f"Use a local directory instead ({LAYOUT_HINT}), or a built-in dataset: "
+                                      f"{shipped}")
     for split in ("train", "validation"):
         if split not in loaded:
             raise BelugaError(f"dataset '{source}' has no '{split}' split; splits: {', '.join(loaded)}")
@@ -180,10 +182,17 @@ def _as_int(value: Any) -> int | None:
 
 
 def _default_names(*splits: Rows) -> list[str]:
+    """Without declared names: class ids are named by their number, label names are sorted; a mix of the
+    two would be misread (is "1" a name or class 1?), so it is an error at its first row."""
+    kinds = [(rows, i, _as_int(row[-1]) is not None) for rows in splits for i, row in enumerate(rows.values)]
+    if any(k for *_, k in kinds) and not all(k for *_, k in kinds):
+        first_id = next(k for *_, k in kinds)
+        rows, i, _ = next((r, i, k) for r, i, k in kinds if k != first_id)
+        raise rows.error(i, f"labels mix class ids and label names ({rows.values[i][-1]!r}); use one or the other, "
+                            f"or name the ids in {LABEL_NAMES_FILE}", rows.fields[-1])
     raw = [row[-1] for rows in splits for row in rows.values]
-    ints = [_as_int(v) for v in raw]
-    if all(i is not None for i in ints):
-        return [str(i) for i in range(max(i for i in ints if i is not None) + 1)]
+    if kinds and kinds[0][2]:
+        return [str(i) for i in range(max(int(_as_int(v) or 0) for v in raw) + 1)]
     return sorted({str(v) for v in raw})
 
 

@@ -1,6 +1,6 @@
 """The i.i.d. dataset of the reading task: SQuAD v1.1-style (context, question, answers) examples.
 
-Accepted sources (as for classification, METHOD.md §2: D_val and D_test are the seeded halves of the
+Accepted sources (as for classification, docs/method.md, "Splits": D_val and D_test are the seeded halves of the
 official dev set, whose answers the public release includes):
 
 - ``builtin:squad-fixture``: the shipped offline fixture (NOT SQuAD: see ``data/builtin/squad_fixture/PROVENANCE.md``).

@@ -1,6 +1,6 @@
 """The multi-worker executor: one worker process per GPU (or several per GPU), or N CPU worker processes.
 
-The coordinator (this process) stays the only writer: workers send each finished job back over a queue and
+The coordinator (this process) stays the only writer: workers send each finished job back over their own pipe and
 ``on_result`` commits it here. Each worker is a long-lived ``Worker`` (sharing model, pristine weights and
 tokenized inputs across its jobs), so results depend only on the job, not on which worker ran it — with the
 same device type and thread count per fold, the numbers equal the local executor's.
@@ -19,12 +19,14 @@ code; they are untested on a GPU in this repository's CI.
 from __future__ import annotations
 
 import multiprocessing as mp
+import pickle
 import queue
 import signal
 import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,7 @@ STEP_REPORT_EVERY = 0.5
 START_TIMEOUT = 900.0
 
 
-def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inbox: Any, outbox: Any,
+def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inbox: Any, outbox: Connection,
                  wid: int) -> None:
     from beluga_core.training.models import configure_threads
 
@@ -54,7 +56,7 @@ def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inb
         # Otherwise every worker also opens a context on cuda:0 (pinned copies, caching allocator).
         torch.cuda.set_device(slot.device)
     worker = worker_class(spec)(plan, slot.device, Path(cache_dir))
-    outbox.put(("ready", wid, None))
+    outbox.send(("ready", wid, None))
     parent = mp.parent_process()
     while True:
         try:
@@ -72,14 +74,27 @@ def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inb
             now = time.monotonic()
             if phase == "eval" or now - last >= STEP_REPORT_EVERY or s == n:
                 last = now
-                outbox.put(("step", wid, (job.id, phase, s, n)))
+                outbox.send(("step", wid, (job.id, phase, s, n)))
 
         try:
             result = worker.run(job, step)
         except BaseException:  # reported to the coordinator, which decides; the worker stays usable
-            outbox.put(("error", wid, (job.id, traceback.format_exc())))
+            outbox.send(("error", wid, (job.id, traceback.format_exc())))
             continue
-        outbox.put(("result", wid, result))
+        outbox.send(("result", wid, result))
+
+
+def _next_message(procs: dict[int, _Proc]) -> tuple[str, int, Any] | None:
+    """The next message of any worker (waiting up to a second), or None; a channel broken by a dying worker
+    yields nothing (its process is then found dead and replaced)."""
+    channels = {p.results: p for p in procs.values() if not p.results.closed}
+    for channel in wait(list(channels), timeout=1.0):
+        try:
+            message: tuple[str, int, Any] = channel.recv()  # type: ignore[union-attr]
+            return message
+        except (EOFError, OSError, pickle.UnpicklingError):
+            channel.close()  # type: ignore[union-attr]
+    return None
 
 
 @dataclass
@@ -87,6 +102,9 @@ class _Proc:
     slot: Slot
     process: Any
     inbox: Any
+    # The worker's own channel back (a pipe written synchronously by the worker, with no feeder thread): a
+    # worker that dies mid-message breaks only this channel, never the other workers'.
+    results: Connection
     started: float
     ready: bool = False
     job: Job | None = None
@@ -106,18 +124,19 @@ class MultiExecutor(Executor):
         warm_token_cache(plan, Path(cache_dir))
         ctx = mp.get_context("spawn")
         worker_plan = plan.for_workers()
-        outbox = ctx.Queue()
         procs: dict[int, _Proc] = {}
         next_wid = 0
 
         def start(slot: Slot) -> None:
             nonlocal next_wid
             inbox = ctx.Queue()
+            results, sender = ctx.Pipe(duplex=False)
             p = ctx.Process(target=_worker_main,
-                            args=(worker_plan, self.spec, slot, cache_dir, inbox, outbox, next_wid),
+                            args=(worker_plan, self.spec, slot, cache_dir, inbox, sender, next_wid),
                             name=f"beluga-worker-{next_wid}", daemon=True)
             p.start()
-            procs[next_wid] = _Proc(slot, p, inbox, time.monotonic())
+            sender.close()  # the worker holds the only sending end: its death closes the channel
+            procs[next_wid] = _Proc(slot, p, inbox, results, time.monotonic())
             next_wid += 1
 
         for slot in slots:
@@ -146,10 +165,10 @@ class MultiExecutor(Executor):
                     raise BelugaError("jobs are waiting for parents that are neither done nor scheduled: "
                                       + ", ".join(j.id[:12] for j in waiting[:5]))
                 self._check_alive(procs, start, waiting, attempts)
-                try:
-                    kind, wid, payload = outbox.get(timeout=1.0)
-                except queue.Empty:
+                message = _next_message(procs)
+                if message is None:
                     continue
+                kind, wid, payload = message
                 p = procs.get(wid)
                 if p is None:
                     continue  # a message from a worker replaced meanwhile
@@ -195,6 +214,7 @@ class MultiExecutor(Executor):
                 continue
             if alive:
                 p.process.terminate()
+            p.results.close()
             del procs[wid]
             job = p.job
             if job is None and not p.ready:

@@ -72,7 +72,7 @@ LEFT JOIN current_inputs c ON c.comparison_id = t.comparison_id;
 -- scenario 'standard': its G_standard), per replicate and as the mean over tasks. Scores and deltas are
 -- live (from g_scores); p-values come from significance_tests. status: 'current', 'stale' (inputs
 -- changed since; run `beluga analyze`), 'missing' (never computed). A cell is marked 'better' / 'worse'
--- only for a current test with p < 0.05 (METHOD.md §7), in the direction of the difference it tested.
+-- only for a current test with p < 0.05 (docs/method.md, "Significance"), in the direction of the difference it tested.
 CREATE OR REPLACE VIEW significance AS
 WITH baseline AS (
     SELECT * FROM g_scores WHERE config = 'iid' AND method = 'vanilla' AND scenario = 'standard'

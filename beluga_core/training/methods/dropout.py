@@ -1,13 +1,13 @@
-"""dropout: hidden and attention dropout 0.3 instead of the models' 0.1 (METHOD.md §5)."""
+"""dropout: hidden and attention dropout 0.3 instead of the models' 0.1 (docs/method.md, "Generalization methods")."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from beluga_core.contracts.methods import Method
+from beluga_core.training.methods.vanilla import Vanilla
 
 
-class Dropout(Method):
+class Dropout(Vanilla):
     """Plain fine-tuning of a model built with a higher dropout probability."""
 
     defaults: ClassVar[dict[str, Any]] = {"dropout": 0.3}

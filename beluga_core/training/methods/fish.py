@@ -1,4 +1,4 @@
-"""fish: gradient matching by Fish (Shi et al. 2021) as METHOD.md §5 specifies it.
+"""fish: gradient matching by Fish (Shi et al. 2021) as docs/method.md, "Generalization methods" specifies it.
 
 Per outer step: remember θ, take ``inner_steps`` inner steps over that many environments drawn uniformly
 (one batch each) with the stage's AdamW — whose state carries over between outer steps —, which leaves θ̃;

@@ -1,4 +1,4 @@
-"""group-dro: online Group-DRO (Sagawa et al. 2020) as METHOD.md §5 specifies it.
+"""group-dro: online Group-DRO (Sagawa et al. 2020) as docs/method.md, "Generalization methods" specifies it.
 
 Each step draws one environment g uniformly; its weight becomes w_g · exp(η · loss_g), the weights are
 renormalised, and the step minimises w_g · loss_g. Weights start uniform and persist over the whole stage,

@@ -1,4 +1,4 @@
-"""irm: IRMv1 (Arjovsky et al. 2019) as METHOD.md §5 specifies it.
+"""irm: IRMv1 (Arjovsky et al. 2019) as docs/method.md, "Generalization methods" specifies it.
 
 A dummy scale w (ones, one per class) multiplies the logits every loss sees; the penalty of environment e is
 ‖∇_w R_e(w)‖² at w = 1, so it is zero exactly when rescaling the logits cannot lower any environment's risk.

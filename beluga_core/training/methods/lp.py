@@ -1,4 +1,5 @@
-"""lp: linear probing, the encoder (pooler included) frozen and only the head trained (METHOD.md §5)."""
+"""lp: linear probing, the encoder (pooler included) frozen and only the head trained (docs/method.md,
+"Generalization methods")."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from beluga_core.contracts.methods import Method
 from beluga_core.core.errors import BelugaError
+from beluga_core.training.methods.vanilla import Vanilla
 
 
 def encoder_of(model: torch.nn.Module) -> torch.nn.Module:
@@ -20,7 +21,7 @@ def encoder_of(model: torch.nn.Module) -> torch.nn.Module:
     return body
 
 
-class LinearProbing(Method):
+class LinearProbing(Vanilla):
     """Only the head's parameters train; the probe needs larger learning rates than fine-tuning, hence its
     own default (used without a grid search) and its own grid of learning rates."""
 

@@ -1,4 +1,5 @@
-"""lp-ft: linear probing, then full fine-tuning from the probed model with a fresh optimizer (METHOD.md §5).
+"""lp-ft: linear probing, then full fine-tuning from the probed model with a fresh optimizer (docs/method.md,
+"Generalization methods").
 
 No grid search of its own: stage 1 reuses lp's (selected) hyper-parameters, stage 2 vanilla's; each stage
 runs ``lp_epochs`` / ``ft_epochs`` (1.5) epochs whatever epochs those selections chose.
@@ -8,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from beluga_core.contracts.methods import Method, Stage, stage_part
+from beluga_core.contracts.methods import Stage, stage_part
 from beluga_core.training.methods.lp import LinearProbing
 from beluga_core.training.methods.vanilla import Vanilla
 
 
-class LinearProbingFineTuning(Method):
+class LinearProbingFineTuning(Vanilla):
     defaults: ClassVar[dict[str, Any]] = {"lp_epochs": 1.5, "ft_epochs": 1.5}
     reuses: ClassVar[tuple[str, ...]] = ("lp", "vanilla")
 

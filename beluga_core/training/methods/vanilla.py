@@ -1,10 +1,18 @@
-"""Plain fine-tuning: the base method, and the IID baseline's."""
+"""Plain fine-tuning: the IID baseline's method, and the base of the methods that change only the model,
+the optimizer or the data (l2, dropout, lp, lp-ft)."""
 
 from __future__ import annotations
 
+import torch
+
 from beluga_core.contracts.methods import Method
+from beluga_core.contracts.training import Batch, Trainer
 
 
 class Vanilla(Method):
-    """Plain fine-tuning with AdamW."""
+    """Plain fine-tuning with AdamW: the mean loss of the update's batches, one optimizer step."""
 
+    def update(self, trainer: Trainer, batches: list[Batch]) -> torch.Tensor:
+        loss = sum((trainer.batch_loss(b) for b in batches), torch.zeros((), device=trainer.device)) / len(batches)
+        trainer.backward_and_step(loss)
+        return loss.detach()

@@ -2,25 +2,24 @@
 
 Below the flood level b the gradient changes sign, so the model stops driving its training loss to zero (a
 regulariser against memorising the suite's templates). Everything else is plain fine-tuning, inherited.
+It imports nothing but beluga's public API.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import torch
 
-from beluga_core.contracts.methods import Method
+from beluga_core.api import Batch, Method, Trainer
 
 
 class Flooding(Method):
-    name = "flooding"
     # Each default is a hyper-parameter, overridable from `[method.flooding]` and searchable in a grid.
-    defaults: ClassVar[dict[str, Any]] = {"level": 0.05}
+    defaults: ClassVar[dict[str, object]] = {"level": 0.05}
 
-    def update(self, trainer: Any, batches: list[Any]) -> torch.Tensor:
-        loss = sum((trainer.batch_loss(b) for b in batches), torch.zeros((), device=trainer.device)) / len(batches)
+    def update(self, trainer: Trainer, batches: list[Batch]) -> torch.Tensor:
+        loss = torch.stack([trainer.batch_loss(b) for b in batches]).mean()
         level = float(self.hp["level"])
-        flooded = (loss - level).abs() + level
-        trainer.backward_and_step(flooded)
+        trainer.backward_and_step((loss - level).abs() + level)
         return loss.detach()

@@ -1,0 +1,132 @@
+"""The public plugin API of beluga: everything a plugin needs, from one typed module.
+
+A plugin is a class deriving from one of the base classes below, registered under an entry point of its
+kind's namespace in the plugin package's ``pyproject.toml`` (or named ``module:Class`` in a config):
+
+=====================  =========================  ============================================================
+kind                   namespace                  base class (what to implement)
+=====================  =========================  ============================================================
+task                   ``beluga.tasks``           ``Task`` (or ``ClassificationTask``, for any classifier)
+method                 ``beluga.methods``         ``Method`` (``update``; ``EnvironmentMethod`` for per-env
+                                                  batches)
+loss                   ``beluga.losses``          ``ClassLoss`` / ``PairLoss`` / ``SpanPairLoss`` (``per_row``)
+expectation kind       ``beluga.expectations``    ``ExpectationKind`` (``evaluate``) or ``PerInputKind``
+                                                  (``input_results``), with a pydantic ``Params``
+training configuration ``beluga.training_configs`` ``TrainingConfiguration`` (``start``, ``uses_iid``,
+                                                  ``uses_suite``)
+executor               ``beluga.executors``       ``Executor`` (``run``)
+=====================  =========================  ============================================================
+
+A plugin that does not derive from its base class, or leaves one of its required members out, is rejected
+when it is loaded, with the missing member named. The README has a short example of every kind.
+"""
+
+from __future__ import annotations
+
+from beluga_core.contracts.configurations import TrainingConfiguration
+from beluga_core.contracts.expectations import (
+    FAIL,
+    PASS,
+    SKIP,
+    CaseBatch,
+    ExpectationKind,
+    FlatPredictions,
+    KindParams,
+    PerInputKind,
+    results_from,
+)
+from beluga_core.contracts.losses import Alignment, ClassLoss, Loss, PairLoss, SpanLogits, SpanPairLoss
+from beluga_core.contracts.methods import TRAINING_KEYS, EnvironmentMethod, Method, Stage
+from beluga_core.contracts.registries import CONFIGURATIONS, EXPECTATIONS, LOSSES, METHODS, TASKS
+from beluga_core.contracts.tasks import (
+    GroupOf,
+    IIDScores,
+    InputPredictions,
+    Task,
+    TaskSettings,
+    ValidationMetric,
+    first_labels,
+)
+from beluga_core.contracts.training import (
+    IID_ENV,
+    IID_STREAM,
+    Batch,
+    BatchOutput,
+    Encoder,
+    EnvSampler,
+    Logits,
+    Trainer,
+    TrainSet,
+    UnitInfo,
+)
+from beluga_core.core.errors import BelugaError
+from beluga_core.core.registry import Registry
+from beluga_core.data.iid.examples import Example, IIDData, IIDExample
+from beluga_core.data.suite.schema import Case, Expectation, Input, SuiteHeader
+from beluga_core.execution.executors.base import EXECUTORS, Executor, Progress, ResultFn
+from beluga_core.execution.results import JobResult
+from beluga_core.planning.jobs import Job
+from beluga_core.planning.plan import Plan
+from beluga_core.tasks.classification import ClassificationTask
+
+__all__ = [
+    "CONFIGURATIONS",
+    "EXECUTORS",
+    "EXPECTATIONS",
+    "FAIL",
+    "IID_ENV",
+    "IID_STREAM",
+    "LOSSES",
+    "METHODS",
+    "PASS",
+    "SKIP",
+    "TASKS",
+    "TRAINING_KEYS",
+    "Alignment",
+    "Batch",
+    "BatchOutput",
+    "BelugaError",
+    "Case",
+    "CaseBatch",
+    "ClassLoss",
+    "ClassificationTask",
+    "Encoder",
+    "EnvSampler",
+    "EnvironmentMethod",
+    "Example",
+    "Executor",
+    "Expectation",
+    "ExpectationKind",
+    "FlatPredictions",
+    "GroupOf",
+    "IIDData",
+    "IIDExample",
+    "IIDScores",
+    "Input",
+    "InputPredictions",
+    "Job",
+    "JobResult",
+    "KindParams",
+    "Logits",
+    "Loss",
+    "Method",
+    "PairLoss",
+    "PerInputKind",
+    "Plan",
+    "Progress",
+    "Registry",
+    "ResultFn",
+    "SpanLogits",
+    "SpanPairLoss",
+    "Stage",
+    "SuiteHeader",
+    "Task",
+    "TaskSettings",
+    "TrainSet",
+    "Trainer",
+    "TrainingConfiguration",
+    "UnitInfo",
+    "ValidationMetric",
+    "first_labels",
+    "results_from",
+]

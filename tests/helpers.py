@@ -1,0 +1,117 @@
+"""Helpers shared by the test modules (no test module imports another)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "tests" / "data"
+BELUGA = [sys.executable, "-m", "beluga_core"]
+# Wide rich output, so that assertions on printed text do not depend on the terminal's width.
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
+
+
+def beluga(*args: str, timeout: float = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``beluga ARGS`` in a subprocess (what a user runs); for kill / resume and multi-process tests."""
+    return subprocess.run([*BELUGA, *args], capture_output=True, text=True, env={**ENV, **(env or {})},
+                          timeout=timeout, check=False)
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    """``beluga ARGV`` in this process (no interpreter start-up); returns (exit code, stdout, stderr)."""
+    from beluga_core.cli.app import main
+
+    code = 0
+    capsys.readouterr()
+    try:
+        main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def query(store: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def results(store: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Everything a run computes, rounded to float noise, keyed by what it is."""
+    return {
+        "pass_rates": query(store, "SELECT config, scenario, scoring_group, n_pass, n_fail, n_skip FROM pass_rates "
+                                   "ORDER BY ALL"),
+        "g": query(store, "SELECT config, scenario, round(s_suite, 9), round(s_iid, 9), round(g, 9) FROM g_scores "
+                          "ORDER BY ALL"),
+        "models": query(store, "SELECT model_id, status FROM models ORDER BY ALL"),
+        "iid": query(store, "SELECT model_id, example_idx, pred FROM iid_predictions ORDER BY ALL"),
+    }
+
+
+def config_with(base: Path, tmp: Path, replace: dict[str, str] | None = None, append: str = "",
+                name: str = "config.toml") -> Path:
+    """A copy of the config ``base`` with text replaced and appended, written to ``tmp``."""
+    text = base.read_text(encoding="utf-8")
+    for old, new in (replace or {}).items():
+        assert old in text, f"{old!r} not in {base}"
+        text = text.replace(old, new)
+    path = tmp / name
+    path.write_text(text + append, encoding="utf-8")
+    return path
+
+
+def run_benchmark(config: Path, store: Path) -> str:
+    """What ``beluga run CONFIG --store STORE`` does, in this process; returns what it printed."""
+    import io
+
+    from rich.console import Console
+
+    from beluga_core.config.load import load_config
+    from beluga_core.orchestration.coordinator import run_plan
+    from beluga_core.planning.plan import build_plan
+
+    cfg = load_config(config).model_copy(update={"store": str(store.resolve())})
+    out = io.StringIO()
+    run_plan(build_plan(cfg, config.resolve()), Console(file=out, width=200))
+    return out.getvalue()
+
+
+def recompute_g(store: Path) -> dict[tuple[str, str, str], tuple[float, float, float]]:
+    """(task, config, scenario) → (s_T, s_iid, G), computed in Python from the raw tables only (outcomes,
+    cases, models, iid_metrics, g_exclusions): an independent check of the store's views."""
+    from collections import defaultdict
+
+    outcomes = query(store, """SELECT m.task, m.config, m.method, m.scenario, c.scoring_group, o.outcome
+                               FROM outcomes o JOIN models m USING (model_id)
+                               JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+                               WHERE m.status = 'done'""")
+    excluded = {(t, g) for t, g in query(store, "SELECT task, scoring_group FROM g_exclusions")}
+    counts: dict[tuple[str, str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for task, config, method, scenario, group, outcome in outcomes:
+        if outcome != "skip" and (task, group) not in excluded:
+            counts[(task, config, method, scenario, group)][outcome == "pass"] += 1
+    rates: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for (task, config, _method, scenario, _), (fails, passes) in counts.items():
+        rates[(task, config, scenario)].append(passes / (passes + fails))
+    iid = {}
+    for task, config, scenario, value in query(store, """SELECT m.task, m.config, m.scenario, x.value
+                                                        FROM iid_metrics x JOIN models m USING (model_id)
+                                                        WHERE x.split = 'test' AND x.is_primary"""):
+        if scenario in ("seen", "standard") and (scenario == "seen" or (task, config) not in iid):
+            iid[(task, config)] = value
+    out = {}
+    for (task, config, scenario), values in rates.items():
+        s_t = sum(values) / len(values)
+        s_iid = iid[(task, config)]
+        out[(task, config, scenario)] = (s_t, s_iid, 2 * s_t * s_iid / (s_t + s_iid) if s_t + s_iid else 0.0)
+    return out
