@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from beluga_core.data.suite.io import resolve_suite_path
-from beluga_core.store import CaseRow, StoreWriter
+from beluga_core.execution.results import IIDResult, JobResult, ModelRecord, Outcomes
+from beluga_core.store.writer import CaseRow, StoreWriter, SuiteRow
 
 CONFIGS = {  # config → (suite pass-rate shift per scenario, D_test accuracy)
     "iid-then-t": ({"seen": 0.30, "functionality": 0.10, "class": 0.04, "test_type": -0.08}, 0.55),
@@ -43,8 +44,8 @@ def sentiment_cases(per_group: int | None, seed: int = 123,
             if r["test_type"] == "MFT":
                 target = r.get("label") if exp.get("target") == "label" else exp.get("value", r.get("label"))
                 gold = f"not {target}" if exp["kind"] == "not_eq" else str(target)
-            row = CaseRow(r["id"], r["test_type"], r["groups"]["functionality"], r["groups"])
-            by_group[row.scoring_group].append((row, gold))
+            row = CaseRow(r["id"], r["test_type"], r["groups"], gold)
+            by_group[row.group("functionality")].append((row, gold))
     rng = random.Random(seed)
     cases, golds = [], {}
     for rows in by_group.values():
@@ -61,20 +62,22 @@ def build_synthetic_store(path: Path, *, per_group: int | None = 20, n_iid: int 
     """Write the store; returns the number of models (1 + configs × folds, 148 for the quick shape)."""
     cases, golds = sentiment_cases(per_group)
     writer = StoreWriter(path)
-    writer.ensure_cases("sentiment", cases)
+    writer.ensure_suite(SuiteRow("sentiment", ("class", "functionality"), "functionality", "text",
+                                 ("negative", "neutral", "positive")), cases)
+    writer.set_task_head("sentiment", "sentiment", ["negative", "positive"])
     run_id = writer.begin_run("synthetic.toml", CONFIG_TEXT, device="cpu")
     rng = np.random.default_rng(seed)
     u_case = rng.random(len(cases))
     u_iid = rng.random(n_iid)
     gold_iid = rng.integers(0, 2, n_iid)
-    base_rate = {g: rng.uniform(0.15, 0.95) for g in dict.fromkeys(c.scoring_group for c in cases)}
+    base_rate = {g: rng.uniform(0.15, 0.95) for g in dict.fromkeys(c.group("functionality") for c in cases)}
     skip = rng.random(len(cases)) < 0.05
 
     def outcomes(shift: float, idx: list[int]) -> list[tuple[str, str, str | None]]:
         out = []
         for i in idx:
             c = cases[i]
-            passed = u_case[i] < min(max(base_rate[c.scoring_group] + shift, 0.0), 1.0)
+            passed = u_case[i] < min(max(base_rate[c.group("functionality")] + shift, 0.0), 1.0)
             outcome = "skip" if skip[i] else ("pass" if passed else "fail")
             gold = golds.get(c.case_id)
             pred = None
@@ -95,13 +98,19 @@ def build_synthetic_store(path: Path, *, per_group: int | None = 20, n_iid: int 
 
     def commit(config: str, scenario: str, shift: float, accuracy: float | None, group: str | None,
                idx: list[int]) -> None:
-        preds = predictions(accuracy, config == "iid-then-t") if accuracy is not None else None
-        metrics = [("test", "accuracy", sum(p[4] for p in preds) / n_iid, True)] if preds else None
-        writer.commit_model({"model_id": f"syn-{config}-{scenario}-{group}", "run_id": run_id, "task": "sentiment",
-                             "suite": "sentiment", "model_name": "synthetic-minilm", "config": config,
-                             "method": "vanilla", "scenario": scenario, "heldout_group": group, "seed": 42,
-                             "split_seed": 123},
-                            iid_predictions=preds, iid_metrics=metrics, outcomes=outcomes(shift, idx))
+        iid = []
+        if accuracy is not None:
+            preds = predictions(accuracy, config == "iid-then-t")
+            iid = [IIDResult("test", [p[2] for p in preds], [p[3] for p in preds],
+                             np.array([p[4] for p in preds], dtype=bool),
+                             {"accuracy": sum(p[4] for p in preds) / n_iid}, "accuracy")]
+        outs = outcomes(shift, idx)
+        record = ModelRecord(model_id=f"syn-{config}-{scenario}-{group}", task="sentiment", suite="sentiment",
+                             model_name="synthetic-minilm", config=config, method="vanilla", scenario=scenario,
+                             heldout_level=None if group is None else scenario, heldout_group=group, seed=42,
+                             split_seed=123)
+        writer.commit(JobResult(record, Outcomes.of([o[0] for o in outs], [o[1] for o in outs],
+                                                     [o[2] for o in outs]), iid), run_id)
 
     everything = list(range(len(cases)))
     commit("iid", "standard", 0.0, 0.82, None, everything)

@@ -17,7 +17,8 @@ def report(
                                         "instead of printing the table."),
     out: Path | None = typer.Option(None, "--out", help="Folder for the report and its figures (with --format)."),
 ) -> None:
-    """Print i.i.d. scores and G per scenario for every configuration-method (works while a run goes on).
+    """Print Table 3 (i.i.d. score, G per scenario, Avg.) and s_T per scenario for every configuration-method,
+    fitted to the terminal's width (80 columns in a CI log), and any degenerate model (works while a run goes on).
 
     With --format md|html --out DIR: write the full report (Table 3 with significance marks, pass-rate
     heatmaps as PNG and SVG, worst-group pass rates, the degeneracy check) into DIR.

@@ -22,7 +22,8 @@ from beluga_core.store.writer import TABLES
 VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scores", "g_summary",
          "models_status", "duplicate_outcomes", "label_names", "label_distribution", "degeneracy",
          "iid_confusion", "iid_class_scores", "model_training_cases", "training_leaks", "grid_pass_rates",
-         "grid_test_type_scores", "grid_scores", "significance_inputs", "significance_pairs", "significance")
+         "grid_test_type_scores", "grid_scores", "scenario_summary", "pass_rate_summary", "report_columns", "table3",
+         "worst_groups", "degeneracy_labels", "significance_inputs", "significance_pairs", "significance")
 RELATIONS = frozenset(TABLES) | frozenset(VIEWS)
 
 Source = str | Path | duckdb.DuckDBPyConnection

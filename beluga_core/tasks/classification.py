@@ -132,8 +132,10 @@ class ClassificationTask(Task):
         head = self.head_labels
         mapped = [self.settings.label_map.get(n, n) for n in data.label_names]
         numeric = all(n.isdigit() for n in data.label_names) and not self.settings.label_map
-        if mapped == head or (numeric and len(mapped) <= len(head)):
-            return data
+        if numeric and len(mapped) <= len(head):
+            return data  # class ids without names: taken as the head's ids
+        if mapped == head:
+            return IIDData(data.train, data.val, data.test, data.source, head)
         if sorted(mapped) != sorted(head) or len(set(mapped)) != len(mapped):
             what = "the suite's label space" if self.fixed_head is None else f"task '{self.name}''s head"
             raise BelugaError(f"{what} {head} and the i.i.d. labels of {data.source} {data.label_names}"

@@ -10,6 +10,7 @@ from pathlib import Path
 from beluga_core.analysis.report.content import MARKERS, PARTIAL, ReportContent, degeneracy_rule, pct
 from beluga_core.analysis.report.degeneracy import format_distribution
 from beluga_core.analysis.report.table3 import AVG, IID, Cell
+from beluga_core.core.constants import BASELINE
 
 STYLE = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
@@ -56,7 +57,7 @@ def _table3(content: ReportContent) -> str:
     body = []
     for i, p in enumerate(t.rows):
         cells = "".join(_num_cell(t.cell(p, c)) for c in t.columns)
-        cls = ' class="baseline"' if i == 0 and p == ("iid", "vanilla") else ""
+        cls = ' class="baseline"' if i == 0 and p == BASELINE else ""
         body.append(f"<tr{cls}><td>{escape(p[0])}</td><td>{escape(p[1])}</td>{cells}</tr>")
     return (f"<table><thead><tr>{''.join(head1)}</tr><tr>{''.join(head2)}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")

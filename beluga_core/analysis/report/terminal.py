@@ -107,8 +107,10 @@ def _width(console: Console, table: Table) -> int:
 def _fit(console: Console, labels: Callable[[bool], list[tuple[str, list[str]]]], columns: list[_ValueColumn],
          *, short_only: bool = False) -> tuple[list[Table], bool]:
     """The tables that show ``columns`` within the console's width, and whether headers are abbreviated:
-    one table with full headers (unless ``short_only``), else one with abbreviated headers, else the value
-    columns split over several tables (as many columns each as fit), each repeating the label columns."""
+    one table with full headers (unless ``short_only``), else with abbreviated headers, else with those and
+    columns one space apart, else the value columns split over several tables (as many columns each as fit,
+    two spaces apart), each repeating the label columns. Cells never wrap; only where a single column is
+    wider than the console does a label fold."""
     tiers = [(False, 2), (True, 2), (True, 1)]
     for short, gap in tiers[1:] if short_only else tiers:
         table = _table(labels(short), columns, short=short, gap=gap)
