@@ -44,6 +44,7 @@ from beluga_core.contracts.tasks import (
     InputPredictions,
     Task,
     TaskSettings,
+    Trainer,
     ValidationMetric,
     first_labels,
 )
@@ -55,7 +56,6 @@ from beluga_core.contracts.training import (
     Encoder,
     EnvSampler,
     Logits,
-    Trainer,
     TrainSet,
     UnitInfo,
 )

@@ -33,8 +33,8 @@ from beluga_core.analysis.significance import (
 )
 from beluga_core.analysis.significance.stats import OUTCOMES, comparison_rng
 from beluga_core.cli.app import main
-from beluga_core.store.writer import StoreWriter
 from beluga_core.store.significance import SignificanceWriter
+from beluga_core.store.writer import StoreWriter
 
 ROUNDS = 2000
 

@@ -23,7 +23,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from beluga_core.contracts.training import Batch, Trainer, TrainSet
+from beluga_core.contracts.tasks import Trainer
+from beluga_core.contracts.training import Batch, TrainSet
 
 TRAINING_KEYS = ("learning_rate", "batch_size", "epochs", "weight_decay", "warmup_ratio", "max_grad_norm")
 # Keys of a job's hyper-parameters that are not training hyper-parameters of its (first) stage.

@@ -13,15 +13,16 @@ implements the abstract members; the registry rejects a task plugin that leaves 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
 
 from beluga_core.contracts.expectations import FlatPredictions
-from beluga_core.contracts.training import Batch, BatchOutput, Encoder, Logits, Trainer, TrainSet
+from beluga_core.contracts.losses import Loss
+from beluga_core.contracts.training import Batch, BatchOutput, Encoder, Logits, TrainSet
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import Example, IIDData
 from beluga_core.data.suite.schema import Case, Input, SuiteHeader
@@ -70,6 +71,36 @@ class ValidationMetric:
 
 
 GroupOf = Callable[[Case, str], str]
+
+
+class Trainer(Protocol):
+    """What a method (and a task's loss code) may use of the training loop for one stage.
+
+    - ``batch_loss(b)``: the scalar loss of a batch; ``batch_output(b)``: with per-row losses and logits;
+      ``loss_groups(bs)``: the losses of many small batches from few forward passes.
+    - ``backward_and_step(loss)``, or ``zero_grad()`` / ``step()`` (clips gradients, steps the optimizer and
+      the schedule).
+    - ``teacher(source)``: another model's weights as a frozen model (``"iid"``: the run's IID model of this
+      task and seed; or a path to a saved state dict / model folder).
+    - ``logit_transform``: a function every loss's logits pass through (IRM's dummy scale), or None.
+    """
+
+    model: torch.nn.Module
+    device: torch.device
+    hp: Mapping[str, Any]
+    task: Task
+    encoder: Encoder
+    logit_transform: Callable[[torch.Tensor], torch.Tensor] | None
+
+    def loss_fn(self, name: str) -> Loss: ...
+    def logits(self, inputs: list[Any]) -> torch.Tensor: ...
+    def batch_loss(self, batch: Batch) -> torch.Tensor: ...
+    def batch_output(self, batch: Batch) -> BatchOutput: ...
+    def loss_groups(self, batches: Sequence[Batch]) -> Iterator[list[torch.Tensor]]: ...
+    def backward_and_step(self, loss: torch.Tensor) -> None: ...
+    def zero_grad(self) -> None: ...
+    def step(self) -> None: ...
+    def teacher(self, source: str = "iid") -> torch.nn.Module: ...
 
 
 class Task(ABC):

@@ -1,9 +1,9 @@
 """What crosses the boundary between the training loop, tasks, losses and methods.
 
 A task turns cases and i.i.d. examples into a ``TrainSet`` of units; the set yields ``Batch``es; a method
-asks the ``Trainer`` for their losses (``batch_loss``, or ``batch_output`` for per-row losses and the logits)
-and applies the update. Methods and tasks see the trainer and the training set only through the protocols
-below, so the loop's implementation can change without breaking a plugin.
+asks the trainer (``contracts.tasks.Trainer``) for their losses and applies the update. Methods and tasks see
+the training set only through the protocols below, so the loop's implementation can change without breaking
+a plugin.
 """
 
 from __future__ import annotations
@@ -11,16 +11,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
 
 from beluga_core.data.suite.schema import Input
-
-if TYPE_CHECKING:
-    from beluga_core.contracts.losses import Loss
-    from beluga_core.contracts.tasks import Task
 
 BatchKind = Literal["single", "pair"]
 # The i.i.d. examples of a training set form their own stream (and environment) under this name.
@@ -126,33 +122,3 @@ class TrainSet(Protocol):
     def units_per_env_batch(self, batch_size: int) -> dict[str, float]: ...
     def batches(self, rng: random.Random, batch_size: int, epochs: float, by_env: bool = False) -> Iterator[Batch]: ...
     def env_sampler(self, rng: random.Random, batch_size: int) -> EnvSampler: ...
-
-
-class Trainer(Protocol):
-    """What a method (and a task's loss code) may use of the training loop for one stage.
-
-    - ``batch_loss(b)``: the scalar loss of a batch; ``batch_output(b)``: with per-row losses and logits;
-      ``loss_groups(bs)``: the losses of many small batches from few forward passes.
-    - ``backward_and_step(loss)``, or ``zero_grad()`` / ``step()`` (clips gradients, steps the optimizer and
-      the schedule).
-    - ``teacher(source)``: another model's weights as a frozen model (``"iid"``: the run's IID model of this
-      task and seed; or a path to a saved state dict / model folder).
-    - ``logit_transform``: a function every loss's logits pass through (IRM's dummy scale), or None.
-    """
-
-    model: torch.nn.Module
-    device: torch.device
-    hp: Mapping[str, Any]
-    task: Task
-    encoder: Encoder
-    logit_transform: Callable[[torch.Tensor], torch.Tensor] | None
-
-    def loss_fn(self, name: str) -> Loss: ...
-    def logits(self, inputs: list[Any]) -> torch.Tensor: ...
-    def batch_loss(self, batch: Batch) -> torch.Tensor: ...
-    def batch_output(self, batch: Batch) -> BatchOutput: ...
-    def loss_groups(self, batches: Sequence[Batch]) -> Iterator[list[torch.Tensor]]: ...
-    def backward_and_step(self, loss: torch.Tensor) -> None: ...
-    def zero_grad(self) -> None: ...
-    def step(self) -> None: ...
-    def teacher(self, source: str = "iid") -> torch.nn.Module: ...

@@ -29,8 +29,16 @@ import numpy as np
 import torch
 
 from beluga_core.contracts.expectations import FlatPredictions
-from beluga_core.contracts.tasks import GroupOf, IIDScores, InputPredictions, Task, TaskSettings, ValidationMetric
-from beluga_core.contracts.training import IID_ENV, IID_STREAM, Batch, BatchOutput, Trainer, UnitInfo
+from beluga_core.contracts.tasks import (
+    GroupOf,
+    IIDScores,
+    InputPredictions,
+    Task,
+    TaskSettings,
+    Trainer,
+    ValidationMetric,
+)
+from beluga_core.contracts.training import IID_ENV, IID_STREAM, Batch, BatchOutput, UnitInfo
 from beluga_core.core.constants import TEST_TYPE_LEVEL
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.classification import load_classification_iid

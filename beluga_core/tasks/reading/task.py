@@ -31,8 +31,16 @@ import torch
 
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.contracts.losses import ClassLoss, SpanPairLoss
-from beluga_core.contracts.tasks import GroupOf, IIDScores, InputPredictions, Task, TaskSettings, ValidationMetric
-from beluga_core.contracts.training import IID_ENV, IID_STREAM, Batch, BatchOutput, Logits, Trainer, UnitInfo
+from beluga_core.contracts.tasks import (
+    GroupOf,
+    IIDScores,
+    InputPredictions,
+    Task,
+    TaskSettings,
+    Trainer,
+    ValidationMetric,
+)
+from beluga_core.contracts.training import IID_ENV, IID_STREAM, Batch, BatchOutput, Logits, UnitInfo
 from beluga_core.core.constants import TEST_TYPE_LEVEL
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import Example, IIDData

@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 import torch
 
 from beluga_core.contracts.methods import EnvironmentMethod
-from beluga_core.contracts.training import Batch, Trainer, TrainSet
+from beluga_core.contracts.tasks import Trainer
+from beluga_core.contracts.training import Batch, TrainSet
 from beluga_core.core.errors import BelugaError
 
 

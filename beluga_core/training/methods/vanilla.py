@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 
 from beluga_core.contracts.methods import Method
-from beluga_core.contracts.training import Batch, Trainer
+from beluga_core.contracts.tasks import Trainer
+from beluga_core.contracts.training import Batch
 
 
 class Vanilla(Method):
