@@ -19,7 +19,8 @@ import numpy as np
 
 from beluga_core.data.suite.io import resolve_suite_path
 from beluga_core.execution.results import IIDResult, JobResult, ModelRecord, Outcomes
-from beluga_core.store.writer import CaseRow, StoreWriter, SuiteRow
+from beluga_core.store.rows import CaseRow, SuiteRow
+from beluga_core.store.writer import StoreWriter
 
 CONFIGS = {  # config → (suite pass-rate shift per scenario, D_test accuracy)
     "iid-then-t": ({"seen": 0.30, "functionality": 0.10, "class": 0.04, "test_type": -0.08}, 0.55),

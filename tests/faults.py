@@ -2,9 +2,10 @@
 executors survive it. Test-only: selected with ``[executor.options] worker = "faults:FaultyWorker"`` (with
 this folder on PYTHONPATH), so production modules carry no crash hook.
 
-``BELUGA_FAULT = "WHEN:MARKER"``: the first worker to find the file MARKER absent creates it and dies with
-exit code 17 — ``before`` a job, in the middle of its ``training`` (at its second step), or ``sending`` its
-result (a result too large for one pipe write, with the process killed while the write is under way).
+``BELUGA_FAULT = "WHEN:MARKER[,WHEN:MARKER…]"``: for each fault, the first worker to find the file MARKER
+absent creates it and dies with exit code 17 — ``before`` a job, in the middle of its ``training`` (at its
+second step), or ``sending`` its result (a result too large for one pipe write, with the process killed while
+the write is under way). Each fault fires once.
 """
 
 from __future__ import annotations
@@ -31,14 +32,16 @@ def _claim(marker: str) -> bool:
     return True
 
 
-def _fault() -> tuple[str, str] | None:
-    spec = os.environ.get(FAULT_ENV)
-    if not spec:
-        return None
-    when, _, marker = spec.partition(":")
-    if when not in ("before", "training", "sending") or not marker:
-        raise ValueError(f"{FAULT_ENV} must be before|training|sending:MARKER, got {spec!r}")
-    return when, marker
+def _faults() -> dict[str, str]:
+    """The faults still to fire: {when: marker}."""
+    faults = {}
+    for spec in filter(None, os.environ.get(FAULT_ENV, "").split(",")):
+        when, _, marker = spec.partition(":")
+        if when not in ("before", "training", "sending") or not marker:
+            raise ValueError(f"{FAULT_ENV} must be before|training|sending:MARKER[,…], got {spec!r}")
+        if not Path(marker).exists():
+            faults[when] = marker
+    return faults
 
 
 class _DiesWhileSent(JobResult):
@@ -52,21 +55,21 @@ class _DiesWhileSent(JobResult):
 
 class FaultyWorker(Worker):
     def run(self, job: Job, progress: ProgressFn | None = None) -> JobResult:
-        fault = _fault()
-        if fault is None or Path(fault[1]).exists():
-            return super().run(job, progress)
-        when, marker = fault
-        if when == "before" and _claim(marker):
+        faults = _faults()
+        if "before" in faults and _claim(faults["before"]):
             os._exit(17)
-        if when == "training":
+        if "training" in faults:
+            marker = faults["training"]
+
             def dying(phase: str, step: int, total: int) -> None:
                 if phase.startswith("train") and step >= 2 and _claim(marker):
                     os._exit(17)
                 if progress is not None:
                     progress(phase, step, total)
 
-            return super().run(job, dying)
-        result = super().run(job, progress)
-        if when == "sending" and _claim(marker):
+            result = super().run(job, dying)
+        else:
+            result = super().run(job, progress)
+        if "sending" in faults and _claim(faults["sending"]):
             return _DiesWhileSent(result.record, result.outcomes, result.iid, result.validation)
         return result

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from beluga_core.execution.results import IIDResult, JobResult, ModelRecord, Outcomes
-from beluga_core.store.writer import CaseRow, StoreWriter, SuiteRow
+from beluga_core.store.rows import CaseRow, SuiteRow
+from beluga_core.store.writer import StoreWriter
 
 SUITE = "toy"
 # functionality -> (class, test type); the classes interleave (reports must still keep them together) and

@@ -31,7 +31,8 @@ from beluga_core.analysis.significance import analyze_store
 from beluga_core.cli.app import main
 from beluga_core.core.constants import BASELINE
 from beluga_core.store.reader import fetch_dicts
-from beluga_core.store.writer import CaseRow, StoreWriter, SuiteRow
+from beluga_core.store.rows import CaseRow, SuiteRow
+from beluga_core.store.writer import StoreWriter
 
 REPO = Path(__file__).resolve().parents[1]
 ROUNDS = 500

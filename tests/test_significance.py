@@ -364,7 +364,7 @@ def test_changed_inputs_mark_rows_stale_and_analyze_refreshes(known: tuple[Path,
 def test_new_model_without_a_test_is_missing_and_views_survive_store_writer(known: tuple[Path, dict]) -> None:
     path, info = known
     b: StoreBuilder = info["builder"]  # type: ignore[assignment]
-    b.add("iid-then-iid-plus-t", "vanilla", "seen", info["base"], info["correct"])   # re-creates views.sql
+    b.add("iid-then-iid-plus-t", "vanilla", "seen", info["base"], info["correct"])   # re-creates the views
     got = rows(path, "SELECT status FROM significance WHERE config = 'iid-then-iid-plus-t'")
     assert [r["status"] for r in got] == ["missing"] * 3
 

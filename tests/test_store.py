@@ -21,7 +21,8 @@ from beluga_core.execution.results import IIDResult, JobResult, ModelRecord, Out
 from beluga_core.store import connection as connection_mod
 from beluga_core.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from beluga_core.store.reader import VIEWS, fetch_dicts, open_store, read_meta
-from beluga_core.store.writer import CaseRow, StoreWriter, SuiteRow
+from beluga_core.store.rows import CaseRow, SuiteRow
+from beluga_core.store.writer import StoreWriter
 
 SUITE = "toy"
 # functionality -> (class, test type). f4's cases always skip (a group with no evaluable case);
@@ -630,7 +631,7 @@ def test_new_store_is_complete_or_absent(tmp_path: Path, monkeypatch: pytest.Mon
     path = tmp_path / "sub" / "new.duckdb"
     real = connection_mod.sql_file
     monkeypatch.setattr("beluga_core.store.writer.sql_file",
-                        lambda name: "CREATE VIEW broken AS SELECT * FROM nowhere;" if name == "views.sql"
+                        lambda name: "CREATE VIEW broken AS SELECT * FROM nowhere;" if name == "views/10_scores.sql"
                         else real(name))
     with pytest.raises(duckdb.Error):
         StoreWriter(path)

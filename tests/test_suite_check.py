@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pytest
 from checklist_samples import QQP_CORRECTIONS, header, sample
@@ -121,10 +122,6 @@ def test_groups_without_evaluable_cases_are_reported_and_left_out(tmp_path: Path
 
 
 def test_store_records_the_evaluation(tmp_path: Path, cli: Cli) -> None:
-    writer = pytest.importorskip("beluga_core.store.writer")
-    if not hasattr(getattr(writer, "StoreWriter", None), "record_external_evaluation"):
-        pytest.skip("this result-store writer cannot record external evaluations")
-    duckdb = pytest.importorskip("duckdb")
     suite_path, pred_path, _, expected = write_sample_suite(tmp_path, "squad", lambda t: "coref" in t.lower())
     db = tmp_path / "results.duckdb"
     code, stdout, err = cli("suite", "check", suite_path, "--predictions", pred_path, "--out", tmp_path / "o.jsonl",

@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except Exception as exc:
         # Usage errors (unknown command or option, missing argument) come from typer's bundled click.
-        if callable(getattr(exc, "show", None)) and hasattr(exc, "exit_code"):
-            exc.show()
+        show = getattr(exc, "show", None)
+        if callable(show) and hasattr(exc, "exit_code"):
+            show()
             sys.exit(2)
         raise

@@ -137,14 +137,15 @@ def with_config_line(exc: BelugaError, config_path: Path) -> BelugaError:
 
     An error raised without a file (checks that see the config, not its path) whose field is a config
     field is taken as one of ``config_path``."""
-    if exc.line is not None or not exc.field:
+    field = exc.field
+    if exc.line is not None or not field:
         return exc
-    if exc.source is None and exc.field.split(".")[0] in _CONFIG_TABLES:
-        exc = BelugaError(exc.message, source=config_path, field=exc.field)
+    if exc.source is None and field.split(".")[0] in _CONFIG_TABLES:
+        exc = BelugaError(exc.message, source=config_path, field=field)
     if exc.source is None or Path(exc.source) != config_path:
         return exc
     try:
-        line = locate_key(config_path.read_text(encoding="utf-8"), tuple(exc.field.split(".")))
+        line = locate_key(config_path.read_text(encoding="utf-8"), tuple(field.split(".")))
     except OSError:
         return exc
-    return exc if line is None else BelugaError(exc.message, source=exc.source, line=line, field=exc.field)
+    return exc if line is None else BelugaError(exc.message, source=exc.source, line=line, field=field)

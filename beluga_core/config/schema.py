@@ -142,7 +142,7 @@ class GridSpec(_Strict):
         "expression over the columns of the store's grid_scores view."))
     batch_size: list[int] = Field(default_factory=lambda: [8, 16], min_length=1)
     learning_rate: list[float] = Field(default_factory=lambda: [2e-5, 3e-5, 5e-5], min_length=1)
-    epochs: list[float] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
+    epochs: list[float] = Field(default_factory=lambda: list[float]([1, 2, 3]), min_length=1)
     tasks: dict[str, dict[str, list[Any]]] = Field(default_factory=dict, description=(
         "Per-task axes replacing the ones above and the task's own (reading searches batch sizes {2, 3} "
         "by default), e.g. [grid.tasks.reading] batch_size = [2, 4]."))

@@ -63,7 +63,7 @@ class FlatPredictions:
         return self.probs is not None
 
     @classmethod
-    def from_arrays(cls, probs: np.ndarray | None = None, answers: Sequence[str] | None = None, *,
+    def from_arrays(cls, probs: np.ndarray | None = None, answers: Sequence[str] | np.ndarray | None = None, *,
                     lengths: Sequence[int] | np.ndarray) -> FlatPredictions:
         """From flat per-input predictions and the number of inputs of each case."""
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -96,7 +96,7 @@ class FlatPredictions:
         return FlatPredictions(offsets, answers=self.answers[rows])  # type: ignore[index]
 
 
-def _object_array(items: Sequence[Any]) -> np.ndarray:
+def _object_array(items: Sequence[Any] | np.ndarray) -> np.ndarray:
     arr = np.empty(len(items), dtype=object)
     arr[:] = list(items)
     return arr
@@ -137,18 +137,19 @@ class CaseBatch:
     @cached_property
     def orig_row(self) -> np.ndarray:
         """For every input, the row of its case's original input (pairwise checks compare against it)."""
-        return self.first_row[self.case_of_input]
+        return np.asarray(self.first_row[self.case_of_input])
 
     @cached_property
     def pred(self) -> np.ndarray:
         """Predicted label per input: argmax class id (first maximum, as numpy), or the answer string."""
         if self.preds.probs is not None:
-            return self.preds.probs.argmax(axis=1)
-        return self.preds.answers  # type: ignore[return-value]
+            return np.asarray(self.preds.probs.argmax(axis=1))
+        assert self.preds.answers is not None  # exactly one of the two is set
+        return self.preds.answers
 
     @cached_property
     def orig_pred(self) -> np.ndarray:
-        return self.pred[self.orig_row]
+        return np.asarray(self.pred[self.orig_row])
 
     def probs(self) -> np.ndarray:
         if self.preds.probs is None:
@@ -177,7 +178,7 @@ class CaseBatch:
             if all(not isinstance(lab, list) for lab in self.labels):
                 per_case = np.array([NO_CLASS if lab is None else self._label_id(lab, i)
                                      for i, lab in enumerate(self.labels)], dtype=np.int64)
-                return per_case[self.case_of_input]
+                return np.asarray(per_case[self.case_of_input])
             out: list[int] = []
             for i, (lab, n) in enumerate(zip(self.labels, self.lengths.tolist(), strict=True)):
                 if isinstance(lab, list):

@@ -85,11 +85,18 @@ class Trainer(Protocol):
     - ``logit_transform``: a function every loss's logits pass through (IRM's dummy scale), or None.
     """
 
-    model: torch.nn.Module
-    device: torch.device
-    hp: Mapping[str, Any]
-    task: Task
-    encoder: Encoder
+    # Read-only to a method (properties, so the loop may hold narrower types); only the transform is set.
+    @property
+    def model(self) -> torch.nn.Module: ...
+    @property
+    def device(self) -> torch.device: ...
+    @property
+    def hp(self) -> Mapping[str, Any]: ...
+    @property
+    def task(self) -> Task: ...
+    @property
+    def encoder(self) -> Encoder: ...
+
     logit_transform: Callable[[torch.Tensor], torch.Tensor] | None
 
     def loss_fn(self, name: str) -> Loss: ...

@@ -17,10 +17,10 @@ import difflib
 import importlib
 import inspect
 from dataclasses import dataclass
-from importlib.metadata import distributions
+from importlib.metadata import EntryPoint, distributions, entry_points
 from typing import Any, Generic, TypeVar
 
-from stevedore import DriverManager, ExtensionManager
+from stevedore import DriverManager
 
 from beluga_core.core.errors import BelugaError
 
@@ -38,16 +38,7 @@ class PluginInfo:
     distribution: str
 
 
-class _Namespace:
-    """What ``ExtensionManager.list_entry_points`` reads, so entry points are listed without importing them."""
-
-    ENTRY_POINT_CACHE = ExtensionManager.ENTRY_POINT_CACHE
-
-    def __init__(self, namespace: str) -> None:
-        self.namespace = namespace
-
-
-def _reraise(_manager: object, _ep: object, exc: Exception) -> None:
+def _reraise(_manager: object, _ep: EntryPoint, exc: BaseException) -> None:
     raise exc
 
 
@@ -74,15 +65,21 @@ def missing_members(cls: type, base: type) -> list[str]:
 class Registry(Generic[T]):
     """The plugins of one kind: entry points of ``namespace`` whose objects subclass ``base``."""
 
-    def __init__(self, kind: str, namespace: str, base: type[T]) -> None:
+    # ``base`` is a plain ``type``: the kinds' bases are abstract, which ``type[T]`` would refuse.
+    def __init__(self, kind: str, namespace: str, base: type) -> None:
         self.kind = kind
         self.namespace = namespace
         self.base = base
         self._loaded: dict[str, type[T]] = {}
+        self._listed: dict[str, EntryPoint] | None = None
         ALL[kind] = self
 
-    def _entry_points(self) -> dict[str, Any]:
-        return {ep.name: ep for ep in ExtensionManager.list_entry_points(_Namespace(self.namespace))}
+    def _entry_points(self) -> dict[str, EntryPoint]:
+        # Listing reads metadata only (nothing imported); stevedore's DriverManager does the loading below.
+        # Read once per process, as stevedore's own entry-point cache does.
+        if self._listed is None:
+            self._listed = {ep.name: ep for ep in entry_points(group=self.namespace)}
+        return self._listed
 
     def names(self) -> list[str]:
         """Installed plugin names (entry points), sorted; nothing is imported."""

@@ -88,12 +88,12 @@ def suite_from_table(path: Path, *, text: str, label: str, groups: Sequence[str]
     stem = name or path.name.split(".")[0]
     cases: list[Case] = []
     seen_ids: dict[str, int] = {}
-    for i, texts, lab, group_map, case_id in kept:
+    for i, row_texts, lab, group_map, case_id in kept:
         cid = case_id or f"{stem}/{rows.numbers[i]}"
         if cid in seen_ids:
             raise rows.error(i, f"duplicate id {cid!r} (first at {seen_ids[cid]})", id_column)
         seen_ids[cid] = rows.numbers[i]
-        inputs = [texts[0] if n_text == 1 else (texts[0], texts[1])]
+        inputs = [row_texts[0] if n_text == 1 else (row_texts[0], row_texts[1])]
         cases.append(Case(id=cid, groups=group_map, test_type="MFT", loss="mft", inputs=inputs, label=index[lab],
                           expectation=Expectation(kind="eq", target="label"),
                           meta={"source_row": rows.numbers[i]}))

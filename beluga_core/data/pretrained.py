@@ -25,7 +25,7 @@ def resolve_model_path(name: str) -> str:
                               f"pip install {EMBEDDED[name].replace('_', '-')}") from None
         # The embedded model is complete on disk; never let transformers reach for the hub for it.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        return str(Path(pkg.__file__).resolve().parent / "model")
+        return str(Path(pkg.__path__[0]).resolve() / "model")
     if name.startswith("embedded:"):
         raise BelugaError(f"unknown embedded model '{name}'; available: {', '.join(EMBEDDED)}")
     return name

@@ -64,7 +64,8 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
         _rng(seed, "split", group).shuffle(order)
         counts = split_counts(len(order), ratios)
         start = 0
-        caps = per_group if group not in (test_per_group_of or {}) else (*per_group[:2], test_per_group_of[group])
+        test_cap = (test_per_group_of or {}).get(group)
+        caps = per_group if test_cap is None else (*per_group[:2], test_cap)
         for name, count, cap in zip(SPLITS, counts, caps, strict=True):
             part = order[start:start + count]
             start += count

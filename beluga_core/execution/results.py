@@ -6,6 +6,7 @@ lists from them), so a model row is spelled once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
@@ -112,7 +113,8 @@ class Outcomes:
     pred: np.ndarray
 
     @classmethod
-    def of(cls, case_ids: list[str], outcomes: list[str], preds: list[str | None] | None = None) -> Outcomes:
+    def of(cls, case_ids: Sequence[str], outcomes: Sequence[str],
+           preds: Sequence[str | None] | None = None) -> Outcomes:
         n = len(case_ids)
         if len(outcomes) != n or (preds is not None and len(preds) != n):
             raise ValueError(f"outcomes: {n} case ids, {len(outcomes)} outcomes"

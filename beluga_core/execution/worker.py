@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.contracts.methods import Method
 from beluga_core.contracts.registries import CONFIGURATIONS, METHODS
 from beluga_core.contracts.tasks import Task, first_labels
-from beluga_core.contracts.training import Encoder
+from beluga_core.contracts.training import Encoder, TrainSet
 from beluga_core.core.constants import OUTCOME_NAMES
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import sorted_ids_digest
@@ -45,7 +46,6 @@ from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.training import precision, token_cache
 from beluga_core.training.loop import TrainStats, seed_everything, train_stage
 from beluga_core.training.models import load_tokenizer, pick_device
-from beluga_core.training.trainset import TrainSet
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -247,8 +247,8 @@ class Worker:
             label = "train" if len(stages) == 1 else f"train {i + 1}/{len(stages)}"
             stats = train_stage(task, model, encoder, self.device, trainset, stage_hp, stage_method,
                                 _seed_of(job.id, job.seed) + i,
-                                progress=(lambda s, n, label=label: progress(label, s, n)) if progress else None,
-                                teachers=lambda source, job=job: self.teacher(job, source))
+                                progress=partial(progress, label) if progress else None,
+                                teachers=partial(self.teacher, job))
             done = TrainStats(done.steps + stats.steps, done.examples + stats.examples, stats.mean_loss,
                               done.seconds + stats.seconds)
         return done

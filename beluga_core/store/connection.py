@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -32,8 +33,14 @@ STORAGE_COMPATIBILITY = "v1.0.0"
 
 
 def sql_file(name: str) -> str:
-    """A SQL resource of the store (``views.sql``, ``migrations/0001_initial.sql``, …)."""
+    """A SQL resource of the store (``views/10_scores.sql``, ``migrations/0001_initial.sql``, …)."""
     return resources.files("beluga_core.store.sql").joinpath(name).read_text(encoding="utf-8")
+
+
+def view_files() -> list[str]:
+    """The view definitions, in the order they build on each other (their names sort that way)."""
+    folder = resources.files("beluga_core.store.sql").joinpath("views")
+    return sorted(f"views/{f.name}" for f in folder.iterdir() if f.name.endswith(".sql"))
 
 
 def utc_now() -> datetime:
@@ -118,6 +125,14 @@ class Store:
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         with self.connection() as con, transaction(con) as tx:
             yield tx
+
+
+def aggregate_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> tuple[Any, ...]:
+    """The one row of an aggregate query (which always has one)."""
+    row = con.execute(sql, params or []).fetchone()
+    if row is None:
+        raise AssertionError(f"an aggregate query returned no row: {sql}")
+    return row
 
 
 def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:

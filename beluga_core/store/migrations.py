@@ -1,7 +1,7 @@
 """The store's schema as numbered migrations: one per change, each applied in the transaction that records it.
 
 A new store applies them all; an older store is brought up to date when a writer opens it; a store of a
-newer schema is refused (``connection.store_schema_version``). Views are not migrations: ``views.sql`` is
+newer schema is refused (``connection.store_schema_version``). Views are not migrations: ``views/*.sql`` are
 re-created on every open, so a fixed definition reaches old stores without one.
 """
 

@@ -17,7 +17,7 @@ import duckdb
 from beluga_core.core.errors import BelugaError
 from beluga_core.store.connection import DEFAULT_READ_TIMEOUT_S, connect, store_schema_version
 from beluga_core.store.migrations import SCHEMA_VERSION
-from beluga_core.store.writer import TABLES
+from beluga_core.store.rows import TABLES
 
 VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scores", "g_summary",
          "models_status", "duplicate_outcomes", "label_names", "label_distribution", "degeneracy",

@@ -1,5 +1,5 @@
 """Storage of significance tests: rows of the ``significance_tests`` table (migration 3), read back through
-the views of significance_views.sql.
+the views of views/50_significance.sql.
 
 Writes follow StoreWriter's rule: open, one transaction, commit, close, so a running ``beluga run`` and
 readers are held up for milliseconds only.

@@ -8,7 +8,7 @@ from typing import Any
 from beluga_core.data.splits import SuiteSplit
 from beluga_core.data.suite.io import Suite
 from beluga_core.data.suite.schema import Case
-from beluga_core.store.writer import CaseRow, SplitRows, SuiteRow
+from beluga_core.store.rows import CaseRow, SplitRows, SuiteRow
 
 GoldOf = Callable[[Case, Sequence[str] | None], str | None]
 

@@ -7,13 +7,10 @@ numpy column arrays that DuckDB scans directly.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import socket
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +19,7 @@ import duckdb
 import numpy as np
 
 from beluga_core import __version__ as BELUGA_VERSION
-from beluga_core.core.constants import EXTERNAL_CONFIG, EXTERNAL_METHOD, RUN_STATUSES, STANDARD, TEST_TYPE_LEVEL
+from beluga_core.core.constants import EXTERNAL_CONFIG, EXTERNAL_METHOD, RUN_STATUSES, STANDARD
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution.results import GridPointRecord, JobResult, ModelRecord, Outcomes, TrainingRecord
 from beluga_core.store.connection import (
@@ -34,64 +31,13 @@ from beluga_core.store.connection import (
     store_schema_version,
     transaction,
     utc_now,
+    view_files,
 )
 from beluga_core.store.migrations import SCHEMA_VERSION, migrate
+from beluga_core.store.rows import CaseRow, SplitRows, SuiteRow, canonical_json, external_model_id
 
-TABLES = ("beluga_meta", "runs", "suites", "cases", "splits", "case_splits", "task_heads", "models",
-          "iid_predictions", "iid_metrics", "outcomes", "g_exclusions", "grid_points", "grid_outcomes",
-          "grid_metrics", "grid_selections", "significance_tests")
 MODEL_COLUMNS = ModelRecord.columns()
 GRID_COLUMNS = GridPointRecord.columns()
-
-
-def canonical_json(value: Any) -> str | None:
-    """Canonical text, so equal dicts compare equal as stored strings."""
-    if value is None:
-        return None
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-@dataclass(frozen=True)
-class CaseRow:
-    """One row of ``cases``: a case's test type, its group at every level, and its gold label."""
-
-    case_id: str
-    test_type: str
-    groups: Mapping[str, str]
-    gold: str | None = None
-
-    def group(self, level: str) -> str:
-        return self.test_type if level == TEST_TYPE_LEVEL else self.groups[level]
-
-
-@dataclass(frozen=True)
-class SuiteRow:
-    """One row of ``suites``."""
-
-    suite: str
-    levels: tuple[str, ...]
-    scoring_level: str
-    input_kind: str
-    label_space: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class SplitRows:
-    """A suite's split: its identity and every case's part (before the caps) and whether it was kept."""
-
-    split_id: str
-    suite: str
-    seed: int
-    ratios: tuple[float, float, float]
-    caps: Mapping[str, Any]
-    parts: Sequence[tuple[str, str, bool]]
-
-
-def external_model_id(model_name: str, task: str, suite: str, split_seed: int | None = None,
-                      seed: int | None = None) -> str:
-    """Identity of an external evaluation: re-checking the same model on the same suite replaces it."""
-    key = json.dumps(["external", model_name, task, suite, split_seed, seed])
-    return "external-" + hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def _record_values(record: TrainingRecord, columns: Sequence[str], run_id: str | None) -> list[Any]:
@@ -417,8 +363,8 @@ def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
 
 
 def _refresh(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(sql_file("views.sql"))
-    con.execute(sql_file("significance_views.sql"))
+    for name in view_files():
+        con.execute(sql_file(name))
     con.executemany("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)",
                     [["last_beluga_version", BELUGA_VERSION], ["last_duckdb_version", duckdb.__version__]])
 
@@ -433,5 +379,4 @@ def _initialise(con: duckdb.DuckDBPyConnection) -> None:
         _refresh(con)
 
 
-__all__ = ["GRID_COLUMNS", "MODEL_COLUMNS", "SCHEMA_VERSION", "TABLES", "CaseRow", "SplitRows", "StoreWriter",
-           "SuiteRow", "canonical_json", "external_model_id"]
+__all__ = ["GRID_COLUMNS", "MODEL_COLUMNS", "StoreWriter"]

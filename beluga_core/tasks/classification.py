@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from beluga_core.contracts.expectations import FlatPredictions
+from beluga_core.contracts.losses import ClassLoss, PairLoss
 from beluga_core.contracts.tasks import (
     GroupOf,
     IIDScores,
@@ -294,13 +295,16 @@ class ClassificationTask(Task):
 
     def _output(self, trainer: Trainer, batch: Batch, logits: torch.Tensor) -> BatchOutput:
         loss = trainer.loss_fn(batch.loss)
-        if batch.kind == "single":
+        if isinstance(loss, ClassLoss):
             assert batch.targets is not None
             sets = None if batch.label_sets is None else torch.as_tensor(batch.label_sets, device=trainer.device)
-            rows = loss.per_row(logits, torch.as_tensor(batch.targets, device=trainer.device), sets)  # type: ignore[call-arg]
-        else:
+            rows = loss.per_row(logits, torch.as_tensor(batch.targets, device=trainer.device), sets)
+        elif isinstance(loss, PairLoss):
             k = len(batch.inputs) // 2
-            rows = loss.per_row(logits[:k], logits[k:], batch.params)  # type: ignore[call-arg]
+            rows = loss.per_row(logits[:k], logits[k:], batch.params)
+        else:
+            raise BelugaError(f"loss '{batch.loss}' ({type(loss).__name__}) is neither a ClassLoss nor a PairLoss; "
+                              f"a classification task cannot train with it")
         return BatchOutput(loss.reduce(rows), rows, logits)
 
     # -- prediction ----------------------------------------------------------------------------------------

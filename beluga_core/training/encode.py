@@ -64,8 +64,10 @@ class Encoder:
             chunk = missing[start:start + step]
             singles = [x for x in chunk if isinstance(x, str)]
             pairs = [x for x in chunk if not isinstance(x, str)]
-            for group, args in ((singles, (singles,)),
-                                (pairs, ([p[0] for p in pairs], [p[1] for p in pairs]))):
+            groups: list[tuple[list[Input], tuple[list[str], ...]]] = [
+                (list[Input](singles), (singles,)),
+                (list[Input](pairs), ([p[0] for p in pairs], [p[1] for p in pairs]))]
+            for group, args in groups:
                 if not group:
                     continue
                 enc = self.tokenizer(*args, truncation=True, max_length=self.max_length)

@@ -102,12 +102,13 @@ class TrainSet:
         return out
 
     def _length_grouped(self, units: list[SingleUnit | PairUnit], size: int) -> list[SingleUnit | PairUnit]:
-        assert self.length_of is not None
+        length_of = self.length_of
+        assert length_of is not None
         window = size * LENGTH_WINDOW
         out: list[SingleUnit | PairUnit] = []
         for start in range(0, len(units), window):
             part = units[start:start + window]
-            part.sort(key=lambda u: self.length_of(u.choices[0][0] if isinstance(u, SingleUnit) else u.original))
+            part.sort(key=lambda u: length_of(u.choices[0][0] if isinstance(u, SingleUnit) else u.original))
             out += part
         return out
 

@@ -1,6 +1,6 @@
 """Everything a report shows, fetched from the store's views in one short read-only connection.
 
-Reports compute no score: every number is a column of a view (views.sql, "Report views": ``table3``,
+Reports compute no score: every number is a column of a view (views/40_report.sql: ``table3``,
 ``scenario_summary``, ``pass_rate_summary``, ``worst_groups``, ``degeneracy_labels``; and ``significance``).
 What is left here is layout: which rows and columns, in which order.
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from beluga_core.store.connection import utc_now
+from beluga_core.store.connection import aggregate_row, utc_now
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import has_significance
 
@@ -126,13 +126,13 @@ def read_report_data(store: str | Path, *, figures: bool = True) -> ReportData:
     store = Path(store)
     with open_store(store) as con:
         runs = _dicts(con, "SELECT run_id, status, started_at, finished_at FROM runs ORDER BY started_at")
-        n_done, n_failed = con.execute("SELECT coalesce(sum(n_done), 0), coalesce(sum(n_failed), 0) "
-                                       "FROM models_status").fetchone()
+        n_done, n_failed = aggregate_row(con, "SELECT coalesce(sum(n_done), 0), coalesce(sum(n_failed), 0) "
+                                              "FROM models_status")
         table3 = _dicts(con, "SELECT * FROM table3 ORDER BY ALL")
         significance, n_tests = None, 0
         if has_significance(con):
             significance = _dicts(con, "SELECT * FROM significance")
-            n_tests = int(con.execute("SELECT count(*) FROM significance_tests").fetchone()[0])
+            n_tests = int(aggregate_row(con, "SELECT count(*) FROM significance_tests")[0])
         degeneracy = _dicts(con, "SELECT * FROM degeneracy_labels ORDER BY ALL")
         data = ReportData(store, utc_now(), runs, int(n_done), int(n_failed),
                           table3, significance, n_tests, degeneracy)

@@ -9,7 +9,7 @@ import duckdb
 from beluga_core.core.errors import BelugaError
 from beluga_core.store.writer import StoreWriter
 
-# The built-in criteria are columns of the grid_scores view (beluga_core/store/sql/views.sql documents each).
+# The built-in criteria are columns of the grid_scores view (beluga_core/store/sql/views/30_grid.sql documents each).
 CRITERIA = ("reference", "reference_iid", "mean_pass", "worst_group", "g_val", "iid_val")
 DEFAULT_CRITERION = "reference"
 

@@ -42,7 +42,7 @@ def rank_grid_points(con: duckdb.DuckDBPyConnection, criterion: str, *, grid_ids
     point's JSON text, so a selection never depends on row order.
     """
     check_criterion(criterion)
-    where, params = "", [top]
+    where, params = "", list[object]([top])
     if grid_ids is not None:
         where, params = "WHERE grid_id IN (SELECT unnest(?::VARCHAR[]))", [list(grid_ids), top]
     partition = ", ".join(KEY_COLUMNS)

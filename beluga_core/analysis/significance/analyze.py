@@ -191,7 +191,7 @@ def _views_in_memory(con: duckdb.DuckDBPyConnection) -> None:
     # view as a temporary view.
     if has_significance(con):
         return
-    sql = sql_file("significance_views.sql")
+    sql = sql_file("views/50_significance.sql")
     start = sql.index("CREATE OR REPLACE VIEW significance_inputs")
     end = sql.index("CREATE OR REPLACE VIEW significance_pairs")
     con.execute(sql[start:end].replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from beluga_core.execution.executors.base import Executor, Progress, ResultFn
@@ -19,6 +20,6 @@ class LocalExecutor(Executor):
         worker = worker_class(self.spec)(plan, self.spec.device, Path(cache_dir))
         for job in order_jobs(jobs):
             progress.job_started(job)
-            result = worker.run(job, lambda phase, s, n, job=job: progress.job_step(job, phase, s, n))
+            result = worker.run(job, partial(progress.job_step, job))
             on_result(result)
             progress.job_finished(job)

@@ -87,13 +87,16 @@ def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inb
 def _next_message(procs: dict[int, _Proc]) -> tuple[str, int, Any] | None:
     """The next message of any worker (waiting up to a second), or None; a channel broken by a dying worker
     yields nothing (its process is then found dead and replaced)."""
-    channels = {p.results: p for p in procs.values() if not p.results.closed}
-    for channel in wait(list(channels), timeout=1.0):
+    channels = [p.results for p in procs.values() if not p.results.closed]
+    ready = wait(channels, timeout=1.0)
+    for channel in channels:
+        if channel not in ready:
+            continue
         try:
-            message: tuple[str, int, Any] = channel.recv()  # type: ignore[union-attr]
+            message: tuple[str, int, Any] = channel.recv()
             return message
         except (EOFError, OSError, pickle.UnpicklingError):
-            channel.close()  # type: ignore[union-attr]
+            channel.close()
     return None
 
 
@@ -169,17 +172,17 @@ class MultiExecutor(Executor):
                 if message is None:
                     continue
                 kind, wid, payload = message
-                p = procs.get(wid)
-                if p is None:
+                origin = procs.get(wid)
+                if origin is None:
                     continue  # a message from a worker replaced meanwhile
                 if kind == "ready":
-                    p.ready = True
+                    origin.ready = True
                 elif kind == "step":
                     job_id, phase, s, n = payload
-                    if p.job is not None and p.job.id == job_id:
-                        progress.job_step(p.job, phase, s, n)
+                    if origin.job is not None and origin.job.id == job_id:
+                        progress.job_step(origin.job, phase, s, n)
                 elif kind == "result":
-                    job, p.job = p.job, None
+                    job, origin.job = origin.job, None
                     if job is None or job.id != payload.id:
                         continue
                     on_result(payload)
@@ -187,7 +190,7 @@ class MultiExecutor(Executor):
                     progress.job_finished(job)
                 elif kind == "error":
                     job_id, tb = payload
-                    p.job = None
+                    origin.job = None
                     if failure is None:
                         failure = (by_id[job_id], tb)
         finally:

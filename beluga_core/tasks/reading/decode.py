@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from beluga_core.tasks.reading.encode import ReadingEncoder, ReadingInput, Window
+from beluga_core.tasks.reading.encode import ReadingEncoder, ReadingInput, Window, reading_input
 from beluga_core.training.precision import autocast
 
 
@@ -43,7 +43,7 @@ def predict_answers(model: torch.nn.Module, encoder: ReadingEncoder, inputs: Seq
     """The answer string for every element of ``inputs`` (repeated inputs are computed once), and its
     confidence: p(start) · p(end) of the chosen span, each a softmax over its window's context tokens
     (0 where no window has a valid span)."""
-    unique = list(dict.fromkeys(tuple(x) for x in inputs))
+    unique = list(dict.fromkeys(reading_input(x) for x in inputs))
     if not unique:
         return [], np.zeros(0)
     encoder.encode_many(unique)
@@ -71,7 +71,7 @@ def predict_answers(model: torch.nn.Module, encoder: ReadingEncoder, inputs: Seq
                     answers[u] = w.text(unique[u][0], si, ei)
                     confidence[u] = pc
     position = {x: i for i, x in enumerate(unique)}
-    rows = [position[tuple(x)] for x in inputs]
+    rows = [position[reading_input(x)] for x in inputs]
     return [answers[i] for i in rows], confidence[rows]
 
 

@@ -18,9 +18,17 @@ import numpy as np
 import torch
 
 from beluga_core.core.errors import BelugaError
+from beluga_core.data.suite.schema import Input
 from beluga_core.tasks.reading.span_loss import aligned_positions
 
 ReadingInput = tuple[str, str]  # (context, question), the suite's order
+
+
+def reading_input(x: Input | Sequence[str]) -> ReadingInput:
+    """A (context, question) input as a hashable pair (suites read from JSON hold lists)."""
+    if isinstance(x, str) or len(x) != 2:
+        raise ValueError(f"a reading input is a (context, question) pair, got {x!r}")
+    return (x[0], x[1])
 
 
 @dataclass(frozen=True)
@@ -79,8 +87,8 @@ class ReadingEncoder:
         self._alignments: dict[tuple[ReadingInput, ReadingInput], tuple[np.ndarray, np.ndarray]] = {}
 
     # -- windows ----------------------------------------------------------------------------------------
-    def encode_many(self, inputs: Iterable[ReadingInput]) -> None:
-        missing = list(dict.fromkeys(tuple(x) for x in inputs if tuple(x) not in self._cache))
+    def encode_many(self, inputs: Iterable[Input]) -> None:
+        missing = [x for x in dict.fromkeys(reading_input(x) for x in inputs) if x not in self._cache]
         step = 1024
         for start in range(0, len(missing), step):
             self._encode_chunk(missing[start:start + step])
@@ -114,13 +122,13 @@ class ReadingEncoder:
             out.append(q[:offsets[self.max_query_length - 1][1]] if len(offsets) > self.max_query_length else q)
         return out
 
-    def __getitem__(self, x: ReadingInput) -> tuple[Window, ...]:
-        x = tuple(x)  # type: ignore[assignment]
-        if x not in self._cache:
-            self.encode_many([x])
-        return self._cache[x]
+    def __getitem__(self, x: Input) -> tuple[Window, ...]:
+        key = reading_input(x)
+        if key not in self._cache:
+            self.encode_many([key])
+        return self._cache[key]
 
-    def length(self, x: ReadingInput) -> int:
+    def length(self, x: Input) -> int:
         """Tokens of the input's first window (what length-grouped batching sorts by)."""
         return len(self[x][0])
 
@@ -153,10 +161,10 @@ class ReadingEncoder:
     def alignment(self, original: ReadingInput, perturbed: ReadingInput) -> tuple[np.ndarray, np.ndarray]:
         """Positions of the context tokens the two inputs' first windows share (unchanged words), as two
         equally long index arrays into each window."""
-        key = (tuple(original), tuple(perturbed))
+        key = (reading_input(original), reading_input(perturbed))
         if key not in self._alignments:
             w0, w1 = self[original][0], self[perturbed][0]
             c0, c1 = w0.context_positions, w1.context_positions
             i, j = aligned_positions([w0.ids[k] for k in c0], [w1.ids[k] for k in c1])
-            self._alignments[key] = (c0[i], c1[j])  # type: ignore[assignment]
+            self._alignments[key] = (np.asarray(c0[i]), np.asarray(c1[j]))
         return self._alignments[key]

@@ -47,7 +47,7 @@ from beluga_core.data.iid.examples import Example, IIDData
 from beluga_core.data.iid.squad import SquadExample, load_squad_iid
 from beluga_core.data.suite.schema import Case, Input, SuiteHeader
 from beluga_core.tasks.reading.decode import predict_answers, token_accuracy
-from beluga_core.tasks.reading.encode import ReadingEncoder, ReadingInput, Window
+from beluga_core.tasks.reading.encode import ReadingEncoder, ReadingInput, Window, reading_input
 from beluga_core.tasks.reading.metrics import squad_scores
 from beluga_core.tasks.reading.span_loss import aligned_weights
 from beluga_core.training.precision import autocast
@@ -154,8 +154,8 @@ class ReadingTask(Task):
                 if len(case.inputs) >= 2:  # a pair loss needs an original and a perturbation
                     losses[case.loss] = case.loss
                     streams.setdefault(case.loss, []).append(
-                        PairUnit(tuple(case.inputs[0]), tuple(tuple(x) for x in case.inputs[1:]), case.loss_params,
-                                 env, info))
+                        PairUnit(reading_input(case.inputs[0]), tuple(reading_input(x) for x in case.inputs[1:]),
+                                 case.loss_params, env, info))
                 continue
             items, missing = self.span_items(case)
             dropped_inputs += missing
@@ -177,12 +177,12 @@ class ReadingTask(Task):
                         affected_cases, dropped_cases)
         return TrainSet(streams, losses, notes=notes)
 
-    def span_items(self, case: Case) -> tuple[list[tuple[Input, np.ndarray]], int]:
+    def span_items(self, case: Case) -> tuple[list[tuple[ReadingInput, np.ndarray]], int]:
         """(input, span target) items of a case trained with the mft loss, and how many inputs were dropped."""
         labels = case.label if isinstance(case.label, list) else [case.label] * len(case.inputs)
         if len(labels) != len(case.inputs):
             raise BelugaError(f"case '{case.id}': {len(labels)} answers for {len(case.inputs)} inputs")
-        items: list[tuple[Input, np.ndarray]] = []
+        items: list[tuple[ReadingInput, np.ndarray]] = []
         missing = 0
         for x, answer in zip(case.inputs, labels, strict=True):
             if not isinstance(x, tuple):
@@ -191,7 +191,7 @@ class ReadingTask(Task):
             if span is None:
                 missing += 1
             else:
-                items.append((x, _span_target(span)))
+                items.append((reading_input(x), _span_target(span)))
         return items, missing
 
     def batch_outputs(self, trainer: Trainer, batches: Sequence[Batch]) -> list[BatchOutput]:

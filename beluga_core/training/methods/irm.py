@@ -53,8 +53,9 @@ class IRM(EnvironmentMethod):
         # dimension is the sequence length).
         n = trainer.task.num_labels
         shape = (n,) if n else ()
-        self.scale = torch.ones(shape, device=trainer.device, requires_grad=True)
-        trainer.logit_transform = lambda logits: logits * self.scale
+        scale = torch.ones(shape, device=trainer.device, requires_grad=True)
+        self.scale = scale
+        trainer.logit_transform = lambda logits: logits * scale
 
     def steps(self, trainset: TrainSet, rng: random.Random, batch_size: int, epochs: float) -> Iterator[list[Batch]]:
         sampler = trainset.env_sampler(rng, batch_size)

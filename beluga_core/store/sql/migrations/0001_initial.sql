@@ -1,6 +1,6 @@
 -- Migration 1: the result store as beluga 0.1 created it (see schemas/store.md for every column).
 --
--- Tables hold raw facts only; every aggregate (pass rates, s_T, s_iid, G) is a view in views.sql, so a
+-- Tables hold raw facts only; every aggregate (pass rates, s_T, s_iid, G) is a view in views/, so a
 -- user can re-aggregate in SQL and nothing stored can drift from what it was computed from.
 -- Timestamps are UTC (TIMESTAMP without time zone, so no ICU extension is needed to read them).
 -- No foreign keys: DuckDB cannot cascade deletes and checks them eagerly, which would forbid replacing a

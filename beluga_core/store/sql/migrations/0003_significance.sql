@@ -3,7 +3,7 @@
 --
 -- The one materialised aggregate of the store: Monte Carlo p-values cannot be a view. `beluga analyze` and
 -- the end of `beluga run` compute them in Python into significance_tests, each row recording what it was
--- computed from (a digest of the compared models, rounds, seed); the views of significance_views.sql
+-- computed from (a digest of the compared models, rounds, seed); the views of views/50_significance.sql
 -- recompute that digest from the current tables and mark a row stale when its inputs changed since.
 -- IF NOT EXISTS: stores of schema 2 whose significance table was made on demand keep it as it is.
 

@@ -1,0 +1,63 @@
+"""The package's layering contract (pyproject's [tool.importlinter]) holds, and it does catch an upward import."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from helpers import REPO
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+MAX_LINES = 400
+
+
+def _lint(cwd: Path, python_path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": str(LINT_IMPORTS.parent)}
+    if python_path is not None:
+        env["PYTHONPATH"] = str(python_path)
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_the_layers_hold() -> None:
+    done = _lint(REPO)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
+    # A copy of the package in which a bottom-layer module imports the CLI.
+    shutil.copytree(REPO / "beluga_core", tmp_path / "beluga_core",
+                    ignore=shutil.ignore_patterns("__pycache__", "builtin", "sql"))
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    assert config["root_package"] == "beluga_core"
+    hashing = tmp_path / "beluga_core" / "core" / "hashing.py"
+    hashing.write_text(hashing.read_text(encoding="utf-8") + "\nimport beluga_core.cli.app  # noqa: E402\n",
+                       encoding="utf-8")
+    done = _lint(tmp_path, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "layers follow the data flow; imports only point down BROKEN" in done.stdout
+    assert "beluga_core.core.hashing -> beluga_core.cli.app" in done.stdout
+
+
+def test_long_modules_say_why() -> None:
+    """A module over ~400 lines carries the reason at its top (a docstring line starting 'Long:')."""
+    unexplained = []
+    for path in sorted((REPO / "beluga_core").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > MAX_LINES and "\nLong:" not in text[:3000]:
+            unexplained.append(f"{path.relative_to(REPO)} ({text.count(chr(10))} lines)")
+    assert unexplained == []
+
+
+def test_readme_and_ci_run_the_same_test_command() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    command = next(line for line in ci.splitlines() if line.startswith("pip install torch==2.13.0"))
+    assert f"```sh\n{command}\n```" in readme
+    for tool in ("lint-imports", "mypy", "python -m pytest"):
+        assert tool in command
