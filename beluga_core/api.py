@@ -14,7 +14,9 @@ expectation kind       ``beluga.expectations``    ``ExpectationKind`` (``evaluat
                                                   (``input_results``), with a pydantic ``Params``
 training configuration ``beluga.training_configs`` ``TrainingConfiguration`` (``start``, ``uses_iid``,
                                                   ``uses_suite``)
-executor               ``beluga.executors``       ``Executor`` (``run``)
+executor               ``beluga.executors``       ``Executor`` (``run``; ``worker_class(spec)`` gives the
+                                                  ``Worker`` that runs one job, ``order_jobs`` and
+                                                  ``Dependencies`` the order parents come in)
 =====================  =========================  ============================================================
 
 A plugin that does not derive from its base class, or leaves one of its required members out, is rejected
@@ -65,6 +67,8 @@ from beluga_core.data.iid.examples import Example, IIDData, IIDExample
 from beluga_core.data.suite.schema import Case, Expectation, Input, SuiteHeader
 from beluga_core.execution.executors.base import EXECUTORS, Executor, Progress, ResultFn
 from beluga_core.execution.results import JobResult
+from beluga_core.execution.scheduling import Dependencies, order_jobs, worker_class
+from beluga_core.execution.worker import Worker
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
 from beluga_core.tasks.classification import ClassificationTask
@@ -90,6 +94,7 @@ __all__ = [
     "CaseBatch",
     "ClassLoss",
     "ClassificationTask",
+    "Dependencies",
     "Encoder",
     "EnvSampler",
     "EnvironmentMethod",
@@ -127,6 +132,9 @@ __all__ = [
     "TrainingConfiguration",
     "UnitInfo",
     "ValidationMetric",
+    "Worker",
     "first_labels",
+    "order_jobs",
     "results_from",
+    "worker_class",
 ]

@@ -14,7 +14,8 @@ from beluga_core.data.suite.io import write_suite
 
 def from_table_cmd(
     file: Annotated[Path, typer.Argument(
-        help="A table: .csv, .tsv, .jsonl (optionally .gz / .xz / .bz2) or .parquet.")],
+        help="A table: .csv, .tsv, .jsonl (optionally .gz / .xz / .bz2) or .parquet; or builtin:NAME, an "
+             "example table shipped with beluga (builtin:sst-phenomena.csv).")],
     text: Annotated[str, typer.Option("--text", help="Column with the text.")],
     label: Annotated[str, typer.Option("--label", help="Column with the gold label (names or class ids).")],
     groups: Annotated[str, typer.Option("--groups", help="Group columns, coarsest first, comma-separated: the "
@@ -44,7 +45,8 @@ def from_table_cmd(
     h = built.header
     counts = {lab: 0 for lab in h.label_space or []}
     for case in built.cases:
-        counts[(h.label_space or [])[int(case.label)]] += 1  # type: ignore[arg-type]
+        assert isinstance(case.label, int)  # from-table cases carry a class id
+        counts[(h.label_space or [])[case.label]] += 1
     console.print(f"{len(built.cases):,} case(s) from {built.rows:,} row(s) of {file} → {path}")
     console.print(f"label space: {', '.join(f'{k} ({v})' for k, v in counts.items())}")
     for level in h.levels:

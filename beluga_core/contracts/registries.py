@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from beluga_core.contracts.configurations import TrainingConfiguration
 from beluga_core.contracts.expectations import ExpectationKind
 from beluga_core.contracts.losses import Loss
@@ -10,7 +12,7 @@ from beluga_core.contracts.methods import Method
 from beluga_core.contracts.tasks import Task
 from beluga_core.core.registry import Registry
 
-TASKS: Registry[Task] = Registry("task", "beluga.tasks", Task)
+TASKS: Registry[Task[Any]] = Registry("task", "beluga.tasks", Task)
 LOSSES: Registry[Loss] = Registry("loss", "beluga.losses", Loss)
 CONFIGURATIONS: Registry[TrainingConfiguration] = Registry(
     "training configuration", "beluga.training_configs", TrainingConfiguration)

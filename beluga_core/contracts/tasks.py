@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -71,6 +71,8 @@ class ValidationMetric:
 
 
 GroupOf = Callable[[Case, str], str]
+# The encoder type a task makes and then receives back (a classifier's token encoder, reading's windows).
+EncoderT = TypeVar("EncoderT", bound=Encoder)
 
 
 class Trainer(Protocol):
@@ -93,7 +95,7 @@ class Trainer(Protocol):
     @property
     def hp(self) -> Mapping[str, Any]: ...
     @property
-    def task(self) -> Task: ...
+    def task(self) -> Task[Any]: ...
     @property
     def encoder(self) -> Encoder: ...
 
@@ -110,7 +112,7 @@ class Trainer(Protocol):
     def teacher(self, source: str = "iid") -> torch.nn.Module: ...
 
 
-class Task(ABC):
+class Task(ABC, Generic[EncoderT]):
     """Base of every task plugin.
 
     Class attributes: ``metrics`` (i.i.d. metric names, G uses ``primary_metric`` unless the config picks
@@ -165,7 +167,7 @@ class Task(ABC):
         """D_train and the seeded halves D_val / D_test of the validation set of ``source``."""
 
     @abstractmethod
-    def make_encoder(self, tokenizer: Any, max_length: int) -> Encoder:
+    def make_encoder(self, tokenizer: Any, max_length: int) -> EncoderT:
         """The encoder (tokenization, padding) of this task's inputs."""
 
     @abstractmethod
@@ -186,12 +188,12 @@ class Task(ABC):
 
     # -- prediction ----------------------------------------------------------------------------------------
     @abstractmethod
-    def predict_cases(self, model: torch.nn.Module, encoder: Encoder, cases: Sequence[Case],
+    def predict_cases(self, model: torch.nn.Module, encoder: EncoderT, cases: Sequence[Case],
                       device: torch.device) -> FlatPredictions:
         """Predictions for every input of ``cases`` in the suite's label space (what expectations judge)."""
 
     @abstractmethod
-    def predict_iid(self, model: torch.nn.Module, encoder: Encoder, examples: Sequence[Example],
+    def predict_iid(self, model: torch.nn.Module, encoder: EncoderT, examples: Sequence[Example],
                     device: torch.device) -> InputPredictions:
         """Predictions for i.i.d. examples, in the i.i.d. data's label space."""
 
@@ -199,14 +201,14 @@ class Task(ABC):
     def score_iid(self, examples: Sequence[Example], predictions: InputPredictions, split: str) -> IIDScores:
         """Per-example correctness and the i.i.d. metrics of ``predictions``."""
 
-    def validation_metrics(self, model: torch.nn.Module, encoder: Encoder, cases: Sequence[Case],
+    def validation_metrics(self, model: torch.nn.Module, encoder: EncoderT, cases: Sequence[Case],
                            predictions: FlatPredictions, device: torch.device) -> list[ValidationMetric]:
         """Task-specific T_val scores per test type for hyper-parameter selection (pass rates are computed
         by the store's views); none by default."""
         return []
 
     # -- model internals (attributions, adversarial search) ------------------------------------------------
-    def features(self, encoder: Encoder, inputs: Sequence[Input], device: torch.device) -> dict[str, torch.Tensor]:
+    def features(self, encoder: EncoderT, inputs: Sequence[Input], device: torch.device) -> dict[str, torch.Tensor]:
         """The model's input tensors for ``inputs`` (``input_ids``, ``attention_mask``, …) on ``device``."""
         return {k: v.to(device) for k, v in encoder.collate(list(inputs)).items()}
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from beluga_core.core.constants import TEST_TYPE_LEVEL
 from beluga_core.core.errors import BelugaError
+from beluga_core.core.registry import unknown_name_message
+from beluga_core.data import BUILTIN_DATA
 from beluga_core.data.iid.tables import read_table
 from beluga_core.data.suite.schema import RESERVED_LEVEL_NAMES, Case, Expectation, SuiteHeader
 
@@ -31,6 +33,21 @@ def _sort_key(label: str) -> tuple[int, float | str]:
         return 0, float(label)
     except ValueError:
         return 1, label
+
+
+BUILTIN_TABLES = BUILTIN_DATA / "tables"
+
+
+def resolve_table(path: Path | str) -> Path:
+    """A table path, or ``builtin:NAME`` for an example table shipped with beluga."""
+    text = str(path)
+    if not text.startswith("builtin:"):
+        return Path(path)
+    name = text.removeprefix("builtin:")
+    shipped = sorted(p.name for p in BUILTIN_TABLES.iterdir() if p.suffix in (".csv", ".tsv", ".jsonl"))
+    if name not in shipped:
+        raise BelugaError(unknown_name_message("shipped table", name, shipped))
+    return BUILTIN_TABLES / name
 
 
 def suite_from_table(path: Path, *, text: str, label: str, groups: Sequence[str], text_pair: str | None = None,
@@ -51,6 +68,7 @@ def suite_from_table(path: Path, *, text: str, label: str, groups: Sequence[str]
     columns = [text, *([text_pair] if text_pair else []), label, *groups, *([id_column] if id_column else [])]
     if len(set(columns)) != len(columns):
         raise BelugaError(f"a column is used twice: {columns}")
+    path = resolve_table(path)
     rows = read_table(path, columns)
     n_text = 2 if text_pair else 1
     dropped: Counter[str] = Counter()

@@ -21,6 +21,8 @@ from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
 from beluga_core.store.suites import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
+from beluga_core.training.models import pick_device
+from beluga_core.training.precision import machine_line
 
 
 def cache_dir_for(store: Path) -> Path:
@@ -88,6 +90,8 @@ def run_plan(plan: Plan, console: Console) -> Path:
     finally:
         writer.finish_run(run_id, status)
         console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}")
+        exe = plan.config.executor
+        console.print(machine_line(exe.precision, pick_device(exe.device)), highlight=False)
     refresh_after_run(store_path, console)
     print_g_table(store_path, console)
     return store_path

@@ -55,7 +55,7 @@ OPTIONS = ("text_field", "text_pair_field", "label_field")
 Target = tuple[np.ndarray, bool]  # a target over the head's classes, and whether it is a set of accepted classes
 
 
-class ClassificationTask(Task):
+class ClassificationTask(Task[Encoder]):
     """A sequence classifier; subclasses fix the head (``fixed_head``), the i.i.d. columns and the metrics."""
 
     metrics: ClassVar[tuple[str, ...]] = ("accuracy", "macro_f1")
@@ -320,13 +320,13 @@ class ClassificationTask(Task):
         return load_sequence_classifier(model_name, len(self.head_labels), dropout=dropout, seed=seed,
                                         config_overrides=dict(config_overrides or {}))
 
-    def predict_cases(self, model: torch.nn.Module, encoder: Encoder, cases: Sequence[Case],  # type: ignore[override]
+    def predict_cases(self, model: torch.nn.Module, encoder: Encoder, cases: Sequence[Case],
                       device: torch.device) -> FlatPredictions:
         flat = [x for c in cases for x in c.inputs]
         probs = self.to_suite_probs(predict_probs(model, encoder, flat, device))
         return FlatPredictions.from_arrays(probs=probs, lengths=[len(c.inputs) for c in cases])
 
-    def predict_iid(self, model: torch.nn.Module, encoder: Encoder, examples: Sequence[Example],  # type: ignore[override]
+    def predict_iid(self, model: torch.nn.Module, encoder: Encoder, examples: Sequence[Example],
                     device: torch.device) -> InputPredictions:
         probs = predict_probs(model, encoder, [ex.inputs for ex in examples], device)
         pred = probs.argmax(axis=1)
@@ -344,7 +344,7 @@ class ClassificationTask(Task):
         return IIDScores(split, [str(int(g)) for g in gold], list(predictions.labels), pred == gold,
                          self.iid_metrics(pred, gold), self.metric)
 
-    def validation_metrics(self, model: torch.nn.Module, encoder: Encoder, cases: Sequence[Case],  # type: ignore[override]
+    def validation_metrics(self, model: torch.nn.Module, encoder: Encoder, cases: Sequence[Case],
                            predictions: FlatPredictions, device: torch.device) -> list[ValidationMetric]:
         """With F1 among the task's metrics (QQP), the MFT F1 over each case's first input against its label;
         the store's ``grid_test_type_scores`` view averages it with the MFT pass rate, as the reference's

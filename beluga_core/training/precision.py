@@ -1,13 +1,15 @@
 """Mixed precision: bf16 autocast where the hardware computes bf16 natively, fp32 elsewhere.
 
 On a GPU with bf16 support and on CPUs with native bf16 instructions (AVX512-BF16, AMX) autocast is a
-large speed-up (measured here on 2 cores: training 1.6x, inference 2.2x); on other CPUs bf16 is emulated
-and slower, so ``auto`` keeps fp32 there. Weights, optimizer state and losses stay fp32.
+large speed-up (benchmarks/perf/RESULTS.md has the figures); on other CPUs bf16 is emulated and slower, so
+``auto`` keeps fp32 there. Weights, optimizer state and losses stay fp32.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import platform
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -27,18 +29,41 @@ def cpu_has_native_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def resolve(precision: Precision, device: torch.device) -> Literal["bf16", "fp32"]:
+    """What ``precision`` means on ``device``: ``auto`` is bf16 where the hardware computes it natively."""
+    if precision != "auto":
+        return precision
+    if device.type == "cuda":
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp32"
+    return "bf16" if cpu_has_native_bf16() else "fp32"
+
+
+def machine_line(precision: Precision, device: torch.device) -> str:
+    """Precision, processor and whether it has native bf16: what every timing is printed beside."""
+    resolved = resolve(precision, device)
+    setting = "" if precision == resolved else f" ({precision})"
+    cpu = f"{cpu_model()}, {os.cpu_count()} cores"
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu
+    return (f"precision {resolved}{setting} on {device.type} · {where} · native bf16 on the CPU: "
+            f"{'yes' if cpu_has_native_bf16() else 'no'} · torch {torch.__version__}")
+
+
 def configure(precision: Precision, device: torch.device) -> str:
     """Choose the autocast dtype for ``device``; returns 'bf16' or 'fp32' (recorded with the results)."""
-    if precision == "fp32":
-        dtype = None
-    elif precision == "bf16":
-        dtype = torch.bfloat16
-    elif device.type == "cuda":
-        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else None
-    else:
-        dtype = torch.bfloat16 if cpu_has_native_bf16() else None
+    resolved = resolve(precision, device)
+    dtype = torch.bfloat16 if resolved == "bf16" else None
     _state[device.type] = dtype
-    return "bf16" if dtype is not None else "fp32"
+    return resolved
 
 
 def autocast(device: torch.device) -> contextlib.AbstractContextManager[Any]:

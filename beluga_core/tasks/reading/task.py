@@ -85,7 +85,7 @@ def first_occurrence(context: str, answer: Any) -> tuple[int, int] | None:
     return None if start < 0 else (start, start + len(answer))
 
 
-class ReadingTask(Task):
+class ReadingTask(Task[ReadingEncoder]):
     metrics: ClassVar[tuple[str, ...]] = ("exact_match", "f1")
     primary_metric: ClassVar[str] = "exact_match"  # what G uses
     # The reference searches batch sizes {2, 3} for reading (384-token windows, large model).
@@ -239,13 +239,13 @@ class ReadingTask(Task):
         return predict_answers(model, encoder, inputs, device, n_best=o["n_best"],
                                max_answer_length=o["max_answer_length"], batch_size=o["eval_batch_size"])
 
-    def predict_cases(self, model: torch.nn.Module, encoder: ReadingEncoder, cases: Sequence[Case],  # type: ignore[override]
+    def predict_cases(self, model: torch.nn.Module, encoder: ReadingEncoder, cases: Sequence[Case],
                       device: torch.device) -> FlatPredictions:
         """Answer strings for every input of ``cases``."""
         answers, _ = self._answers(model, encoder, [_reading_input(x) for c in cases for x in c.inputs], device)
         return FlatPredictions.from_arrays(answers=answers, lengths=[len(c.inputs) for c in cases])
 
-    def predict_iid(self, model: torch.nn.Module, encoder: ReadingEncoder, examples: Sequence[Example],  # type: ignore[override]
+    def predict_iid(self, model: torch.nn.Module, encoder: ReadingEncoder, examples: Sequence[Example],
                     device: torch.device) -> InputPredictions:
         answers, confidence = self._answers(model, encoder, [_reading_input(ex.inputs) for ex in examples], device)
         return InputPredictions(answers, confidence)
@@ -259,7 +259,7 @@ class ReadingTask(Task):
         return IIDScores(split, [json.dumps(list(ex.answers), ensure_ascii=False) for ex in squad],
                          list(predictions.labels), np.asarray(em, dtype=bool), values, self.metric)
 
-    def validation_metrics(self, model: torch.nn.Module, encoder: ReadingEncoder, cases: Sequence[Case],  # type: ignore[override]
+    def validation_metrics(self, model: torch.nn.Module, encoder: ReadingEncoder, cases: Sequence[Case],
                            predictions: FlatPredictions, device: torch.device) -> list[ValidationMetric]:
         """The MFT start and end token accuracy on the gold spans; their mean is the MFT objective term
         (the reference's reading objective: start/end token accuracy + the other types' pass rates)."""

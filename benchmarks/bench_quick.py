@@ -1,0 +1,202 @@
+"""Time a benchmark config end to end at a forced precision, check that repeated runs agree, and print its
+figures with 95 % bootstrap confidence intervals.
+
+    python benchmarks/bench_quick.py                                  # quick.toml, fp32, twice
+    python benchmarks/bench_quick.py --precision bf16 --runs 2        # on a CPU with native bf16
+    python benchmarks/bench_quick.py --config benchmarks/quick-3class.toml --runs 1
+    python benchmarks/bench_quick.py --analyze runs/a.duckdb runs/b.duckdb   # figures of stores, no run
+
+Each run is `beluga run CONFIG --store NEW` in a fresh store (a copy of the config with `[executor] precision`
+set), timed from outside; the run's own printed wall time and the precision / CPU line it prints are shown
+beside it. Stores "agree" when every model's per-case outcomes, i.i.d. predictions and the g_scores view are
+equal (a store written by another beluga version compares the same way: model ids are job ids).
+
+The confidence intervals resample with a fixed seed: s_T by resampling each scoring group's evaluated T_test
+cases with replacement (groups fixed, as s_T weighs them equally), the i.i.d. accuracy by resampling D_test
+examples; 2,000 rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import torch
+
+from beluga_core.training.precision import machine_line
+
+REPO = Path(__file__).resolve().parents[1]
+ROUNDS = 2000
+SEED = 0
+
+
+def forced_config(config: Path, precision: str) -> Path:
+    text = config.read_text(encoding="utf-8")
+    line = f'precision = "{precision}"'
+    if re.search(r"^precision\s*=", text, flags=re.M):
+        text = re.sub(r"^precision\s*=.*$", line, text, flags=re.M)
+    elif re.search(r"^\[executor\]\s*$", text, flags=re.M):
+        text = re.sub(r"^\[executor\]\s*$", f"[executor]\n{line}", text, count=1, flags=re.M)
+    else:
+        text += f"\n[executor]\n{line}\n"
+    # Beside the original, so that paths relative to the config still resolve.
+    out = config.with_name(f".bench-{config.stem}-{precision}.toml")
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def run_once(config: Path, store: Path) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "beluga_core.cli.app", "run", str(config), "--store", str(store)],
+                          capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        sys.exit(f"beluga run failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return wall, done.stdout
+
+
+def facts(store: Path) -> dict[str, list[tuple[object, ...]]]:
+    """What two runs must agree on."""
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        return {
+            "outcomes": con.execute("SELECT model_id, case_id, outcome FROM outcomes ORDER BY ALL").fetchall(),
+            "iid_predictions": con.execute("SELECT model_id, split, example_idx, pred FROM iid_predictions "
+                                           "ORDER BY ALL").fetchall(),
+            "g_scores": con.execute("SELECT task, config, method, scenario, s_suite, s_iid, g FROM g_scores "
+                                    "ORDER BY ALL").fetchall(),
+        }
+    finally:
+        con.close()
+
+
+def bootstrap(values_by_group: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    """s_T (mean of group pass rates) for ROUNDS resamples of each group's cases."""
+    rates = np.empty((ROUNDS, len(values_by_group)))
+    for j, v in enumerate(values_by_group):
+        rates[:, j] = v[rng.integers(0, len(v), size=(ROUNDS, len(v)))].mean(axis=1)
+    return rates.mean(axis=1)
+
+
+def ci(samples: np.ndarray) -> str:
+    lo, hi = np.percentile(samples, [2.5, 97.5])
+    return f"[{lo:.3f}, {hi:.3f}]"
+
+
+Outcomes = dict[str, dict[str, float]]  # scoring group → case id → 1 pass / 0 fail
+
+
+def scenario_cases(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str, str], Outcomes]:
+    """(task, config, scenario) → the evaluated (not skipped) cases' outcomes, per scoring group."""
+    rows = con.execute("""
+        SELECT m.task, m.config, m.scenario, c.scoring_group, o.case_id, o.outcome = 'pass'
+        FROM outcomes o JOIN models m USING (model_id) JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+        WHERE m.status = 'done' AND o.outcome <> 'skip'
+          AND c.scoring_group NOT IN (SELECT scoring_group FROM g_exclusions x WHERE x.task = m.task)
+        ORDER BY ALL""").fetchall()
+    out: dict[tuple[str, str, str], Outcomes] = {}
+    for task, config, scenario, group, case_id, passed in rows:
+        out.setdefault((task, config, scenario), {}).setdefault(group, {})[case_id] = float(passed)
+    return out
+
+
+def paired_difference(a: Outcomes, b: Outcomes, rng: np.random.Generator) -> tuple[float, np.ndarray]:
+    """s_T(a) − s_T(b) over the groups and cases both evaluated, resampling the same cases for both."""
+    groups = sorted(g for g in a.keys() & b.keys() if a[g].keys() & b[g].keys())
+    diffs = np.empty((ROUNDS, len(groups)))
+    point = []
+    for j, g in enumerate(groups):
+        ids = sorted(a[g].keys() & b[g].keys())
+        va, vb = np.array([a[g][i] for i in ids]), np.array([b[g][i] for i in ids])
+        idx = rng.integers(0, len(ids), size=(ROUNDS, len(ids)))
+        diffs[:, j] = va[idx].mean(axis=1) - vb[idx].mean(axis=1)
+        point.append(va.mean() - vb.mean())
+    return float(np.mean(point)), diffs.mean(axis=1)
+
+
+def report(store: Path) -> None:
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        rng = np.random.default_rng(SEED)
+        print(f"\n{store}")
+        iid = con.execute("""
+            SELECT m.task, m.config, list(p.correct ORDER BY p.example_idx)
+            FROM iid_predictions p JOIN models m USING (model_id)
+            WHERE m.status = 'done' AND p.split = 'test' AND m.scenario IN ('standard', 'seen')
+            GROUP BY ALL ORDER BY ALL""").fetchall()
+        for task, config, correct in iid:
+            c = np.asarray(correct, dtype=float)
+            boot = c[rng.integers(0, len(c), size=(ROUNDS, len(c)))].mean(axis=1)
+            print(f"  {task} {config}: i.i.d. accuracy on D_test {c.mean():.3f} {ci(boot)} (n = {len(c)})")
+        cases = scenario_cases(con)
+        g_rows = con.execute("SELECT task, config, scenario, s_suite, s_iid, g FROM g_scores ORDER BY ALL").fetchall()
+        print("  task · configuration · scenario: s_T [95 % CI] (groups) · s_iid · G")
+        for task, config, scenario, s_t, s_iid, g in g_rows:
+            groups = [np.array(list(v.values())) for _, v in sorted(cases.get((task, config, scenario), {}).items())]
+            interval = ci(bootstrap(groups, rng)) if groups else "[—]"
+            print(f"  {task} · {config} · {scenario}: {s_t:.3f} {interval} ({len(groups)}) · "
+                  f"{s_iid:.3f} · {g:.3f}")
+        # seen − standard within each suite configuration: the same T_test cases, so resampled in pairs.
+        for task, config in sorted({(t, c) for t, c, *_ in g_rows if c != "iid"}):
+            seen, standard = cases.get((task, config, "seen")), cases.get((task, "iid", "standard"))
+            if seen and standard:
+                point, diff = paired_difference(seen, standard, rng)
+                print(f"  {task} · {config}: s_seen − s_standard = {point:+.3f} {ci(diff)} "
+                      f"(cases evaluated in both)")
+        missing = con.execute("""
+            SELECT p.config, p.scenario, count(*) FROM pass_rates p
+            WHERE p.scenario NOT IN ('standard', 'seen') AND p.pass_rate IS NULL GROUP BY ALL""").fetchall()
+        print("  every scoring group has a pass rate in every held-out scenario" if not missing else
+              f"  groups without a pass rate: {missing}")
+    finally:
+        con.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", type=Path, default=REPO / "benchmarks" / "quick.toml")
+    parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32")
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-quick",
+                        help="folder for the runs' stores (each run gets a new one)")
+    parser.add_argument("--compare", type=Path, nargs="*", default=[],
+                        help="stores (e.g. of another beluga version) that must agree with the runs")
+    parser.add_argument("--analyze", type=Path, nargs="*", help="only print the figures of these stores")
+    args = parser.parse_args()
+    if args.analyze:
+        for store in args.analyze:
+            report(store)
+        return
+    print(machine_line(args.precision, torch.device("cpu")))
+    config = forced_config(args.config.resolve(), args.precision)
+    stores = []
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for i in range(args.runs):
+            store = args.out / f"{args.config.stem}-{args.precision}-{time.strftime('%Y%m%d-%H%M%S')}-{i}.duckdb"
+            wall, printed = run_once(config, store)
+            own = re.search(r"wall time: ([\d.]+) s", printed)
+            machine = next((line for line in printed.splitlines() if line.startswith("precision ")), "?")
+            print(f"run {i + 1}: {wall:.1f} s from outside, {own.group(1) if own else '?'} s printed by beluga run "
+                  f"({machine})", flush=True)
+            stores.append(store)
+    finally:
+        config.unlink(missing_ok=True)
+    reference = facts(stores[0])
+    for other in [*stores[1:], *args.compare]:
+        same = facts(other)
+        verdict = "identical" if same == reference else \
+            "DIFFERENT: " + ", ".join(k for k in reference if reference[k] != same[k])
+        print(f"{other.name} against {stores[0].name}: {verdict}")
+    for store in stores[:1]:
+        report(store)
+
+
+if __name__ == "__main__":
+    main()
