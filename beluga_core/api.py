@@ -28,6 +28,7 @@ from __future__ import annotations
 from beluga_core.contracts.configurations import TrainingConfiguration
 from beluga_core.contracts.expectations import (
     FAIL,
+    NO_CLASS,
     PASS,
     SKIP,
     CaseBatch,
@@ -82,6 +83,7 @@ __all__ = [
     "IID_STREAM",
     "LOSSES",
     "METHODS",
+    "NO_CLASS",
     "PASS",
     "SKIP",
     "TASKS",

@@ -8,10 +8,12 @@ interpreter's packages, not this environment's beluga.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import duckdb
@@ -102,6 +104,10 @@ def test_tiny_benchmark_runs_with_the_plugin_method(plugin_env: dict[str, str], 
 
 
 def test_the_plugin_touches_nothing_in_beluga() -> None:
-    for path in [*(ROOT / "beluga_core").rglob("*.py"), ROOT / "pyproject.toml"]:
-        text = path.read_text(encoding="utf-8")
+    # beluga's code and its package metadata ([project]: dependencies, entry points) know nothing of the
+    # plugin; only the development tooling (mypy's file list) names it, to type-check it in CI.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    texts = {path: path.read_text(encoding="utf-8") for path in (ROOT / "beluga_core").rglob("*.py")}
+    texts[ROOT / "pyproject.toml"] = json.dumps(project)
+    for path, text in texts.items():
         assert "beluga_example_method" not in text and "flooding" not in text.lower(), path
