@@ -18,6 +18,10 @@ import time
 from pathlib import Path
 
 import duckdb
+import torch
+
+from beluga_core.config.load import load_config
+from beluga_core.training.precision import machine_line
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "benchmarks" / "methods-smoke.toml"
@@ -47,6 +51,7 @@ def main() -> int:
     g = {(c, m, s): v for c, m, s, v in rows}
     missing = [(c, m, s) for c in CONFIGS for m in METHODS for s in SCENARIOS if g.get((c, m, s)) is None]
     print(f"\n{n_models} models in {wall:.0f} s wall ({train_s:.0f} s training); store {store}")
+    print(machine_line(load_config(CONFIG).executor.precision, torch.device("cpu")))
     print(f"{'configuration':22} {'method':10} " + " ".join(f"{'G ' + s:>8}" for s in SCENARIOS))
     for c in CONFIGS:
         for m in METHODS:

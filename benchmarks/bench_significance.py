@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic_store import build_synthetic_store
@@ -27,6 +29,7 @@ from beluga_core.analysis.significance.analyze import analyze_store, run_compari
 from beluga_core.analysis.significance.plan import REPLICATE, load_arms, pair_comparisons
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import SignificanceWriter
+from beluga_core.training.precision import machine_line
 
 
 def one_comparison(tmp: Path, rounds: int) -> float:
@@ -80,6 +83,7 @@ def main() -> int:
                         help="a finished quick store to copy for timing 2 (default runs/quick.duckdb)")
     parser.add_argument("--rounds", type=int, default=10_000)
     args = parser.parse_args()
+    print(machine_line(None, torch.device("cpu")))
     with tempfile.TemporaryDirectory(prefix="beluga-bench-sig-") as tmp:
         t1 = one_comparison(Path(tmp), args.rounds)
         t2 = whole_store(Path(tmp), args.store, args.rounds)

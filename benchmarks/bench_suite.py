@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from beluga_core.cli import app as app_module
 from beluga_core.cli.suite_check_cmd import check_suite
@@ -34,6 +35,7 @@ from beluga_core.data.iid.classification import load_classification_iid
 from beluga_core.data.suite.io import Suite, load_suite, resolve_suite_path, write_suite
 from beluga_core.data.suite.schema import Case, SuiteHeader
 from beluga_core.evaluation.evaluate import evaluate_cases
+from beluga_core.training.precision import machine_line
 
 LOAD_TARGET_S, CHECK_TARGET_S, SST2_TARGET_S = 10.0, 30.0, 1.0
 DOC_KEYS = {"note", "alias", "requires", "fingerprint", "faithful_rule", "intended_rule_per_description"}
@@ -100,6 +102,7 @@ def main() -> None:
     ap.add_argument("--binary", action="store_true", help="binary [p(neg), p(pos)] vectors (adapter path)")
     args = ap.parse_args()
 
+    print(machine_line(None, torch.device("cpu")))
     with tempfile.TemporaryDirectory(prefix="beluga-bench-") as tmp_name:
         tmp = Path(tmp_name)
         spec: str | Path = args.suite

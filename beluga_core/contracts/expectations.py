@@ -281,6 +281,9 @@ class ExpectationKind(ABC):
     implements ``evaluate``, or derives from ``PerInputKind`` and implements ``input_results``."""
 
     Params: ClassVar[type[KindParams]] = KindParams
+    #: What a single-input loss (``mft``) trains a case judged by this kind toward: ``"eq"`` its gold class,
+    #: ``"not_eq"`` away from it. None: only a pair loss can train such a case.
+    train_as: ClassVar[Literal["eq", "not_eq"] | None] = None
 
     def __init__(self, params: KindParams) -> None:
         self.params = params

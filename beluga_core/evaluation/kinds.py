@@ -103,6 +103,7 @@ class Eq(PerInputKind):
 
     Params = EqParams
     params: EqParams
+    train_as = "eq"
 
     def check_case(self, case: Case) -> str | None:
         return _needs_label(case, self.params)
@@ -138,6 +139,7 @@ class NotEq(PerInputKind):
 
     Params = NotEqParams
     params: NotEqParams
+    train_as = "not_eq"
 
     def check_case(self, case: Case) -> str | None:
         return _needs_label(case, self.params)

@@ -89,9 +89,10 @@ def run_plan(plan: Plan, console: Console) -> Path:
         raise
     finally:
         writer.finish_run(run_id, status)
-        console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}")
+        console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}",
+                      soft_wrap=True)
         exe = plan.config.executor
-        console.print(machine_line(exe.precision, pick_device(exe.device)), highlight=False)
+        console.print(machine_line(exe.precision, pick_device(exe.device)), highlight=False, soft_wrap=True)
     refresh_after_run(store_path, console)
     print_g_table(store_path, console)
     return store_path

@@ -45,6 +45,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.classification import load_classification_iid
 from beluga_core.data.iid.examples import Example, IIDData, IIDExample
 from beluga_core.data.suite.schema import Case, Input, SuiteHeader
+from beluga_core.evaluation.evaluate import kind_class
 from beluga_core.evaluation.metrics import accuracy, f1_of_class, macro_f1
 from beluga_core.training.encode import Encoder
 from beluga_core.training.models import load_sequence_classifier
@@ -206,7 +207,7 @@ class ClassificationTask(Task[Encoder]):
         targets: list[Target] = []
         for lab in labels:
             rule = rules.get(str(lab)) if lab is not None else None
-            kind = rule["kind"] if rule else exp.kind
+            kind = rule["kind"] if rule else kind_class(exp.kind).train_as
             value = (rule.get("value") if rule else params.get("value"))
             if kind == "eq":
                 gold = value if value is not None else lab
@@ -216,8 +217,8 @@ class ClassificationTask(Task[Encoder]):
             elif kind == "not_eq":
                 targets.append(self.not_eq_target(self.class_id(value if value is not None else lab, case), case))
             else:
-                raise BelugaError(f"case '{case.id}': a single-input loss cannot derive a target from a "
-                                  f"'{exp.kind}' expectation; give the case a pair loss")
+                raise BelugaError(f"case '{case.id}': a single-input loss cannot train a case judged by "
+                                  f"'{exp.kind}' (the kind sets no train_as); give the case a pair loss")
         items = list(zip(case.inputs, targets, strict=True))
         if exp.agg == "all_except_first" and len(items) > 1:
             items = items[1:]

@@ -48,14 +48,17 @@ def resolve(precision: Precision, device: torch.device) -> Literal["bf16", "fp32
     return "bf16" if cpu_has_native_bf16() else "fp32"
 
 
-def machine_line(precision: Precision, device: torch.device) -> str:
-    """Precision, processor and whether it has native bf16: what every timing is printed beside."""
-    resolved = resolve(precision, device)
-    setting = "" if precision == resolved else f" ({precision})"
+def machine_line(precision: Precision | None, device: torch.device) -> str:
+    """Precision (None: no model computes), processor and whether it has native bf16: what every timing is
+    printed beside."""
     cpu = f"{cpu_model()}, {os.cpu_count()} cores"
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu
-    return (f"precision {resolved}{setting} on {device.type} · {where} · native bf16 on the CPU: "
-            f"{'yes' if cpu_has_native_bf16() else 'no'} · torch {torch.__version__}")
+    head = f"{device.type} · {where}"
+    if precision is not None:
+        resolved = resolve(precision, device)
+        setting = "" if precision == resolved else f" ({precision})"
+        head = f"precision {resolved}{setting} on {head}"
+    return f"{head} · native bf16 on the CPU: {'yes' if cpu_has_native_bf16() else 'no'} · torch {torch.__version__}"
 
 
 def configure(precision: Precision, device: torch.device) -> str:

@@ -2,9 +2,8 @@
 
 On a GPU, batches are as large as a token budget allows (short sentences: 1,024 rows), inputs go through
 pinned memory, and probabilities stay on the device until the end, so the host waits once per call rather
-than once per batch. On a CPU, 32 rows per batch: measured on 2 AVX2 cores (MiniLM-L6, length-sorted SST-2 and
-suite sentences, one and two threads), 32 rows were 6-18 % faster than 128 and 2-13 % faster than 8 or 16
-(activations of 128 rows outgrow the cores' caches).
+than once per batch. On a CPU, 32 rows per batch: larger batches' activations outgrow the cores' caches
+(benchmarks/perf/RESULTS.md, "CPU evaluation batch size", has the measurement).
 """
 
 from __future__ import annotations

@@ -107,7 +107,7 @@ def encode_shard(entries: Sequence[tuple[Input, Encoded]]) -> bytes:
     lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     total = int(offsets[-1])
-    # chain.from_iterable iterates in C: ~4x faster than a nested generator on 100k entries.
+    # chain.from_iterable iterates in C, unlike a nested generator (benchmarks/perf/RESULTS.md, "Token cache").
     ids = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int32, count=total)
     has_types = bool(entries) and entries[0][1][1] is not None
     types = (np.fromiter(itertools.chain.from_iterable(enc[1] or [] for _, enc in entries), dtype=np.int8,

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -56,6 +55,7 @@ from beluga_core.training.encode import Encoder
 from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.methods.vanilla import Vanilla
 from beluga_core.training.models import load_sequence_classifier, load_tokenizer, pick_device
+from beluga_core.training.precision import machine_line
 from beluga_core.training.predict import eval_batch_size, predict_probs
 
 SEED = 42
@@ -285,8 +285,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     prec = precision.configure("auto", device)
-    print(f"device: {device} ({platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"torch threads {torch.get_num_threads()}); beluga precision: {prec}; torch {torch.__version__}")
+    print(f"{machine_line('auto', device)}; torch threads {torch.get_num_threads()}; beluga precision: {prec}")
     print(f"load before: {load(lambda: subprocess.check_output(['uptime'], text=True).strip())}")
     print(f"model: {args.model}; fold: {args.n_train} SST-2 training sentences, {args.epochs:g} epoch(s), "
           f"batch size {args.batch_size} for all three, lr {LR}, seed {SEED}")

@@ -27,6 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
+
+from beluga_core.training.precision import machine_line
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,6 +87,7 @@ def main() -> None:
                       flags=re.M)
         args.config = str(Path(args.config).with_name(".all-cases-" + Path(args.config).name))
         Path(args.config).write_text(text)
+    print(machine_line(None, torch.device("cpu")))
     print(f"config: {args.config}; load: {subprocess.check_output(['uptime'], text=True).strip()}")
     rows = []
     try:

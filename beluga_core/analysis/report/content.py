@@ -83,7 +83,8 @@ def degeneracy_rule(content: ReportContent) -> str:
     gold = "Gold labels are the store's (each case's expected label, recorded by the run)." if mft_gold else \
         "The store holds no gold label for these MFT cases: MFT shows predictions only."
     return ("Predicted-label distribution on D_test (the models whose s_iid G uses) and on the MFT cases of T_test, "
-            "against gold (METHOD.md §6), summed over replicates. *Collapsed* (the store's `degeneracy` view): at "
+            "against gold (docs/method.md, 'Scores'), summed over replicates. *Collapsed* (the store's `degeneracy` "
+            "view): at "
             "least 20 predictions, the most frequent label ≥ 90 % of them and ≥ 20 points above its gold share (just "
             f"the share where gold is unknown), in some replicate. {gold} \"+\" after a gold share: \"not X\" gold "
             "cases may also have that label.")

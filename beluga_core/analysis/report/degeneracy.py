@@ -1,4 +1,4 @@
-"""The degeneracy check (METHOD.md §6): predicted labels on D_test and on MFT cases against gold.
+"""The degeneracy check (docs/method.md, "Scores"): predicted labels on D_test and on MFT cases against gold.
 
 The rule and every number are the store's: the ``degeneracy`` view decides, per replicate, whether a
 prediction set collapsed (its comment states the rule; ``content.degeneracy_rule`` words it for readers), and

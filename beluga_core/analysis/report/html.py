@@ -82,7 +82,8 @@ def render_html(content: ReportContent) -> str:
               '<p class="note">Scores significantly above / below the IID baseline (first row; its suite columns '
               'are G_standard) in <span class="better">green ▲</span> / <span class="worse">red ▼</span>, '
               "p &lt; 0.05: two-tailed binomial sign test for i.i.d., paired approximate randomization for G "
-              "(METHOD.md §7). <b>Bold</b>: best in the column. Avg.: mean G over all tasks and generalization "
+              "(docs/method.md, 'Significance'). <b>Bold</b>: best in the column. Avg.: mean G over all tasks and "
+              "generalization "
               "scenarios.</p>", _table3(content)]
 
     worst = content.worst_groups()

@@ -10,7 +10,8 @@ from beluga_core.analysis.report.table3 import AVG, IID, Cell, Column
 
 SIGNIFICANCE_LEGEND = ("▲ / ▼: significantly better / worse than the IID baseline (first row; its suite "
                        "columns are G_standard), p < 0.05: two-tailed binomial sign test for i.i.d., paired "
-                       "approximate randomization for G (METHOD.md §7). **Bold**: best in the column.")
+                       "approximate randomization for G (docs/method.md, 'Significance'). **Bold**: best in the "
+                       "column.")
 
 
 def _esc(text: object) -> str:

@@ -206,8 +206,9 @@ def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) ->
 
 
 def print_degeneracy(rows: list[DegeneracyRow], console: Console) -> None:
-    """One warning line per configuration-method whose predictions collapsed (METHOD.md §6, the ``degeneracy``
-    view): its G scores measure a constant predictor, which passes many INV and DIR tests trivially."""
+    """One warning line per configuration-method whose predictions collapsed (docs/method.md, "Scores"; the
+    ``degeneracy`` view): its G scores measure a constant predictor, which passes many INV and DIR tests
+    trivially."""
     d_test: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     mft: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for row in rows:

@@ -1,0 +1,128 @@
+"""The README's code blocks marked ``tested`` work: its shell commands run, and its six plugin examples (one per
+kind) pass their kinds' checks and then run together in one small benchmark through the real code path."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shlex
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import REPO, query, run_benchmark, run_cli
+
+from beluga_core.core.registry import ALL
+from beluga_core.data import BUILTIN_DATA
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+MODULE = "my_plugins"  # the package name the README's entry points use
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"^```{language} tested\n(.*?)^```", README, re.M | re.S)
+
+
+@pytest.fixture(scope="module")
+def plugins() -> Iterator[types.ModuleType]:
+    """The README's Python blocks, executed in order as the module ``my_plugins``."""
+    module = types.ModuleType(MODULE)
+    sys.modules[MODULE] = module
+    try:
+        for code in blocks("python"):
+            exec(compile(code, f"README.md ({MODULE})", "exec"), module.__dict__)
+        yield module
+    finally:
+        del sys.modules[MODULE]
+
+
+def test_the_readme_has_a_tested_example_of_every_plugin_kind(plugins: types.ModuleType) -> None:
+    assert len(blocks("python")) == 6
+    names = {"LearningWithoutForgetting": "method", "JSInvariance": "loss", "ConfidentEq": "expectation kind",
+             "SuiteOnly": "training configuration", "MacroF1Classification": "task",
+             "InlineExecutor": "executor"}
+    for cls, kind in names.items():
+        ALL[kind].check(getattr(plugins, cls), cls)  # raises, naming the member, if one is missing
+    assert set(names.values()) == set(ALL)
+    # Every entry point the README registers names one of the examples.
+    for target in re.findall(rf'= "{MODULE}:(\w+)"', README):
+        assert target in names
+
+
+def test_the_readme_shell_commands_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    commands = [line for block in blocks("sh") for line in block.splitlines() if line.strip()]
+    assert commands
+    for line in commands:
+        argv = shlex.split(line)
+        assert argv[0] == "beluga", line
+        code, _, err = run_cli(capsys, *argv[1:])
+        assert code == 0, f"{line}\n{err}"
+    assert (tmp_path / "my-suite.jsonl.gz").exists()
+
+
+def _suite_with_the_plugins(path: Path) -> Path:
+    """builtin:sst2-phenomena with its MFT cases judged by the README's expectation kind and its INV cases
+    trained with the README's loss."""
+    with gzip.open(BUILTIN_DATA / "suites" / "sst2-phenomena.jsonl.gz", "rt", encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    header, cases = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    header.update(name="readme-phenomena", losses=["mft", f"{MODULE}:JSInvariance"])
+    for case in cases:
+        if case["test_type"] == "MFT":
+            case["expectation"] = {"kind": f"{MODULE}:ConfidentEq", "min_prob": 0.55}
+        else:
+            case["loss"] = f"{MODULE}:JSInvariance"
+    path.write_text("\n".join(json.dumps(r) for r in [header, *cases]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_the_six_examples_run_together(plugins: types.ModuleType, tmp_path: Path) -> None:
+    suite = _suite_with_the_plugins(tmp_path / "suite.jsonl")
+    config = tmp_path / "readme.toml"
+    config.write_text(f"""
+name = "readme-plugins"
+configurations = ["iid", "{MODULE}:SuiteOnly"]
+methods = ["{MODULE}:LearningWithoutForgetting"]
+scenarios = ["standard", "seen"]
+[model]
+name = "embedded:minilm"
+max_length = 64
+[[tasks]]
+name = "{MODULE}:MacroF1Classification"
+suite = "{suite}"
+iid = "builtin:sst2"
+[sizes]
+iid_train = 64
+iid_test = 32
+suite_train_per_group = 4
+suite_val_per_group = 1
+suite_test_per_group = 4
+[training]
+learning_rate = 5e-5
+batch_size = 16
+epochs = 1
+[executor]
+name = "{MODULE}:InlineExecutor"
+threads = 2
+""", encoding="utf-8")
+    store = tmp_path / "readme.duckdb"
+    run_benchmark(config, store)
+    rows = query(store, "SELECT config, method, scenario, iid_metric, g FROM g_scores ORDER BY ALL")
+    assert [r[:4] for r in rows] == [
+        ("iid", "vanilla", "standard", "macro_f1"),
+        (f"{MODULE}:SuiteOnly", f"{MODULE}:LearningWithoutForgetting", "seen", "macro_f1")]
+    assert all(0 <= g <= 1 for *_, g in rows)
+    # The suite-only model started from the pretrained encoder, not from the IID model, and trained on suite
+    # cases with the README's loss among them; the README's expectation kind judged the MFT cases.
+    started = query(store, "SELECT parent_model_id, n_train_iid, n_train_suite FROM models "
+                           "WHERE config = ?", [f"{MODULE}:SuiteOnly"])
+    assert started == [(None, 0, started[0][2])] and started[0][2] > 0
+    outcomes = dict(query(store, "SELECT c.test_type, count(*) FILTER (WHERE o.outcome <> 'skip') FROM outcomes o "
+                                 "JOIN cases c USING (suite, case_id) GROUP BY 1"))
+    assert outcomes["MFT"] > 0 and outcomes["INV"] > 0
