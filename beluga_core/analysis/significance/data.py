@@ -9,7 +9,8 @@ uses (iid_scores), the 2×2 table of per-example correctness on D_test, paired b
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import duckdb
 
@@ -23,22 +24,27 @@ def _same_key(alias: str) -> str:
                                                      for c in ("suite", "model_name", "seed", "split_seed")])
 
 
-def _temp_pairs(con: duckdb.DuckDBPyConnection, name: str, rows: Sequence[Sequence[object]]) -> None:
+@contextmanager
+def _pairs_table(con: duckdb.DuckDBPyConnection, name: str, pairs: Sequence[tuple[Arm, Arm]]) -> Iterator[None]:
+    """The arm pairs as temp table ``name`` (one row per pair, ``pair_id`` = its index), dropped afterwards."""
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {name} (
                         pair_id BIGINT, task VARCHAR, suite VARCHAR, model_name VARCHAR, seed BIGINT,
                         split_seed BIGINT, a_config VARCHAR, a_method VARCHAR, a_scenario VARCHAR,
                         b_config VARCHAR, b_method VARCHAR, b_scenario VARCHAR)""")
-    con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * 12)})", [list(r) for r in rows])
+    try:
+        con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * 12)})",
+                        [[i, a.task, a.suite, a.model_name, a.seed, a.split_seed, a.config, a.method, a.scenario,
+                          b.config, b.method, b.scenario] for i, (a, b) in enumerate(pairs)])
+        yield
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {name}")
 
 
 def suite_counts(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[Arm, Arm]]) -> list[SuiteCounts]:
     """The SuiteCounts of every (A, B) arm pair, in order."""
     if not pairs:
         return []
-    rows = [(i, a.task, a.suite, a.model_name, a.seed, a.split_seed, a.config, a.method, a.scenario,
-             b.config, b.method, b.scenario) for i, (a, b) in enumerate(pairs)]
-    _temp_pairs(con, "_beluga_sig_suite_pairs", rows)
-    try:
+    with _pairs_table(con, "_beluga_sig_suite_pairs", pairs):
         result = con.execute(f"""
             WITH a AS (
                 SELECT p.pair_id, p.task, o.suite, o.case_id, o.outcome
@@ -60,8 +66,6 @@ def suite_counts(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[Arm, Arm]
             LEFT JOIN g_exclusions x ON x.task = a.task AND x.scoring_group = c.scoring_group
             WHERE x.scoring_group IS NULL
             GROUP BY ALL""").fetchall()
-    finally:
-        con.execute("DROP TABLE IF EXISTS _beluga_sig_suite_pairs")
     by_pair: dict[int, list[tuple[str, str, str, int]]] = defaultdict(list)
     for pair_id, group, oa, ob, n in result:
         by_pair[pair_id].append((group, oa, ob, n))
@@ -73,10 +77,7 @@ def iid_counts(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[Arm, Arm]])
     no s_iid model or they share no D_test example."""
     if not pairs:
         return []
-    rows = [(i, a.task, a.suite, a.model_name, a.seed, a.split_seed, a.config, a.method, a.scenario,
-             b.config, b.method, b.scenario) for i, (a, b) in enumerate(pairs)]
-    _temp_pairs(con, "_beluga_sig_iid_pairs", rows)
-    try:
+    with _pairs_table(con, "_beluga_sig_iid_pairs", pairs):
         result = con.execute(f"""
             WITH ids AS (
                 SELECT p.pair_id, ia.model_id AS a_model, ib.model_id AS b_model
@@ -96,7 +97,5 @@ def iid_counts(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[Arm, Arm]])
             JOIN iid_predictions pb ON pb.model_id = ids.b_model AND pb.split = 'test'
                                    AND pb.example_idx = pa.example_idx
             GROUP BY ids.pair_id""").fetchall()
-    finally:
-        con.execute("DROP TABLE IF EXISTS _beluga_sig_iid_pairs")
     found = {r[0]: IidCounts(*(int(x) for x in r[1:])) for r in result}
     return [found.get(i) for i in range(len(pairs))]
