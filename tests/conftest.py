@@ -45,3 +45,15 @@ def sentiment_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
 
     store = tmp_path_factory.mktemp("sentiment") / "s.duckdb"
     return store, run_benchmark(DATA / "tiny-sentiment.toml", store)
+
+
+@pytest.fixture(scope="session")
+def executors_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/data/tiny-executors.toml run with the local executor (one torch thread): the reference that the
+    parallel executors and a killed-and-resumed run must equal, and the own-levels end-to-end store (the shipped
+    example suite, its length level held out). Tests must not write to it."""
+    from helpers import DATA, run_benchmark
+
+    store = tmp_path_factory.mktemp("executors") / "local.duckdb"
+    run_benchmark(DATA / "tiny-executors.toml", store)
+    return store

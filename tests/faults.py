@@ -2,15 +2,17 @@
 executors survive it. Test-only: selected with ``[executor.options] worker = "faults:FaultyWorker"`` (with
 this folder on PYTHONPATH), so production modules carry no crash hook.
 
-``BELUGA_FAULT = "WHEN:MARKER[,WHEN:MARKER…]"``: for each fault, the first worker to find the file MARKER
-absent creates it and dies with exit code 17 — ``before`` a job, in the middle of its ``training`` (at its
-second step), or ``sending`` its result (a result too large for one pipe write, with the process killed while
-the write is under way). Each fault fires once.
+``BELUGA_FAULT = "WHEN[@N]:MARKER[,…]"``: for each fault, the first worker to find the file MARKER absent
+creates it and SIGKILLs its own process — ``before`` a job, during its ``training`` (at its second step, or
+its only one), or ``sending`` its result (a result too large for one pipe write, with the process killed
+while the write is under way). ``@N`` fires it only in the N-th job that worker process runs (with the local
+executor: the run's N-th fold, so the whole ``beluga run`` dies there). Each fault fires once.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from pathlib import Path
 from typing import Any
@@ -32,14 +34,19 @@ def _claim(marker: str) -> bool:
     return True
 
 
-def _faults() -> dict[str, str]:
-    """The faults still to fire: {when: marker}."""
+def _die() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _faults(job_number: int) -> dict[str, str]:
+    """The faults still to fire in this worker's ``job_number``-th job: {when: marker}."""
     faults = {}
     for spec in filter(None, os.environ.get(FAULT_ENV, "").split(",")):
-        when, _, marker = spec.partition(":")
-        if when not in ("before", "training", "sending") or not marker:
-            raise ValueError(f"{FAULT_ENV} must be before|training|sending:MARKER[,…], got {spec!r}")
-        if not Path(marker).exists():
+        when_at, _, marker = spec.partition(":")
+        when, _, at = when_at.partition("@")
+        if when not in ("before", "training", "sending") or not marker or not (at == "" or at.isdigit()):
+            raise ValueError(f"{FAULT_ENV} must be before|training|sending[@N]:MARKER[,…], got {spec!r}")
+        if (at == "" or int(at) == job_number) and not Path(marker).exists():
             faults[when] = marker
     return faults
 
@@ -48,22 +55,25 @@ class _DiesWhileSent(JobResult):
     """A result whose pickling starts a timer that kills the process while the pickle is being written."""
 
     def __reduce__(self) -> Any:
-        threading.Timer(0.05, os._exit, args=(17,)).start()
+        threading.Timer(0.05, _die).start()
         padding = os.urandom(64 * 1024 * 1024)  # far larger than a pipe's buffer: the write blocks
         return (JobResult, (self.record, self.outcomes, self.iid, self.validation)), {"padding": padding}
 
 
 class FaultyWorker(Worker):
+    jobs_run = 0
+
     def run(self, job: Job, progress: ProgressFn | None = None) -> JobResult:
-        faults = _faults()
+        self.jobs_run += 1
+        faults = _faults(self.jobs_run)
         if "before" in faults and _claim(faults["before"]):
-            os._exit(17)
+            _die()
         if "training" in faults:
             marker = faults["training"]
 
             def dying(phase: str, step: int, total: int) -> None:
-                if phase.startswith("train") and step >= 2 and _claim(marker):
-                    os._exit(17)
+                if phase.startswith("train") and step >= min(2, total) and _claim(marker):
+                    _die()
                 if progress is not None:
                     progress(phase, step, total)
 

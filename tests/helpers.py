@@ -74,6 +74,7 @@ def run_benchmark(config: Path, store: Path) -> str:
     """What ``beluga run CONFIG --store STORE`` does, in this process; returns what it printed."""
     import io
 
+    import torch
     from rich.console import Console
 
     from beluga_core.config.load import load_config
@@ -82,7 +83,11 @@ def run_benchmark(config: Path, store: Path) -> str:
 
     cfg = load_config(config).model_copy(update={"store": str(store.resolve())})
     out = io.StringIO()
-    run_plan(build_plan(cfg, config.resolve()), Console(file=out, width=200))
+    threads = torch.get_num_threads()
+    try:
+        run_plan(build_plan(cfg, config.resolve()), Console(file=out, width=200))
+    finally:
+        torch.set_num_threads(threads)  # a run's [executor] threads must not leak into the tests after it
     return out.getvalue()
 
 

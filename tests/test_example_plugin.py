@@ -33,6 +33,7 @@ scenarios = ["seen"]
 [model]
 name = "embedded:minilm"
 max_length = 32
+config_overrides = { num_hidden_layers = 2 }
 
 [[tasks]]
 name = "sentiment"

@@ -1,22 +1,22 @@
-"""Parallel executors compute what the local executor computes, survive a lost worker, and resume.
+"""Parallel executors compute what the local executor computes and survive a lost worker.
 
 One small benchmark (tests/data/tiny-executors.toml: an IID parent, IID→T children that wait for it, IID+T
-folds that do not) runs through the real CLI with the local executor, the multi-worker executor (2 CPU
-worker processes) and Ray (a local cluster of 2 CPUs); all with 1 torch thread per fold, so the numbers must
-be identical. Workers die abruptly (the test-only worker of tests/faults.py): in the multi run one before a
-fold, one in the middle of training and one while sending its result; in the Ray run one before a fold. Their
-folds must be retried, not lost.
+folds that do not) runs with the local executor (the session fixture ``executors_store``) and, through the
+real CLI, with the multi-worker executor (2 CPU worker processes) and Ray (a local cluster of 2 CPUs);
+all with 1 torch thread per fold, so the numbers must be identical. Workers die abruptly (SIGKILL, from the
+test-only worker of tests/faults.py): in the multi run one before a fold, one in the middle of training and
+one while sending its result; in the Ray run one before a fold. Their folds must be retried, not lost.
+(Resuming a killed run whose IID parent's weights were lost is tests/test_pipeline.py's kill test, on the
+same benchmark.)
 """
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
-import re
 import subprocess
 from pathlib import Path
 
-import duckdb
 import pytest
 from helpers import BELUGA, DATA, ENV, REPO, query, results
 
@@ -46,14 +46,7 @@ def run(config: Path, store: Path, env: dict[str, str] | None = None) -> subproc
     return proc
 
 
-@pytest.fixture(scope="module")
-def local_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("local") / "local.duckdb"
-    run(CONFIG, store)
-    return store
-
-
-def test_two_local_workers_equal_local_executor(local_store: Path, tmp_path: Path) -> None:
+def test_two_local_workers_equal_local_executor(executors_store: Path, tmp_path: Path) -> None:
     # Three deaths may hit one job: allow it three retries.
     config = config_with(tmp_path, '[executor]\nname = "multi"\nworkers = 2\nthreads = 1\n' + FAULTY
                          + 'max_retries = 3\n')
@@ -62,7 +55,7 @@ def test_two_local_workers_equal_local_executor(local_store: Path, tmp_path: Pat
     proc = run(config, store, {"BELUGA_FAULT": ",".join(f"{w}:{m}" for w, m in faults.items())})
     assert [w for w, m in faults.items() if not m.exists()] == [], "a crash hook did not fire"
     assert f"running {N_JOBS}" in proc.stdout
-    assert results(store) == results(local_store)
+    assert results(store) == results(executors_store)
     # Two workers really ran folds side by side (each fold records its own start and end).
     spans = query(store, "SELECT started_at, finished_at FROM models ORDER BY started_at")
     assert any(b[0] < a[1] for a, b in itertools.pairwise(spans))
@@ -70,45 +63,22 @@ def test_two_local_workers_equal_local_executor(local_store: Path, tmp_path: Pat
     assert list((tmp_path / "multi.duckdb.cache" / "tokens").glob("*/*/*.npz"))
 
 
-def test_per_configuration_settings_reach_their_folds_only(local_store: Path) -> None:
-    rows = query(local_store, "SELECT DISTINCT config, n_train_iid, CAST(hparams->>'learning_rate' AS DOUBLE) "
+def test_per_configuration_settings_reach_their_folds_only(executors_store: Path) -> None:
+    rows = query(executors_store, "SELECT DISTINCT config, n_train_iid, CAST(hparams->>'learning_rate' AS DOUBLE) "
                               "FROM models WHERE config <> 'iid' ORDER BY config")
     # [sizes.iid_mix_of] and [training.configurations.iid-plus-t]; IID→T mixes nothing in, at the base rate.
     assert rows == [("iid-plus-t", 24, 1e-4), ("iid-then-t", 0, 5e-5)]
 
 
-def _forget(store: Path, config: str) -> int:
-    """Delete a configuration's models from a store, as if a run had been interrupted before them."""
-    con = duckdb.connect(str(store))
-    try:
-        ids = [r[0] for r in con.execute("SELECT model_id FROM models WHERE config = ?", [config]).fetchall()]
-        for table in ("outcomes", "iid_predictions", "iid_metrics", "models"):
-            con.execute(f"DELETE FROM {table} WHERE model_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
-        return len(ids)
-    finally:
-        con.close()
-
-
 @pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install 'beluga[ray]'); the Ray executor "
                                         "is an optional extra")
-def test_ray_local_cluster_equals_local_executor_and_resumes(local_store: Path, tmp_path: Path) -> None:
+def test_ray_local_cluster_equals_local_executor(executors_store: Path, tmp_path: Path) -> None:
     config = config_with(tmp_path, '[executor]\nname = "ray"\nthreads = 1\n\n' + FAULTY + 'num_cpus = 2\n')
     store = tmp_path / "ray.duckdb"
     proc = run(config, store, {"BELUGA_FAULT": f"before:{tmp_path / 'crashed'}"})
     assert (tmp_path / "crashed").exists(), "the crash hook did not fire"
     assert f"running {N_JOBS}" in proc.stdout
-    expected = results(local_store)
-    assert results(store) == expected
-    # Resume: a store that lacks the IID→T folds and whose cache lost the IID weights re-trains the parent
-    # (same numbers) and runs only what is missing.
-    copy = tmp_path / "resume" / "ray.duckdb"
-    copy.parent.mkdir()
-    copy.write_bytes(store.read_bytes())
-    forgotten = _forget(copy, "iid-then-t")
-    assert forgotten == 4
-    proc = run(config, copy)
-    assert re.search(rf"running {forgotten + 1}\b", proc.stdout), proc.stdout[-2000:]
-    assert results(copy) == expected
+    assert results(store) == results(executors_store)
 
 
 def test_worker_slots_per_gpu_and_cpu() -> None:

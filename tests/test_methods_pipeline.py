@@ -26,6 +26,7 @@ scenarios = ["seen", "length"]
 [model]
 name = "embedded:minilm"
 max_length = 32
+config_overrides = { num_hidden_layers = 2 }
 
 [[tasks]]
 name = "sentiment"

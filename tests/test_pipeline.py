@@ -1,28 +1,18 @@
 """End to end through the real CLI, model and store: tiny slices that run on CPU in CI.
 
-The kill test SIGKILLs a real ``beluga run`` subprocess mid-way and shows that the resumed run ends with
-the same numbers as an uninterrupted one.
+The kill test SIGKILLs a real ``beluga run`` subprocess in the middle of a fold and shows that the resumed run
+ends with the same numbers as an uninterrupted one.
 """
 
 from __future__ import annotations
 
 import signal
-import subprocess
-import time
 from pathlib import Path
 
-import duckdb
 import pytest
-from helpers import BELUGA, DATA, ENV, beluga, query, recompute_g, results, run_benchmark, run_cli
+from helpers import DATA, REPO, beluga, config_with, query, recompute_g, results, run_benchmark, run_cli
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def phenomena_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("phenomena") / "p.duckdb"
-    run_benchmark(DATA / "tiny-phenomena.toml", store)
-    return store
 
 
 def test_sentiment_end_to_end(sentiment_store: tuple[Path, str]) -> None:
@@ -78,38 +68,33 @@ def test_report_prints_table(sentiment_store: tuple[Path, str], capsys: pytest.C
     assert "iid-then-t" in out and "seen" in out and "test_type" in out
 
 
-def test_own_levels_end_to_end(phenomena_store: Path) -> None:
-    rows = query(phenomena_store, "SELECT DISTINCT config, scenario FROM g_scores ORDER BY ALL")
-    assert rows == [("iid", "standard"), ("iid-plus-t", "length"), ("iid-plus-t", "seen")]
-    held = query(phenomena_store, "SELECT DISTINCT heldout_group FROM models WHERE scenario = 'length' ORDER BY 1")
+def test_own_levels_end_to_end(executors_store: Path) -> None:
+    # The shipped example suite (levels phenomenon / length), its length level held out.
+    rows = query(executors_store, "SELECT DISTINCT config, scenario FROM g_scores ORDER BY ALL")
+    assert rows == [("iid", "standard"), ("iid-plus-t", "length"), ("iid-plus-t", "seen"),
+                    ("iid-then-t", "length"), ("iid-then-t", "seen")]
+    held = query(executors_store, "SELECT DISTINCT heldout_group FROM models WHERE scenario = 'length' ORDER BY 1")
     assert held == [("long",), ("medium",), ("short",)]
-    groups = query(phenomena_store, "SELECT DISTINCT scoring_group FROM pass_rates ORDER BY 1")
+    groups = query(executors_store, "SELECT DISTINCT scoring_group FROM pass_rates ORDER BY 1")
     assert [g for (g,) in groups] == ["comparison", "contrast", "intensifier", "negation", "plain"]
 
 
-def test_sigkill_then_resume_gives_same_numbers(phenomena_store: Path, tmp_path: Path) -> None:
+def test_sigkill_then_resume_gives_same_numbers(executors_store: Path, tmp_path: Path) -> None:
+    # The test-only worker of tests/faults.py SIGKILLs the run's own process in the training of its third fold
+    # (an IID→T child), with the local executor: two folds are finished by then.
+    config = config_with(DATA / "tiny-executors.toml", tmp_path,
+                         append='\n[executor.options]\nworker = "faults:FaultyWorker"\n')
     store = tmp_path / "killed.duckdb"
-    proc = subprocess.Popen([*BELUGA, "run", str(DATA / "tiny-phenomena.toml"), "--store", str(store)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
-    deadline = time.time() + 300
-    done = 0
-    try:
-        while time.time() < deadline and proc.poll() is None:
-            time.sleep(0.5)
-            if store.exists():
-                try:
-                    done = query(store, "SELECT count(*) FROM models")[0][0]
-                except duckdb.Error:
-                    continue  # the writer holds the file for a moment
-                if done >= 2:
-                    break
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    assert 2 <= done < 5, f"kill point missed ({done} models done)"
-    kept = query(store, "SELECT count(*) FROM models")[0][0]
-    assert kept >= done  # nothing finished was lost
-    resumed = beluga("run", str(DATA / "tiny-phenomena.toml"), "--store", str(store))
+    env = {"PYTHONPATH": str(REPO / "tests"), "BELUGA_FAULT": f"training@3:{tmp_path / 'killed'}"}
+    killed = beluga("run", str(config), "--store", str(store), env=env)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert query(store, "SELECT config, scenario FROM models ORDER BY started_at") == [
+        ("iid", "standard"), ("iid-then-t", "seen")]  # nothing finished was lost, nothing unfinished was kept
+    # The cache also loses the IID model's weights: the resumed run trains the parent again (the same numbers)
+    # for the IID→T folds still to run, and runs only what is missing.
+    (weights,) = (tmp_path / "killed.duckdb.cache").glob("*.pt")
+    weights.unlink()
+    resumed = beluga("run", str(config), "--store", str(store), env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"running {5 - kept}" in resumed.stdout
-    assert results(store) == results(phenomena_store)
+    assert "running 8" in resumed.stdout  # 7 folds + the parent
+    assert results(store) == results(executors_store)

@@ -93,6 +93,7 @@ scenarios = ["standard", "seen"]
 [model]
 name = "embedded:minilm"
 max_length = 64
+config_overrides = {{ num_hidden_layers = 2 }}
 [[tasks]]
 name = "{MODULE}:MacroF1Classification"
 suite = "{suite}"

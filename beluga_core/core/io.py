@@ -77,6 +77,11 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (no NaN / Infinity)")
 
 
+# One decoder for every line: json.loads with a keyword argument builds a new decoder per call, which took half
+# of the parsing time of an 86,000-line suite.
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def jsonl_records(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
     """(line number, parsed value) of every non-blank line; errors name the file and line.
 
@@ -95,7 +100,7 @@ def jsonl_records(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    yield lineno, json.loads(line, parse_constant=_no_constant)
+                    yield lineno, _DECODER.decode(line)
                 except json.JSONDecodeError as exc:
                     raise BelugaError(f"not valid JSON ({exc.msg} at column {exc.colno})", source=path,
                                       line=lineno) from None

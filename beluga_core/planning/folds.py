@@ -8,6 +8,10 @@ from beluga_core.data.suite.io import Suite
 from beluga_core.planning.jobs import Fold, Scope, seen_fold
 
 
+def _groups(suite: Suite, case_ids: tuple[str, ...], level: str) -> list[str]:
+    return [suite.group_of(suite.case(c), level) for c in case_ids]
+
+
 def make_folds(suite: Suite, split: SuiteSplit, scenarios: list[str]) -> tuple[list[Fold], dict[str, list[str]]]:
     """Folds for the suite scenarios (seen, and one per group of every held-out level with T_test cases);
     also the groups per level that get no fold (no T_test case)."""
@@ -22,8 +26,10 @@ def make_folds(suite: Suite, split: SuiteSplit, scenarios: list[str]) -> tuple[l
         train_by_group = group_ids(suite, split.train, level)
         all_groups = sorted(set(test_by_group) | set(train_by_group))
         skipped[level] = [g for g in all_groups if g not in test_by_group]
+        # Each case's group looked up once, not once per fold (the full benchmark has ~100 folds per suite).
+        train_groups = _groups(suite, split.train, level)
         for group in sorted(test_by_group):
-            train = tuple(c for c in split.train if suite.group_of(suite.case(c), level) != group)
+            train = tuple(c for c, g in zip(split.train, train_groups, strict=True) if g != group)
             folds.append(Fold(level, group, train, tuple(test_by_group[group])))
     return folds, skipped
 
@@ -34,10 +40,13 @@ def selection_scopes(suite: Suite, split: SuiteSplit, folds: list[Fold], mode: s
     out: list[tuple[Scope, Fold]] = [((None, None), seen_fold(split.train, split.val))]
     if mode != "strict":
         return out
+    val_groups: dict[str, list[str]] = {}
     for fold in folds:
         level, group = fold.scope
         if level is None:
             continue
-        val = tuple(c for c in split.val if suite.group_of(suite.case(c), level) != group)
+        if level not in val_groups:
+            val_groups[level] = _groups(suite, split.val, level)
+        val = tuple(c for c, g in zip(split.val, val_groups[level], strict=True) if g != group)
         out.append(((level, group), Fold(level, group, fold.train_ids, val)))
     return out

@@ -73,13 +73,6 @@ class Case(BaseModel):
     correction: Correction | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("inputs", mode="before")
-    @classmethod
-    def _pairs_as_tuples(cls, v: Any) -> Any:
-        if isinstance(v, list):
-            return [tuple(x) if isinstance(x, list) else x for x in v]
-        return v
-
     @model_validator(mode="after")
     def _label_shape(self) -> Case:
         if isinstance(self.label, list) and len(self.label) != len(self.inputs):
