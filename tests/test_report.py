@@ -170,9 +170,19 @@ def build_wide_store(path: Path, methods: tuple[str, ...]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("methods", [("vanilla",) * 3, ("vanilla", "group_dro", "lp_ft")], ids=["one", "three"])
-def test_terminal_table_fits_80_columns(tmp_path: Path, methods: tuple[str, ...]) -> None:
-    path = build_wide_store(tmp_path / "wide.duckdb", methods)
+WIDE_METHODS = [("vanilla",) * 3, ("vanilla", "group_dro", "lp_ft")]
+
+
+@pytest.fixture(scope="module")
+def wide_stores(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], Path]:
+    """A wide store per methods tuple, built once for the tests below (which only read them)."""
+    root = tmp_path_factory.mktemp("wide")
+    return {m: build_wide_store(root / f"wide-{i}.duckdb", m) for i, m in enumerate(WIDE_METHODS)}
+
+
+@pytest.mark.parametrize("methods", WIDE_METHODS, ids=["one", "three"])
+def test_terminal_table_fits_80_columns(wide_stores: dict[tuple[str, ...], Path], methods: tuple[str, ...]) -> None:
+    path = wide_stores[methods]
     table = build_table3(read_report_data(path, figures=False))
     assert len(table.rows) == 4 and len([c for c in table.columns if c.is_g]) == 5
     g_values = {pct(c.value) for (_, col), c in table.cells.items() if col.is_g or col.scenario == AVG}
@@ -192,8 +202,8 @@ def test_terminal_table_fits_80_columns(tmp_path: Path, methods: tuple[str, ...]
     assert "\x1b[" in coloured.file.getvalue()                        # a terminal gets colour
 
 
-def test_terminal_table_at_full_width(tmp_path: Path) -> None:
-    path = build_wide_store(tmp_path / "wide.duckdb", ("vanilla",) * 3)
+def test_terminal_table_at_full_width(wide_stores: dict[tuple[str, ...], Path]) -> None:
+    path = wide_stores[("vanilla",) * 3]
     console = Console(file=io.StringIO(), width=160)
     print_g_table(path, console)
     text = console.file.getvalue()
