@@ -61,6 +61,37 @@ SUITE_ERRORS = {
                                   ["line 1", "scoring_level 'topic' is not one of the levels"]),
     "bad expectation parameter": ([HEADER, case(1, expectation={"kind": "inv", "tolerance": "big"})], None,
                                   ["line 2", "tolerance"]),
+    # Content that parses but contradicts the header or names nothing installed.
+    "label beyond the label space": ([HEADER, case(1, label=5)], None,
+                                     ["line 2", "field 'label'", "label 5 is not in the suite's label space",
+                                      "0–1"]),
+    "negative label": ([HEADER, case(1, label=-1)], None, ["line 2", "label -1 is not in the suite's label space"]),
+    "label name not in the label space": ([HEADER, case(1, label="neutral")], None,
+                                          ["line 2", "label 'neutral' is not in", "negative", "positive"]),
+    "correction label beyond the label space": ([HEADER, case(1, correction={"reason": "r", "label": 7})], None,
+                                                ["line 2", "correction.label", "label 7"]),
+    "one text in a text_pair suite": ([{**HEADER, "input_kind": "text_pair"}, case(1)], None,
+                                      ["line 2", "inputs[0]", "a single text", "'text_pair' takes a [first, "
+                                       "second] pair"]),
+    "a pair in a text suite": ([HEADER, case(1, inputs=[["a", "b"]])], None,
+                               ["line 2", "inputs[0]", "is a pair", "'text' takes one text"]),
+    "unknown loss": ([HEADER, case(1, loss="mtf")], None, ["line 2", "field 'loss'", "unknown loss 'mtf'",
+                                                           "did you mean 'mft'"]),
+    "unknown test type": ([HEADER, case(1, test_type="MTF")], None,
+                          ["line 2", "field 'test_type'", "unknown test type 'MTF'", "did you mean 'MFT'"]),
+    "invariance case with a single input": (
+        [HEADER, case(1, test_type="INV", loss="inv", label=None, expectation={"kind": "inv"})], None,
+        ["line 2", "compares every input with the first one", "at least 2 inputs; it has 1"]),
+    "NaN expectation parameter": ([HEADER], {2: '{"id": "c1", "groups": {"domain": "m", "skill": "s"}, '
+                                              '"test_type": "INV", "loss": "inv", "inputs": ["a", "b"], '
+                                              '"expectation": {"kind": "inv", "tolerance": NaN}}'},
+                                  ["line 2", "NaN is not valid JSON"]),
+    "infinite expectation parameter": ([HEADER], {2: '{"id": "c1", "groups": {"domain": "m", "skill": "s"}, '
+                                                   '"test_type": "INV", "loss": "inv", "inputs": ["a", "b"], '
+                                                   '"expectation": {"kind": "inv", "tolerance": 1e999}}'},
+                                       ["line 2", "1e999 is not a finite number"]),
+    "empty group name": ([HEADER, case(1, groups={"domain": " ", "skill": "negation"})], None,
+                         ["line 2", "groups.domain", "group name at level 'domain' is empty"]),
 }
 
 
@@ -149,6 +180,23 @@ CONFIG_ERRORS = {
         ["line 12", "grid.methods.lp-ft", "no grid search of its own", "[grid.methods.lp] / [grid.methods.vanilla]"]),
     "grid axes of a misspelt task": (GOOD_CONFIG + "[grid.tasks.reeding]\nbatch_size = [2]\n",
                                      ["line 9", "unknown task 'reeding'", "did you mean 'reading'"]),
+    "model folder that does not exist": (GOOD_CONFIG + '[model]\nname = "./no-such-dir"\n',
+                                         ["line 10", "model.name", "no such file or folder", "no-such-dir",
+                                          "relative to the config file's folder"]),
+    "model file that does not exist": (GOOD_CONFIG + '[model]\nname = "weights.safetensors"\n',
+                                       ["line 10", "model.name", "no such file or folder"]),
+    "model name that is no hub id": (GOOD_CONFIG + '[model]\nname = "bert base"\n',
+                                     ["line 10", "model.name", "neither an existing path nor a Hugging Face model "
+                                      "id"]),
+    "i.i.d. folder that does not exist": (GOOD_CONFIG.replace('iid = "builtin:sst2"', 'iid = "./no-such-data/"'),
+                                          ["line 6", "tasks.0.iid", "no such file or folder", "no-such-data"]),
+    "i.i.d. name that is no hub id": (GOOD_CONFIG.replace('iid = "builtin:sst2"', 'iid = "glue sst2"'),
+                                      ["line 6", "tasks.0.iid", "nor a Hugging Face dataset id ([org/]name[/config])"]),
+    "suite file that does not exist": (GOOD_CONFIG.replace('suite = "builtin:sst2-phenomena"',
+                                                           'suite = "my-suite.jsonl.gz"'),
+                                       ["line 5", "tasks.0.suite", "no such file or folder", "my-suite.jsonl.gz"]),
+    "store that is a folder": (GOOD_CONFIG.replace('name = "x"', 'name = "x"\nstore = "."'),
+                               ["line 2", "field 'store'", "is a folder; the store is a file"]),
     "model config override the model does not have": (
         GOOD_CONFIG + "[model]\nconfig_overrides = { num_hiden_layers = 2 }\n",
         ["line 10", "model.config_overrides.num_hiden_layers", "not a setting of the bert config",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -9,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.config.schema import BenchmarkConfig, TaskSpec
 from beluga_core.contracts.registries import CONFIGURATIONS, METHODS, TASKS
 from beluga_core.core.constants import SEEN
 from beluga_core.core.errors import BelugaError
@@ -45,7 +46,7 @@ def parse_config(text: str, path: Path) -> BenchmarkConfig:
         raise BelugaError(f"{err.get('msg', 'invalid')}{got_txt}{more}", source=path,
                           line=locate_key(text, loc), field=field) from None
     _check_plugins(cfg, text, path)
-    return cfg
+    return _resolve_references(cfg, text, path)
 
 
 def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
@@ -81,6 +82,74 @@ def _check_plugins(cfg: BenchmarkConfig, text: str, path: Path) -> None:
         # Held-out folds reuse the seen scenario's hyper-parameters, so they are meaningless without it.
         raise BelugaError("held-out scenarios need the 'seen' scenario too (folds reuse its setup)",
                           source=path, line=locate_key(text, ("scenarios",)), field="scenarios")
+
+
+# A Hugging Face hub id: [org/]name, and for datasets [org/]name[/config] (the hub's repo-name characters).
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*){0,2}$")
+# Endings of data and model files: a value ending so names a file, never a hub id.
+_FILE_SUFFIXES = (".jsonl", ".json", ".gz", ".csv", ".tsv", ".parquet", ".arrow", ".txt", ".zip", ".tar", ".pt",
+                  ".pth", ".bin", ".safetensors", ".onnx", ".ckpt", ".duckdb", ".toml")
+
+
+def _reference(value: str, base: Path, prefix: str, hub: str | None) -> tuple[str | None, str | None]:
+    """(the value to use, None) or (None, what is wrong) for a config value naming a file or folder, a
+    ``prefix``ed built-in, or (where ``hub`` names what) a hub id. Relative paths are relative to ``base``."""
+    if value.startswith(prefix):
+        return value, None
+    candidate = Path(value).expanduser()
+    candidate = candidate if candidate.is_absolute() else base / candidate
+    if candidate.exists():
+        return str(candidate.resolve()), None
+    looks_like_path = value.startswith((".", "/", "~")) or value.lower().endswith(_FILE_SUFFIXES) or "\\" in value
+    if looks_like_path or hub is None:
+        return None, (f"no such file or folder: {candidate} (relative paths are relative to the config file's "
+                      f"folder, {base})")
+    if not _HUB_ID.match(value):
+        return None, (f"'{value}' is neither an existing path nor a {hub} ([org/]name"
+                      f"{'[/config]' if 'dataset' in hub else ''}); relative paths are relative to {base}")
+    return value, None
+
+
+def _store_problem(store: Path) -> str | None:
+    if store.is_dir():
+        return f"{store} is a folder; the store is a file, e.g. runs/NAME.duckdb"
+    folder = store.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the run creates the missing folders: the nearest existing one must be writable
+    if not folder.is_dir():
+        return f"{folder} is not a folder, so {store} cannot be created"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable, so {store} cannot be created there"
+    return None
+
+
+def _resolve_references(cfg: BenchmarkConfig, text: str, path: Path) -> BenchmarkConfig:
+    """The config with every path made absolute (relative to the config file's folder), after checking that
+    each value names an existing path, a built-in or a hub id; the store must be a file in a writable folder."""
+    base = path.resolve().parent
+
+    def resolved(value: str, loc: tuple[Any, ...], prefix: str, hub: str | None) -> str:
+        out, problem = _reference(value, base, prefix, hub)
+        if problem is not None or out is None:
+            raise BelugaError(problem or "invalid reference", source=path, line=locate_key(text, loc),
+                              field=".".join(map(str, loc)))
+        return out
+
+    tasks: list[TaskSpec] = []
+    for i, spec in enumerate(cfg.tasks):
+        tasks.append(spec.model_copy(update={
+            "suite": resolved(spec.suite, ("tasks", i, "suite"), "builtin:", None),
+            "iid": resolved(spec.iid, ("tasks", i, "iid"), "builtin:", "Hugging Face dataset id")}))
+    hub_model = "Hugging Face model id"
+    model = cfg.model.model_copy(update={
+        "name": resolved(cfg.model.name, ("model", "name"), "embedded:", hub_model),
+        "task_models": {k: resolved(v, ("model", "task_models", k), "embedded:", hub_model)
+                        for k, v in cfg.model.task_models.items()}})
+    store = Path(cfg.store).expanduser()
+    problem = _store_problem(store if store.is_absolute() else base / store)
+    if problem is not None:
+        raise BelugaError(problem, source=path, line=locate_key(text, ("store",)), field="store")
+    return cfg.model_copy(update={"tasks": tasks, "model": model})
 
 
 _TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")

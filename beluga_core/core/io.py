@@ -11,6 +11,7 @@ import contextlib
 import gzip
 import io
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -77,9 +78,16 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON (no NaN / Infinity)")
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses to infinity
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
 # One decoder for every line: json.loads with a keyword argument builds a new decoder per call, which took half
 # of the parsing time of an 86,000-line suite.
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
 
 
 def jsonl_records(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:

@@ -109,7 +109,7 @@ class Plan:
         return next(tp for tp in self.tasks if tp.spec.name == name)
 
     def store_path(self) -> Path:
-        p = Path(self.config.store)
+        p = Path(self.config.store).expanduser()
         return p if p.is_absolute() else (self.config_path.parent / p).resolve()
 
     def resolve(self, chosen: dict[SelectionKey, dict[str, Any]]) -> tuple[list[Job], list[JobSpec]]:

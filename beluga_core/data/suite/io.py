@@ -71,6 +71,32 @@ def _objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         yield lineno, rec
 
 
+def case_problem(header: SuiteHeader, case: Case) -> tuple[str, str] | None:
+    """(field, what is wrong) where a case contradicts its suite's header: an empty group name, an input of the
+    wrong shape for ``input_kind``, a label outside ``label_space``; None when it fits."""
+    for level, group in case.groups.items():
+        if not group.strip():
+            return f"groups.{level}", f"the group name at level '{level}' is empty"
+    pairs = header.input_kind != "text"
+    for i, x in enumerate(case.inputs):
+        if isinstance(x, tuple) != pairs:
+            shape = "a [first, second] pair" if pairs else "one text"
+            got = "a pair" if isinstance(x, tuple) else "a single text"
+            return f"inputs[{i}]", f"input {i} is {got}, but the suite's input_kind '{header.input_kind}' takes {shape}"
+    space = header.label_space
+    if space is not None:
+        versions = [("label", case.label)]
+        if case.correction is not None and case.correction.label is not None:
+            versions.append(("correction.label", case.correction.label))
+        for where, label in versions:
+            for value in label if isinstance(label, list) else [label]:
+                if value is None or value in space or (type(value) is int and 0 <= value < len(space)):
+                    continue
+                return where, (f"label {value!r} is not in the suite's label space {space} (a class id 0–"
+                               f"{len(space) - 1} or one of the names)")
+    return None
+
+
 def load_suite(spec: str | Path) -> Suite:
     """Load and validate a suite file's structure; every error names the file, line and field.
 
@@ -111,6 +137,10 @@ def load_suite(spec: str | Path) -> Suite:
         if case.id in seen:
             raise BelugaError(f"duplicate case id '{case.id}' (first on line {seen[case.id]})", source=path,
                               line=lineno, field="id")
+        problem = case_problem(header, case)
+        if problem is not None:
+            where, message = problem
+            raise BelugaError(f"case '{case.id}': {message}", source=path, line=lineno, field=where)
         seen[case.id] = lineno
         cases.append(case)
     if not cases:
