@@ -123,12 +123,25 @@ PRED_ERRORS = {
     "wrong vector length": ('{"id": "c1", "preds": [[0.2, 0.3, 0.5, 0.0]]}', ["line 1", "length"]),
     "unknown id": ('{"id": "c1", "preds": [[0.2, 0.8]]}\n{"id": "zzz", "preds": [[0.2, 0.8]]}',
                    ["line 2", "zzz"]),
+    "duplicate id": ('{"id": "c1", "preds": [[0.2, 0.8]]}\n{"id": "c1", "preds": [[0.2, 0.8]]}',
+                     ["line 2", "duplicate id 'c1'", "first on line 1"]),
+    "missing id": ('{"preds": [[0.2, 0.8]]}', ["line 1", "missing or non-string \"id\""]),
+    "not an object": ('[[0.2, 0.8]]', ["line 1", "expected a JSON object", "got list"]),
+    "preds not a list": ('{"id": "c1", "preds": 0.8}', ["line 1", "\"preds\" must be a list"]),
+    "more predictions than inputs": ('{"id": "c1", "preds": [[0.2, 0.8], [0.5, 0.5]]}',
+                                     ["line 1", "1 input(s) but 2 prediction(s)"]),
+    "non-numeric entry": ('{"id": "c1", "preds": [[0.2, "high"]]}', ["line 1", "non-numeric value"]),
+    "not a probability vector": ('{"id": "c1", "preds": [[0.7, 0.8]]}', ["line 1", "not a probability vector"]),
+    "infinite probability": ('{"id": "c1", "preds": [[1e999, 0.0]]}', ["line 1", "not a finite number"]),
+    "NaN probability": ('{"id": "c1", "preds": [[NaN, 0.0]]}', ["line 1", "NaN is not valid JSON"]),
+    "a case without predictions": ('{"id": "c1", "preds": [[0.2, 0.8]]}', ["1 of 2 cases have no predictions"]),
 }
 
 
 @pytest.mark.parametrize("name", sorted(PRED_ERRORS))
 def test_malformed_predictions(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    suite = write_suite(tmp_path / "s.jsonl", [HEADER, case(1)])
+    cases = [case(1), case(2)] if name == "a case without predictions" else [case(1)]
+    suite = write_suite(tmp_path / "s.jsonl", [HEADER, *cases])
     text, expected = PRED_ERRORS[name]
     pred = tmp_path / "pred.jsonl"
     pred.write_text(text + "\n")
@@ -228,3 +241,91 @@ def test_import_checklist_not_a_tarball(tmp_path: Path, capsys: pytest.CaptureFi
     code, err = run_cli(["suite", "import-checklist", str(bogus), "--out", str(tmp_path / "o.jsonl.gz")], capsys)
     assert code == 2 and str(bogus) in err
     assert not (tmp_path / "o.jsonl.gz").exists()
+
+
+@pytest.mark.parametrize(("text", "field", "name"), [
+    (GOOD_CONFIG.replace('iid = "builtin:sst2"', 'iid = "glue/sst2"'), "tasks.0.iid", "glue/sst2"),
+    (GOOD_CONFIG + '[model]\nname = "bert-base-uncased"\n', "model.name", "bert-base-uncased"),
+], ids=["dataset", "model"])
+def test_run_stops_before_training_on_a_hub_name_it_cannot_get(
+        text: str, field: str, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Offline, with an empty Hugging Face cache: the run fails naming the field, before anything trains.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    path = tmp_path / "bench.toml"
+    path.write_text(text.replace('name = "x"\n', 'name = "x"\nstore = "s.duckdb"\n', 1))
+    code, err = run_cli(["run", str(path)], capsys)
+    assert code == 2, err
+    for fragment in (str(path), f"field '{field}'", f"'{name}' is not in the local Hugging Face cache",
+                     "offline mode is on"):
+        assert fragment in err, (fragment, err)
+    assert not (tmp_path / "s.duckdb").exists()  # nothing written
+
+
+# --------------------------------------------------------------------------------- CheckList tarballs
+
+def _hostile(kind: str, marker: Path) -> bytes:
+    """A pickle that, loaded by plain ``pickle``, creates ``marker`` (the sentinel) through ``kind``."""
+    import os
+    import pickle
+    import subprocess
+
+    calls = {"os.system": (os.system, (f"touch {marker}",)),
+             "eval": (eval, (f"open({str(marker)!r}, 'w').close()",)),
+             "subprocess.call": (subprocess.call, (["touch", str(marker)],))}
+
+    class Exploit:
+        def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+            return calls[kind]
+
+    return pickle.dumps(Exploit(), protocol=2)
+
+
+def _tarball(path: Path, members: dict[str, bytes]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["os.system", "eval", "subprocess.call"])
+def test_hostile_pickle_in_a_tarball_runs_nothing(kind: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import pickle
+
+    proof = tmp_path / "proof"
+    pickle.loads(_hostile(kind, proof))  # the payload is real: plain pickle runs it
+    assert proof.exists()
+    marker = tmp_path / "pwned"
+    tarball = _tarball(tmp_path / "suite.tar.gz", {"suite/sentiment_suite.pkl": _hostile(kind, marker)})
+    out = tmp_path / "o.jsonl.gz"
+    code, err = run_cli(["suite", "import-checklist", str(tarball), "--out", str(out)], capsys)
+    assert code == 2 and str(tarball) in err and "refusing to load" in err, err
+    assert not marker.exists() and not out.exists()
+
+
+TARBALL_ERRORS = {
+    "no pickle inside": ({"suite/README.md": b"hello"}, ["holds no CheckList suite pickle", "suite/README.md"]),
+    "two pickles inside": ({"a.pkl": b"x", "b.pkl": b"y"}, ["several pickles", "a.pkl, b.pkl"]),
+    "a pickle of something else": ({"s.pkl": __import__("pickle").dumps({"tests": []})},
+                                   ["holds", "not a CheckList TestSuite"]),
+    "a truncated pickle": ({"s.pkl": b"\x80\x04\x95"}, ["neither a tarball nor a readable pickle"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TARBALL_ERRORS))
+def test_malformed_tarball(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    members, expected = TARBALL_ERRORS[name]
+    tarball = _tarball(tmp_path / "suite.tar.gz", members)
+    out = tmp_path / "o.jsonl.gz"
+    code, err = run_cli(["suite", "import-checklist", str(tarball), "--out", str(out)], capsys)
+    assert code == 2 and str(tarball) in err, err
+    for fragment in expected:
+        assert fragment in err, (fragment, err)
+    assert not out.exists()

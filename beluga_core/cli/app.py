@@ -14,6 +14,7 @@ from beluga_core.cli import (
     report_cmd,
     run_cmd,
     select_cmd,
+    store_check_cmd,
     suite_check_cmd,
     suite_from_table_cmd,
     suite_import_cmd,
@@ -26,8 +27,10 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_
                   rich_markup_mode="markdown", help="Behavioral learning generalization analysis.")
 suite_app = typer.Typer(no_args_is_help=True, help="Import, build, inspect and check grouped test suites.")
 plugins_app = typer.Typer(no_args_is_help=True, help="Installed plugins.")
+store_app = typer.Typer(no_args_is_help=True, help="Result stores.")
 app.add_typer(suite_app, name="suite")
 app.add_typer(plugins_app, name="plugins")
+app.add_typer(store_app, name="store")
 
 app.command("run")(run_cmd.run)
 app.command("report")(report_cmd.report)
@@ -38,13 +41,17 @@ suite_app.command("check")(suite_check_cmd.check_cmd)
 suite_app.command("import-checklist")(suite_import_cmd.import_checklist_cmd)
 suite_app.command("from-table")(suite_from_table_cmd.from_table_cmd)
 plugins_app.command("list")(plugins_cmd.list_plugins)
+store_app.command("check")(store_check_cmd.check_cmd)
 
 err_console = Console(stderr=True)
 
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        app(args=argv, standalone_mode=False)
+        # Outside standalone mode click returns a command's `typer.Exit(code)` instead of exiting with it.
+        code = app(args=argv, standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except BelugaError as exc:
         # Messages name config tables ("[method.lp]"), which rich would read as markup and drop.
         err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)

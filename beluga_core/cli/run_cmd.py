@@ -14,7 +14,7 @@ from beluga_core.analysis.selection.criteria import check_criterion
 from beluga_core.config.load import load_config, with_config_line
 from beluga_core.contracts.registries import METHODS
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.availability import iid_availability, model_availability
+from beluga_core.data.availability import iid_availability, model_availability, unreachable_hub_names
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.orchestration.coordinator import run_plan
 from beluga_core.planning.grid_cost import grid_costs
@@ -129,4 +129,23 @@ def run(
     if dry_run:
         print_plan(plan, console)
         return
+    _require_hub_names(plan, path)
     run_plan(plan, console)
+
+
+def _require_hub_names(plan: Plan, config_path: Path) -> None:
+    """Fail before the first training, naming the field, when a hub model or dataset is neither cached nor
+    downloadable now (a run would otherwise stop at the first fold that needs it, perhaps hours in)."""
+    needed: list[tuple[str, str, tuple[bool, str]]] = []
+    for i, tp in enumerate(plan.tasks):
+        needed.append((f"tasks.{i}.iid", tp.spec.iid, iid_availability(tp.spec.iid)))
+        field = (f"model.task_models.{tp.spec.name}" if tp.spec.name in plan.config.model.task_models
+                 else "model.name")
+        needed.append((field, tp.model, model_availability(tp.model)))
+    problems = unreachable_hub_names(needed)
+    if problems:
+        field, name, why = problems[0]
+        more = f" (and {len(problems) - 1} more: {', '.join(n for _, n, _ in problems[1:])})" if problems[1:] else ""
+        raise with_config_line(BelugaError(
+            f"'{name}' is {why}{more}. Connect once so that it is downloaded, or name a local path, a builtin: "
+            "dataset or embedded:minilm", source=config_path, field=field), config_path)

@@ -51,3 +51,28 @@ def model_availability(name: str) -> tuple[bool, str]:
     if (_hub_cache() / f"models--{name.replace('/', '--')}").exists():
         return True, "in the local Hugging Face cache"
     return False, "hub model not in the local cache: needs the hub (network) on first use"
+
+
+def hub_offline() -> bool:
+    """Whether Hugging Face's offline mode is on (``HF_HUB_OFFLINE``), as huggingface_hub reads it."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "on", "yes", "true")
+
+
+def unreachable_hub_names(needed: list[tuple[str, str, tuple[bool, str]]]) -> list[tuple[str, str, str]]:
+    """(field, name, why) for every ``(field, name, availability)`` that is neither at hand nor downloadable
+    now: not in the local cache while offline mode is on or the hub does not answer. Probes the hub once, and
+    only when something is missing."""
+    missing = [(field, name) for field, name, (ok, _) in needed if not ok]
+    if not missing:
+        return []
+    if hub_offline():
+        why = "not in the local Hugging Face cache, and offline mode is on (HF_HUB_OFFLINE)"
+    else:
+        from huggingface_hub import constants
+
+        from beluga_core.data.iid.hub import hub_reachable
+
+        if hub_reachable(constants.ENDPOINT):
+            return []
+        why = f"not in the local Hugging Face cache, and the hub ({constants.ENDPOINT}) does not answer"
+    return [(field, name, why) for field, name in missing]

@@ -1,0 +1,116 @@
+"""The invariants the store's views rely on, checked on a finished (or interrupted) store: ``beluga store check``.
+
+Each invariant is a query returning the rows that break it, so a violation is reported with what to look at.
+The views (pass rates, s_T, G) silently average whatever rows are there; a duplicated outcome, a fold scored
+outside its held-out group or a model that trained on other cases than its split says would skew them without
+any error, which is what these checks are for.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from beluga_core.core.hashing import sorted_ids_digest
+from beluga_core.store.migrations import SCHEMA_VERSION
+
+# A case's group at a model's held-out level (test_type is a case field, every other level is in `groups`).
+_HELDOUT_GROUP = ("(CASE WHEN m.heldout_level = 'test_type' THEN c.test_type "
+                  "ELSE json_extract_string(c.groups, '$.\"' || m.heldout_level || '\"') END)")
+# Models whose suite outcomes come from a split of this store (not external evaluations).
+_SPLIT_MODELS = "m.status = 'done' AND m.split_id IS NOT NULL"
+
+
+@dataclass(frozen=True)
+class Invariant:
+    name: str
+    rule: str
+    sql: str
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant("no duplicate outcomes", "a model has at most one outcome per case",
+              "SELECT model_id, suite, case_id, count(*) AS n FROM outcomes GROUP BY ALL HAVING count(*) > 1"),
+    Invariant("one outcome per T_test case and scenario key",
+              "within a scenario key (task, model, configuration, method, scenario, seed) a case is scored once",
+              """SELECT m.task, m.model_name, m.config, m.method, m.scenario, m.seed, o.case_id, count(*) AS n
+                 FROM outcomes o JOIN models m USING (model_id)
+                 WHERE m.status = 'done' GROUP BY ALL HAVING count(*) > 1"""),
+    Invariant("outcomes only on kept T_test cases", "a model is scored on the T_test cases its split kept",
+              f"""SELECT o.model_id, o.case_id, s.part, s.kept FROM outcomes o JOIN models m USING (model_id)
+                  LEFT JOIN case_splits s ON s.split_id = m.split_id AND s.case_id = o.case_id
+                  WHERE {_SPLIT_MODELS} AND (s.part IS DISTINCT FROM 'test' OR NOT s.kept)"""),
+    Invariant("every kept T_test case in scope scored",
+              "a done model has an outcome on every kept T_test case of its scope (its held-out group for a fold)",
+              f"""SELECT m.model_id, m.scenario, m.heldout_group, s.case_id
+                  FROM models m JOIN case_splits s ON s.split_id = m.split_id
+                  JOIN cases c ON c.suite = m.suite AND c.case_id = s.case_id
+                  WHERE {_SPLIT_MODELS} AND s.part = 'test' AND s.kept
+                    AND (m.heldout_level IS NULL OR {_HELDOUT_GROUP} = m.heldout_group)
+                    AND NOT EXISTS (SELECT 1 FROM outcomes o WHERE o.model_id = m.model_id
+                                    AND o.suite = m.suite AND o.case_id = s.case_id)"""),
+    Invariant("fold outcomes inside the held-out group", "a held-out fold is scored only on its held-out group",
+              f"""SELECT o.model_id, m.heldout_level, m.heldout_group, o.case_id, {_HELDOUT_GROUP} AS case_group
+                  FROM outcomes o JOIN models m USING (model_id)
+                  JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+                  WHERE m.heldout_level IS NOT NULL AND {_HELDOUT_GROUP} IS DISTINCT FROM m.heldout_group"""),
+    Invariant("no training case scored", "no model is scored on a case it trained on (view training_leaks)",
+              "SELECT * FROM training_leaks"),
+    Invariant("i.i.d. metrics of the models G reads",
+              "a done IID (standard) or seen model has its primary i.i.d. test metric",
+              """SELECT m.model_id, m.config, m.scenario FROM models m
+                 WHERE m.status = 'done' AND m.scenario IN ('standard', 'seen') AND m.config <> 'external'
+                   AND NOT EXISTS (SELECT 1 FROM iid_metrics x WHERE x.model_id = m.model_id
+                                   AND x.split = 'test' AND x.is_primary)"""),
+    Invariant("outcomes of every done model", "a done model has suite outcomes",
+              """SELECT m.model_id, m.config, m.scenario FROM models m
+                 WHERE m.status = 'done' AND NOT EXISTS (SELECT 1 FROM outcomes o WHERE o.model_id = m.model_id)"""),
+)
+
+
+@dataclass
+class Violation:
+    name: str
+    rule: str
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    total: int
+
+
+def check_store(con: duckdb.DuckDBPyConnection, *, sample: int = 5) -> tuple[list[Violation], int]:
+    """(the violated invariants, each with up to ``sample`` offending rows; how many invariants were checked)."""
+    found: list[Violation] = []
+    version = int(con.execute("SELECT value FROM beluga_meta WHERE key = 'schema_version'").fetchone()[0])  # type: ignore[index]
+    if version != SCHEMA_VERSION:
+        # An older store lacks tables and views the checks read; writing to it (beluga run) migrates it.
+        found.append(Violation("schema version known", f"the store's schema is this beluga's ({SCHEMA_VERSION})",
+                               ["schema_version"], [(version,)], 1))
+        return found, 1
+    for inv in INVARIANTS:
+        total = con.execute(f"SELECT count(*) FROM ({inv.sql})").fetchone()[0]  # type: ignore[index]
+        if total:
+            rel = con.execute(f"SELECT * FROM ({inv.sql}) LIMIT {sample}")
+            found.append(Violation(inv.name, inv.rule, [d[0] for d in rel.description], rel.fetchall(), total))
+    digests = _training_digest_mismatches(con)
+    if digests:
+        found.append(Violation("training cases as recorded",
+                               "the sha256 of the cases a model trained on (as its worker saw them) equals that of "
+                               "the cases its split and held-out group give (view model_training_cases)",
+                               ["model_id", "train_digest", "recomputed"], digests[:sample], len(digests)))
+    return found, len(INVARIANTS) + 2
+
+
+def _training_digest_mismatches(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str | None, str | None]]:
+    ids: dict[str, list[str]] = defaultdict(list)
+    for model_id, case_id in con.execute("SELECT model_id, case_id FROM model_training_cases").fetchall():
+        ids[model_id].append(case_id)
+    out = []
+    for model_id, digest in con.execute("SELECT model_id, train_digest FROM models WHERE status = 'done' "
+                                        "AND split_id IS NOT NULL ORDER BY model_id").fetchall():
+        recomputed = sorted_ids_digest(ids[model_id]) if ids.get(model_id) else None
+        if recomputed != digest:
+            out.append((model_id, digest, recomputed))
+    return out
