@@ -14,9 +14,11 @@ expectation kind       ``beluga.expectations``    ``ExpectationKind`` (``evaluat
                                                   (``input_results``), with a pydantic ``Params``
 training configuration ``beluga.training_configs`` ``TrainingConfiguration`` (``start``, ``uses_iid``,
                                                   ``uses_suite``)
-executor               ``beluga.executors``       ``Executor`` (``run``; ``worker_class(spec)`` gives the
-                                                  ``Worker`` that runs one job, ``order_jobs`` and
-                                                  ``Dependencies`` the order parents come in)
+executor               ``beluga.executors``       ``Executor`` (``open``: the ``Backend`` that runs jobs —
+                                                  ``idle``, ``submit``, ``events`` reporting ``Finished``,
+                                                  ``Failed`` or ``Lost`` jobs; the shared dispatch loop
+                                                  orders, retries and reports; ``worker_class(spec)`` gives
+                                                  the ``Worker`` that runs one job)
 =====================  =========================  ============================================================
 
 A plugin that does not derive from its base class, or leaves one of its required members out, is rejected
@@ -68,7 +70,17 @@ from beluga_core.data.iid.examples import Example, IIDData, IIDExample
 from beluga_core.data.suite.schema import Case, Expectation, Input, SuiteHeader
 from beluga_core.execution.executors.base import EXECUTORS, Executor, Progress, ResultFn
 from beluga_core.execution.results import JobResult
-from beluga_core.execution.scheduling import Dependencies, order_jobs, worker_class
+from beluga_core.execution.scheduling import (
+    Backend,
+    Dependencies,
+    Event,
+    Failed,
+    Finished,
+    Lost,
+    StepFn,
+    order_jobs,
+    worker_class,
+)
 from beluga_core.execution.worker import Worker
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
@@ -89,6 +101,7 @@ __all__ = [
     "TASKS",
     "TRAINING_KEYS",
     "Alignment",
+    "Backend",
     "Batch",
     "BatchOutput",
     "BelugaError",
@@ -100,10 +113,13 @@ __all__ = [
     "Encoder",
     "EnvSampler",
     "EnvironmentMethod",
+    "Event",
     "Example",
     "Executor",
     "Expectation",
     "ExpectationKind",
+    "Failed",
+    "Finished",
     "FlatPredictions",
     "GroupOf",
     "IIDData",
@@ -116,6 +132,7 @@ __all__ = [
     "KindParams",
     "Logits",
     "Loss",
+    "Lost",
     "Method",
     "PairLoss",
     "PerInputKind",
@@ -126,6 +143,7 @@ __all__ = [
     "SpanLogits",
     "SpanPairLoss",
     "Stage",
+    "StepFn",
     "SuiteHeader",
     "Task",
     "TaskSettings",

@@ -3,19 +3,17 @@ executors survive it. Test-only: selected with ``[executor.options] worker = "fa
 this folder on PYTHONPATH), so production modules carry no crash hook.
 
 ``BELUGA_FAULT = "WHEN[@N]:MARKER[,…]"``: for each fault, the first worker to find the file MARKER absent
-creates it and SIGKILLs its own process — ``before`` a job, during its ``training`` (at its second step, or
-its only one), or ``sending`` its result (a result too large for one pipe write, with the process killed
-while the write is under way). ``@N`` fires it only in the N-th job that worker process runs (with the local
-executor: the run's N-th fold, so the whole ``beluga run`` dies there). Each fault fires once.
+creates it and SIGKILLs its own process — ``before`` a job, or during its ``training`` (at its second step, or
+its only one). ``@N`` fires it only in the N-th job that worker process runs (with the local executor: the
+run's N-th fold, so the whole ``beluga run`` dies there). Each fault fires once. (A worker killed in the
+middle of sending its result is ``tests/midsend``: it has to act below the executor, in the pipe itself.)
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import threading
 from pathlib import Path
-from typing import Any
 
 from beluga_core.execution.results import JobResult
 from beluga_core.execution.worker import ProgressFn, Worker
@@ -44,20 +42,11 @@ def _faults(job_number: int) -> dict[str, str]:
     for spec in filter(None, os.environ.get(FAULT_ENV, "").split(",")):
         when_at, _, marker = spec.partition(":")
         when, _, at = when_at.partition("@")
-        if when not in ("before", "training", "sending") or not marker or not (at == "" or at.isdigit()):
-            raise ValueError(f"{FAULT_ENV} must be before|training|sending[@N]:MARKER[,…], got {spec!r}")
+        if when not in ("before", "training") or not marker or not (at == "" or at.isdigit()):
+            raise ValueError(f"{FAULT_ENV} must be before|training[@N]:MARKER[,…], got {spec!r}")
         if (at == "" or int(at) == job_number) and not Path(marker).exists():
             faults[when] = marker
     return faults
-
-
-class _DiesWhileSent(JobResult):
-    """A result whose pickling starts a timer that kills the process while the pickle is being written."""
-
-    def __reduce__(self) -> Any:
-        threading.Timer(0.05, _die).start()
-        padding = os.urandom(64 * 1024 * 1024)  # far larger than a pipe's buffer: the write blocks
-        return (JobResult, (self.record, self.outcomes, self.iid, self.validation)), {"padding": padding}
 
 
 class FaultyWorker(Worker):
@@ -77,9 +66,5 @@ class FaultyWorker(Worker):
                 if progress is not None:
                     progress(phase, step, total)
 
-            result = super().run(job, dying)
-        else:
-            result = super().run(job, progress)
-        if "sending" in faults and _claim(faults["sending"]):
-            return _DiesWhileSent(result.record, result.outcomes, result.iid, result.validation)
-        return result
+            return super().run(job, dying)
+        return super().run(job, progress)

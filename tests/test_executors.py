@@ -5,7 +5,8 @@ folds that do not) runs with the local executor (the session fixture ``executors
 real CLI, with the multi-worker executor (2 CPU worker processes) and Ray (a local cluster of 2 CPUs);
 all with 1 torch thread per fold, so the numbers must be identical. Workers die abruptly (SIGKILL, from the
 test-only worker of tests/faults.py): in the multi run one before a fold, one in the middle of training and
-one while sending its result; in the Ray run one before a fold. Their folds must be retried, not lost.
+one in the middle of sending its result (tests/midsend, the fault that once hung this executor); in the Ray
+run one before a fold. Their folds must be retried, not lost.
 (Resuming a killed run whose IID parent's weights were lost is tests/test_pipeline.py's kill test, on the
 same benchmark.)
 """
@@ -37,11 +38,13 @@ def config_with(tmp: Path, executor: str) -> Path:
 # The test-only worker that dies on cue (tests/faults.py), importable by every worker process.
 FAULTY = '[executor.options]\nworker = "faults:FaultyWorker"\n'
 FAULT_ENV = {"PYTHONPATH": str(REPO / "tests")}
+MID_SEND = str(REPO / "tests" / "midsend")
 
 
-def run(config: Path, store: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(config: Path, store: Path, env: dict[str, str] | None = None,
+        timeout: float = 900) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([*BELUGA, "run", str(config), "--store", str(store)], capture_output=True, text=True,
-                          env={**ENV, **FAULT_ENV, **(env or {})}, timeout=900, check=False)
+                          env={**ENV, **FAULT_ENV, **(env or {})}, timeout=timeout, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
@@ -52,9 +55,14 @@ def test_two_local_workers_equal_local_executor(executors_store: Path, tmp_path:
                          + 'max_retries = 3\n')
     store = tmp_path / "multi.duckdb"
     faults = {when: tmp_path / f"crashed-{when}" for when in ("before", "training", "sending")}
-    proc = run(config, store, {"BELUGA_FAULT": ",".join(f"{w}:{m}" for w, m in faults.items())})
+    # The worker that dies mid-send leaves half a message in its channel. When workers shared one result
+    # queue this hung the run for good (the dead worker held the queue's write lock): the timeout fails it.
+    proc = run(config, store, {"BELUGA_FAULT": f"before:{faults['before']},training:{faults['training']}",
+                               "BELUGA_DIE_MID_SEND": str(faults["sending"]),
+                               "PYTHONPATH": f"{MID_SEND}:{REPO / 'tests'}"}, timeout=240)
     assert [w for w, m in faults.items() if not m.exists()] == [], "a crash hook did not fire"
     assert f"running {N_JOBS}" in proc.stdout
+    assert proc.stdout.count("retrying") == 3, proc.stdout
     assert results(store) == results(executors_store)
     # Two workers really ran folds side by side (each fold records its own start and end).
     spans = query(store, "SELECT started_at, finished_at FROM models ORDER BY started_at")
@@ -78,6 +86,7 @@ def test_ray_local_cluster_equals_local_executor(executors_store: Path, tmp_path
     proc = run(config, store, {"BELUGA_FAULT": f"before:{tmp_path / 'crashed'}"})
     assert (tmp_path / "crashed").exists(), "the crash hook did not fire"
     assert f"running {N_JOBS}" in proc.stdout
+    assert proc.stdout.count("retrying") == 1 and "Ray lost its worker" in proc.stdout, proc.stdout
     assert results(store) == results(executors_store)
 
 

@@ -76,7 +76,7 @@ class ConfigurationWithoutSuiteStep(api.TrainingConfiguration):
     uses_iid = True
 
 
-class ExecutorWithoutRun(api.Executor):
+class ExecutorWithoutOpen(api.Executor):
     pass
 
 
@@ -92,7 +92,7 @@ MISSING = [
     (api.EXPECTATIONS, "KindWithoutEvaluate", "evaluate"),
     (api.EXPECTATIONS, "PerInputKindWithoutResults", "input_results"),
     (api.CONFIGURATIONS, "ConfigurationWithoutSuiteStep", "uses_suite"),
-    (api.EXECUTORS, "ExecutorWithoutRun", "run"),
+    (api.EXECUTORS, "ExecutorWithoutOpen", "open"),
 ]
 
 

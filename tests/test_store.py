@@ -475,20 +475,26 @@ def test_reader_between_commits(writer: StoreWriter) -> None:
     assert [(r["seed"], r["s_suite"]) for r in rows] == [(1, 1.0), (2, 0.0)]
 
 
-def test_writer_waits_for_a_reader_in_another_process(writer: StoreWriter) -> None:
+def test_writer_waits_for_a_reader_in_another_process(writer: StoreWriter,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     script = textwrap.dedent(f"""
         import time, duckdb
         con = duckdb.connect({str(writer.path)!r}, read_only=True)
         print("open", flush=True)
-        time.sleep(1.5)
+        time.sleep(2.5)
         con.close()
     """)
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "open"
-        writer.store.lock_timeout = 0.2
-        with pytest.raises(BelugaError, match="held open by another process"):
+        # While it waits, the writer says every LOCK_REPORT_EVERY seconds which process holds the store.
+        monkeypatch.setattr(connection_mod, "LOCK_REPORT_EVERY", 0.25)
+        said: list[str] = []
+        writer.store.on_wait = said.append
+        writer.store.lock_timeout = 1.2
+        with pytest.raises(BelugaError, match=rf"held open by process {proc.pid} \(.*python.*\).*waited 1 s"):
             writer.commit(result("m0"))
+        assert len(said) >= 2 and all(f"process {proc.pid}" in m and "at most 1 s" in m for m in said), said
         writer.store.lock_timeout = 60.0
         start = time.monotonic()
         writer.commit(result("m1"))
@@ -662,7 +668,7 @@ def test_files_that_are_not_stores(tmp_path: Path) -> None:
         StoreWriter(other)
     garbage = tmp_path / "garbage.duckdb"
     garbage.write_text("not a database\n" * 100)
-    with pytest.raises(BelugaError, match="cannot open the result store"):
+    with pytest.raises(BelugaError, match="not a DuckDB database"):
         StoreWriter(garbage)
     with pytest.raises(BelugaError, match="no such result store"):
         read_meta(tmp_path / "missing.duckdb")

@@ -263,6 +263,22 @@ def test_run_stops_before_training_on_a_hub_name_it_cannot_get(
     assert not (tmp_path / "s.duckdb").exists()  # nothing written
 
 
+def test_dry_run_says_per_hub_name_cached_or_will_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # online: a missing name would be downloaded by a run
+    (tmp_path / "hf" / "hub" / "models--bert-base-uncased").mkdir(parents=True)  # as huggingface_hub lays it out
+    path = tmp_path / "bench.toml"
+    path.write_text(GOOD_CONFIG.replace('iid = "builtin:sst2"', 'iid = "glue/sst2"')
+                    + '[model]\nname = "bert-base-uncased"\n')
+    main(["run", str(path), "--dry-run"])
+    plan = capsys.readouterr().out
+    assert "model bert-base-uncased: cached" in plan, plan
+    assert "i.i.d. data glue/sst2: will download before the first training" in plan, plan
+    assert not (tmp_path / "hf" / "datasets").exists()  # a dry run downloads nothing
+
+
 # --------------------------------------------------------------------------------- CheckList tarballs
 
 def _hostile(kind: str, marker: Path) -> bytes:
@@ -329,3 +345,56 @@ def test_malformed_tarball(name: str, tmp_path: Path, capsys: pytest.CaptureFixt
     for fragment in expected:
         assert fragment in err, (fragment, err)
     assert not out.exists()
+
+
+# --------------------------------------------------------------------------------- result stores
+
+def _store_file(tmp_path: Path, kind: str) -> Path:
+    """A file (or folder) passed where a result store is expected."""
+    import duckdb
+
+    path = tmp_path / "results.duckdb"
+    if kind == "a folder":
+        path.mkdir()
+    elif kind == "a text file":
+        path.write_text("model_id,outcome\nm1,pass\n")
+    elif kind == "a gzip file":
+        path.write_bytes(gzip.compress(b"not a database"))
+    elif kind == "an empty DuckDB file":
+        duckdb.connect(str(path)).close()
+    elif kind == "another program's DuckDB file":
+        con = duckdb.connect(str(path))
+        con.execute("CREATE TABLE sales (id INTEGER)")
+        con.close()
+    elif kind == "a newer beluga's store":
+        con = duckdb.connect(str(path))
+        con.execute("CREATE TABLE beluga_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        con.execute("INSERT INTO beluga_meta VALUES ('schema_version', '999'), ('last_beluga_version', '9.0')")
+        con.close()
+    elif kind == "a store without a schema version":
+        con = duckdb.connect(str(path))
+        con.execute("CREATE TABLE beluga_meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        con.close()
+    return path
+
+
+STORE_ERRORS = {
+    "missing": ["no such result store"],
+    "a folder": ["is a folder, not a file"],
+    "a text file": ["not a DuckDB database"],
+    "a gzip file": ["not a DuckDB database"],
+    "an empty DuckDB file": ["an empty DuckDB file, not a beluga result store"],
+    "another program's DuckDB file": ["not a beluga result store", "sales"],
+    "a newer beluga's store": ["schema version 999", "up to", "Upgrade beluga"],
+    "a store without a schema version": ["no schema_version"],
+}
+
+
+@pytest.mark.parametrize("command", ["report", "store check", "select"])
+@pytest.mark.parametrize("kind", sorted(STORE_ERRORS))
+def test_malformed_store(kind: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _store_file(tmp_path, kind)
+    code, err = run_cli([*command.split(), str(path)], capsys)
+    assert code == 2 and str(path) in err, err
+    for fragment in STORE_ERRORS[kind]:
+        assert fragment in err, (fragment, err)

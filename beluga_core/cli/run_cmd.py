@@ -14,11 +14,12 @@ from beluga_core.analysis.selection.criteria import check_criterion
 from beluga_core.config.load import load_config, with_config_line
 from beluga_core.contracts.registries import METHODS
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.availability import iid_availability, model_availability, unreachable_hub_names
+from beluga_core.data.availability import hub_status, iid_availability, model_availability, unreachable_hub_names
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.orchestration.coordinator import run_plan
 from beluga_core.planning.grid_cost import grid_costs
 from beluga_core.planning.plan import Plan, TaskPlan, build_plan
+from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 
 
 def _fold_counts(tp: TaskPlan) -> Counter[tuple[str, str, str]]:
@@ -104,7 +105,12 @@ def _print_availability(tp: TaskPlan, console: Console) -> None:
                       "folds above are counted from the suite, but the run needs the plugin", highlight=False)
     for what, (ok, how) in ((f"i.i.d. data {tp.spec.iid}", iid_availability(tp.spec.iid)),
                             (f"model {tp.model}", model_availability(tp.model))):
-        if not ok:
+        # Every hub name says what the run will do with it; a dry run itself never downloads.
+        status = hub_status((ok, how))
+        if status is not None:
+            colour = "green" if ok else "yellow"
+            console.print(f"  {escape(what)}: [{colour}]{escape(status)}[/]", highlight=False)
+        elif not ok:
             console.print(f"  [yellow]{escape(what)}[/]: {escape(how)}", highlight=False)
 
 
@@ -112,6 +118,10 @@ def run(
     config: Path = typer.Argument(..., help="Benchmark config (TOML)."),
     store: Path | None = typer.Option(None, "--store", help="Result store; overrides the config's `store`."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the plan; train nothing."),
+    lock_timeout: float = typer.Option(
+        DEFAULT_LOCK_TIMEOUT_S, "--lock-timeout", min=0,
+        help="Seconds a commit waits for a reader that holds the store open (a report, a duckdb CLI) before "
+             "the run stops; finished folds stay committed and re-running resumes."),
 ) -> None:
     """Train and evaluate every fold of a benchmark config; results go to a DuckDB store."""
     console = Console()
@@ -130,7 +140,7 @@ def run(
         print_plan(plan, console)
         return
     _require_hub_names(plan, path)
-    run_plan(plan, console)
+    run_plan(plan, console, lock_timeout=lock_timeout)
 
 
 def _require_hub_names(plan: Plan, config_path: Path) -> None:

@@ -36,8 +36,8 @@ def iid_availability(source: str) -> tuple[bool, str]:
     hub = [_hub_cache() / f"datasets--{r.replace('/', '--')}" for r in repos]
     local = [_datasets_cache() / r.replace("/", "___") for r in repos]
     if any(p.exists() for p in [*hub, *local]):
-        return True, "in the local Hugging Face cache"
-    return False, "Hugging Face dataset not in the local cache: needs the hub (network) on first use"
+        return True, CACHED
+    return False, f"Hugging Face dataset {NOT_CACHED_MARK}: needs the hub (network) on first use"
 
 
 def model_availability(name: str) -> tuple[bool, str]:
@@ -49,8 +49,25 @@ def model_availability(name: str) -> tuple[bool, str]:
     if Path(name).expanduser().exists():
         return True, "local path"
     if (_hub_cache() / f"models--{name.replace('/', '--')}").exists():
-        return True, "in the local Hugging Face cache"
-    return False, "hub model not in the local cache: needs the hub (network) on first use"
+        return True, CACHED
+    return False, f"hub model {NOT_CACHED_MARK}: needs the hub (network) on first use"
+
+
+# What ``*_availability`` says of a name found in the Hugging Face cache, and of one that is not.
+CACHED = "in the local Hugging Face cache"
+NOT_CACHED_MARK = "not in the local cache"
+
+
+def hub_status(availability: tuple[bool, str]) -> str | None:
+    """For a hub name, what a run will do with it: ``cached`` or ``will download``; None for anything else
+    (a builtin, an embedded model, a local path)."""
+    ok, how = availability
+    if how == CACHED:
+        return "cached"
+    if not ok and NOT_CACHED_MARK in how:
+        return "will download" + (" — but offline mode is on (HF_HUB_OFFLINE): the run will stop" if hub_offline()
+                                  else " before the first training (needs the hub)")
+    return None
 
 
 def hub_offline() -> bool:

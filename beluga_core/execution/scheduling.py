@@ -1,23 +1,30 @@
-"""What the executors share: where workers run, which jobs may start, the worker class, and warming the token
-cache.
+"""What the executors share: the one dispatch loop, the backend interface it drives, where workers run, the
+worker class, and warming the token cache.
 
-A job may start once its parent (the IID model it starts from) is no longer waiting or running: either it
-finished in this run (its weights are then in the cache folder) or it finished in an earlier one (the runner
-re-trains a parent whose cached weights are missing, so those are there too).
+Every executor (local, multi, Ray, a plugin's) is a ``Backend`` — slots that run jobs and report what became of
+them — driven by ``dispatch``, which alone decides which job starts when, retries a job whose worker died, and
+reports progress. A job may start once its parent (the IID model it starts from) is no longer waiting or
+running: either it finished in this run (its weights are then in the cache folder, or travel with the backend)
+or it finished in an earlier one (the runner re-trains a parent whose cached weights are missing, so those are
+there too).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
+from typing import Protocol
 
 from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import IIDData
 from beluga_core.data.suite.schema import Input
+from beluga_core.execution.results import JobResult
 from beluga_core.execution.worker import Worker, iid_test_examples, iid_train_examples
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan
@@ -81,6 +88,150 @@ def order_jobs(jobs: Sequence[Job]) -> list[Job]:
     """Parents (IID models) before the jobs that start from them; otherwise plan order."""
     parents = {j.parent_id for j in jobs}
     return [j for j in jobs if j.id in parents] + [j for j in jobs if j.id not in parents]
+
+
+ResultFn = Callable[[JobResult], None]
+StepFn = Callable[[Job, str, int, int], None]
+
+
+class Progress(Protocol):
+    """What the dispatch loop tells the run's display (the coordinator supplies it)."""
+
+    def job_started(self, job: Job) -> None: ...
+    def job_step(self, job: Job, phase: str, step: int, total: int) -> None: ...
+    def job_finished(self, job: Job) -> None: ...
+    def job_retried(self, job: Job, attempt: int, why: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A job finished; ``result`` goes to the store."""
+
+    job: Job
+    result: JobResult
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A job raised. Not retried: the same job raises again. ``error`` is the exception where it is at hand
+    (raised in this process), re-raised as it is once the jobs in flight have finished."""
+
+    job: Job
+    traceback: str
+    error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class Lost:
+    """The process (or node) running a job died: the job goes back to the queue, up to ``max_retries``."""
+
+    job: Job
+    why: str
+
+
+Event = Finished | Failed | Lost
+
+
+class Backend(ABC):
+    """Slots that run jobs: the part of an executor that differs between local, multi-process and Ray.
+
+    ``dispatch`` calls ``submit`` while ``idle()`` is positive, then ``events`` to learn what became of the
+    jobs submitted; a backend never decides what runs next and never writes the store. Used as a context
+    manager: leaving it stops whatever it started, also after an error or Ctrl-C.
+    """
+
+    @abstractmethod
+    def idle(self) -> int:
+        """How many more jobs it would start now."""
+
+    @abstractmethod
+    def submit(self, job: Job) -> None:
+        """Start ``job`` (its parent, if any, has finished)."""
+
+    @abstractmethod
+    def events(self, step: StepFn) -> list[Event]:
+        """Wait until at least one submitted job finished, failed or was lost and return those events; pass
+        each job's step progress to ``step`` meanwhile."""
+
+    def close(self) -> None:  # noqa: B027 - most backends have something to stop, not all
+        """Stop what the backend started."""
+
+    def __enter__(self) -> Backend:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+@dataclass
+class DispatchStats:
+    """What happened to the jobs: how many ran, how many were retried and why."""
+
+    finished: int = 0
+    retries: list[tuple[str, int, str]] = field(default_factory=list)  # (job id, attempt, why)
+
+
+def _describe(job: Job) -> str:
+    return f"{job.id[:12]} ({job.config}/{job.method}/{job.scenario})"
+
+
+def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
+             max_retries: int) -> DispatchStats:
+    """Run ``jobs`` on ``backend``: parents before the jobs that start from them, a job lost with its worker
+    retried (first in the queue) up to ``max_retries`` times, every result passed to ``on_result`` as it comes.
+
+    A job that raises stops the run once the jobs in flight have finished (their results are kept), with the
+    job's error: a finished job is never lost to another one's failure.
+    """
+    waiting = order_jobs(jobs)
+    deps = Dependencies(jobs)
+    in_flight: set[str] = set()
+    attempts: dict[str, int] = {}
+    lost_why: dict[str, str] = {}
+    failure: Failed | None = None
+    stats = DispatchStats()
+    while waiting or in_flight:
+        while failure is None and backend.idle() > 0:
+            job = next((j for j in waiting if deps.ready(j)), None)
+            if job is None:
+                break
+            waiting.remove(job)
+            if job.id in attempts:
+                progress.job_retried(job, attempts[job.id] + 1, lost_why.pop(job.id))
+            else:
+                progress.job_started(job)
+            backend.submit(job)
+            in_flight.add(job.id)
+        if not in_flight:
+            if failure is not None:
+                break
+            raise BelugaError("jobs are waiting for parents that are neither done nor scheduled: "
+                              + ", ".join(j.id[:12] for j in waiting[:5]))
+        for event in backend.events(progress.job_step):
+            job = event.job
+            in_flight.discard(job.id)
+            if isinstance(event, Finished):
+                on_result(event.result)
+                deps.finished(job.id)
+                stats.finished += 1
+                progress.job_finished(job)
+            elif isinstance(event, Failed):
+                failure = failure or event
+            else:
+                attempts[job.id] = attempts.get(job.id, 0) + 1
+                if attempts[job.id] > max_retries:
+                    raise BelugaError(f"job {_describe(job)} lost its worker {attempts[job.id]} times (last: "
+                                      f"{event.why}); giving up. Finished jobs are in the store; re-running "
+                                      "resumes.")
+                stats.retries.append((job.id, attempts[job.id] + 1, event.why))
+                lost_why[job.id] = event.why
+                waiting.insert(0, job)
+    if failure is not None:
+        if failure.error is not None:
+            raise failure.error
+        raise BelugaError(f"job {_describe(failure.job)} failed:\n{failure.traceback.rstrip()}")
+    return stats
 
 
 def worker_class(spec: ExecutorSpec) -> type[Worker]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from beluga_core.analysis.report.terminal import print_g_table
 from beluga_core.analysis.selection.select import select_for_plan
 from beluga_core.analysis.selection.show import print_selection
 from beluga_core.analysis.significance.analyze import refresh_after_run
+from beluga_core.core.errors import BelugaError
 from beluga_core.evaluation.gold import case_gold
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.execution.results import JobResult
@@ -19,6 +21,7 @@ from beluga_core.execution.worker import weights_path
 from beluga_core.orchestration.progress import RichProgress
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
+from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 from beluga_core.store.suites import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
 from beluga_core.training.models import pick_device
@@ -45,11 +48,14 @@ def record_plan(plan: Plan, writer: StoreWriter) -> None:
             writer.set_g_exclusions(tp.spec.name, tp.spec.g_exclude)
 
 
-def run_plan(plan: Plan, console: Console) -> Path:
+def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Path:
+    """Run what the store lacks. A reader holding the store open makes each commit wait (saying every 10 s
+    who holds it) up to ``lock_timeout`` seconds; then the run stops with what it finished committed."""
     started = time.perf_counter()
     store_path = plan.store_path()
     store_path.parent.mkdir(parents=True, exist_ok=True)
-    writer = StoreWriter(store_path)
+    writer = StoreWriter(store_path, lock_timeout=lock_timeout,
+                         on_wait=lambda message: console.print(f"[yellow]{message}[/]", soft_wrap=True))
     cache_dir = cache_dir_for(store_path)
     record_plan(plan, writer)
     done = writer.done_ids()
@@ -88,7 +94,14 @@ def run_plan(plan: Plan, console: Console) -> Path:
         status = "interrupted"
         raise
     finally:
-        writer.finish_run(run_id, status)
+        if status == "done":
+            writer.finish_run(run_id, status)
+        else:
+            # The store may be what stopped the run (still held by a reader): try briefly, else the run stays
+            # recorded as 'running', as a killed run's does.
+            writer.store.lock_timeout = min(lock_timeout, 5.0)
+            with contextlib.suppress(BelugaError):
+                writer.finish_run(run_id, status)
         console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}",
                       soft_wrap=True)
         exe = plan.config.executor

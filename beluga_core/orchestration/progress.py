@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.progress import Progress
 
 from beluga_core.planning.jobs import Job
@@ -37,3 +39,9 @@ class RichProgress:
 
     def job_finished(self, job: Job) -> None:
         self.progress.advance(self.folds)
+
+    def job_retried(self, job: Job, attempt: int, why: str) -> None:
+        # A line that stays (with the time: a log of a long run shows when workers died), then the fold again.
+        self.progress.console.print(f"[yellow]{time.strftime('%H:%M:%S')} retrying {job_label(job)} (attempt "
+                                    f"{attempt}): {why}[/]", soft_wrap=True)
+        self.job_started(job)

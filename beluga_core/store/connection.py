@@ -9,8 +9,9 @@ two commits (DuckDB lets one read-write process hold a file, or many readers).
 from __future__ import annotations
 
 import contextlib
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import resources
@@ -59,9 +60,46 @@ def _is_lock_error(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.IOException) and "lock" in str(exc).lower()
 
 
-def connect(path: Path, *, read_only: bool, timeout: float) -> duckdb.DuckDBPyConnection:
-    """Open ``path``, waiting up to ``timeout`` seconds while another process holds a conflicting lock."""
-    deadline = time.monotonic() + timeout
+# Bytes 8-11 of every DuckDB database file.
+_DUCKDB_MAGIC = b"DUCK"
+
+
+def _not_a_database(path: Path) -> str | None:
+    if path.is_dir():
+        return "is a folder, not a file; a result store is one DuckDB file, e.g. runs/quick.duckdb"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(12)
+    except FileNotFoundError:
+        return None  # a new store
+    except OSError as exc:
+        return f"cannot read the result store ({exc})"
+    if head and head[8:12] != _DUCKDB_MAGIC:
+        return "not a DuckDB database (a result store is the DuckDB file a `beluga run` writes)"
+    return None
+
+
+# While waiting for a lock, say who holds it this often (seconds).
+LOCK_REPORT_EVERY = 10.0
+WaitFn = Callable[[str], None]
+
+
+def lock_holder(exc: BaseException) -> str:
+    """Who holds the lock, from DuckDB's message ("Conflicting lock is held in PROGRAM (PID N)")."""
+    found = re.search(r"lock is held in (.*?) \(PID (\d+)\)", str(exc))
+    return f"process {found[2]} ({found[1]})" if found else "another process"
+
+
+def connect(path: Path, *, read_only: bool, timeout: float,
+            on_wait: WaitFn | None = None) -> duckdb.DuckDBPyConnection:
+    """Open ``path``, waiting up to ``timeout`` seconds while another process holds a conflicting lock (and
+    telling ``on_wait``, every ``LOCK_REPORT_EVERY`` seconds, who holds it)."""
+    problem = _not_a_database(path)
+    if problem is not None:
+        raise BelugaError(problem, source=path)
+    started = time.monotonic()
+    deadline = started + timeout
+    next_report = started + LOCK_REPORT_EVERY
     delay = 0.02
     while True:
         try:
@@ -69,11 +107,15 @@ def connect(path: Path, *, read_only: bool, timeout: float) -> duckdb.DuckDBPyCo
         except duckdb.IOException as exc:
             if not _is_lock_error(exc):
                 raise BelugaError(f"cannot open the result store: {exc}", source=path) from exc
-            if time.monotonic() >= deadline:
-                holder = "is being written by another process" if read_only else \
-                    "is held open by another process (a `beluga report`, a duckdb CLI, another run?)"
-                raise BelugaError(f"the result store {holder}; waited {timeout:.0f} s ({exc})",
-                                  source=path) from exc
+            now = time.monotonic()
+            if on_wait is not None and now >= next_report and now < deadline:
+                next_report += LOCK_REPORT_EVERY
+                on_wait(f"waiting for the result store {path}: {lock_holder(exc)} holds it open "
+                        f"({now - started:.0f} s of at most {timeout:.0f} s)")
+            if now >= deadline:
+                holder = f"is being written by {lock_holder(exc)}" if read_only else \
+                    f"is held open by {lock_holder(exc)} (a `beluga report`, a duckdb CLI, another run?)"
+                raise BelugaError(f"the result store {holder}; waited {timeout:.0f} s", source=path) from exc
         except duckdb.Error as exc:
             raise BelugaError(f"cannot open the result store: {exc}", source=path) from exc
         time.sleep(delay)
@@ -96,9 +138,11 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 class Store:
     """Where a store lives: a file (opened per transaction) or one in-memory database (kept open)."""
 
-    def __init__(self, path: str | Path | None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
+    def __init__(self, path: str | Path | None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+                 on_wait: WaitFn | None = None) -> None:
         self.path = None if path is None else Path(path)
         self.lock_timeout = lock_timeout
+        self.on_wait = on_wait
         self._memory: duckdb.DuckDBPyConnection | None = duckdb.connect(":memory:") if path is None else None
 
     @classmethod
@@ -115,7 +159,7 @@ class Store:
             yield self._memory
             return
         assert self.path is not None
-        con = connect(self.path, read_only=read_only, timeout=self.lock_timeout)
+        con = connect(self.path, read_only=read_only, timeout=self.lock_timeout, on_wait=self.on_wait)
         try:
             yield con
         finally:

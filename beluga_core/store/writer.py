@@ -26,6 +26,7 @@ from beluga_core.store.connection import (
     DEFAULT_LOCK_TIMEOUT_S,
     STORAGE_COMPATIBILITY,
     Store,
+    WaitFn,
     as_utc,
     sql_file,
     store_schema_version,
@@ -60,8 +61,9 @@ class StoreWriter:
     writes an in-memory database, read through ``connection()`` (``beluga suite check``).
     """
 
-    def __init__(self, path: str | Path | None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
-        self.store = Store(path, lock_timeout=lock_timeout)
+    def __init__(self, path: str | Path | None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+                 on_wait: WaitFn | None = None) -> None:
+        self.store = Store(path, lock_timeout=lock_timeout, on_wait=on_wait)
         self._prepare()
 
     @classmethod

@@ -2,24 +2,43 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
-from beluga_core.execution.executors.base import Executor, Progress, ResultFn
-from beluga_core.execution.scheduling import order_jobs, worker_class
+from beluga_core.execution.executors.base import Executor
+from beluga_core.execution.scheduling import Backend, Event, Failed, Finished, StepFn, worker_class
+from beluga_core.execution.worker import Worker
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
 from beluga_core.training.models import configure_threads
 
 
+class InProcess(Backend):
+    """One slot: ``events`` runs the submitted job here. A job that raises is reported as failed; Ctrl-C
+    (and any other ``BaseException``) goes straight up, as the process would."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.job: Job | None = None
+
+    def idle(self) -> int:
+        return 0 if self.job else 1
+
+    def submit(self, job: Job) -> None:
+        self.job = job
+
+    def events(self, step: StepFn) -> list[Event]:
+        job, self.job = self.job, None
+        assert job is not None, "events() without a submitted job"
+        try:
+            return [Finished(job, self.worker.run(job, partial(step, job)))]
+        except Exception as exc:
+            return [Failed(job, traceback.format_exc(), exc)]
+
+
 class LocalExecutor(Executor):
-    def run(self, plan: Plan, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
-            cache_dir: str) -> None:
+    def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
         configure_threads(self.spec.threads)
-        worker = worker_class(self.spec)(plan, self.spec.device, Path(cache_dir))
-        for job in order_jobs(jobs):
-            progress.job_started(job)
-            result = worker.run(job, partial(progress.job_step, job))
-            on_result(result)
-            progress.job_finished(job)
+        return InProcess(worker_class(self.spec)(plan, self.spec.device, cache_dir))

@@ -1,15 +1,19 @@
 """The multi-worker executor: one worker process per GPU (or several per GPU), or N CPU worker processes.
 
-The coordinator (this process) stays the only writer: workers send each finished job back over their own pipe and
-``on_result`` commits it here. Each worker is a long-lived ``Worker`` (sharing model, pristine weights and
-tokenized inputs across its jobs), so results depend only on the job, not on which worker ran it — with the
-same device type and thread count per fold, the numbers equal the local executor's.
+The coordinator (this process) stays the only writer: each worker sends its progress and finished jobs back
+over its own pipe, and the shared dispatch loop (``scheduling.dispatch``) commits them here. Each worker is a
+long-lived ``Worker`` (sharing model, pristine weights and tokenized inputs across its jobs), so results depend
+only on the job, not on which worker ran it — with the same device type and thread count per fold, the numbers
+equal the local executor's.
 
 - Jobs whose parent (the IID model) is still waiting or running wait for it; the parent's weights reach the
   other workers through the cache folder (the worker writes them before reporting the job done).
-- A worker that dies (killed, out of memory, segfault) is replaced and its job is retried, up to
-  ``options.max_retries`` times (default 2); then the run stops naming the job. A job that raises is
-  reported with its traceback once the jobs in flight on the other workers have finished.
+- No channel is shared, and no process writes through a feeder thread: a worker killed in the middle of a
+  message (OOM killer, segfault, ``kill -9``) breaks only its own pipe. The coordinator waits on every pipe
+  and every worker's process sentinel together (``multiprocessing.connection.wait``), so a death is seen at
+  once, whether or not the worker was sending; the worker is replaced and its job retried, up to
+  ``options.max_retries`` times (default 2); then the run stops naming the job. A job that raises is reported
+  with its traceback once the jobs in flight on the other workers have finished.
 - Workers are forked from a fork server that has imported torch, transformers and the worker code once (spawned
   where there is no fork server: Windows). A worker, or the replacement of a dead one, then starts in well under
   a second instead of importing them again (~6 s on 2 CPU cores). The server itself never runs torch: forking a
@@ -21,9 +25,9 @@ code; they are untested on a GPU in this repository's CI.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import pickle
-import queue
 import signal
 import time
 import traceback
@@ -35,8 +39,19 @@ from typing import Any
 
 from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
-from beluga_core.execution.executors.base import Executor, Progress, ResultFn
-from beluga_core.execution.scheduling import Dependencies, Slot, order_jobs, plan_slots, warm_token_cache, worker_class
+from beluga_core.execution.executors.base import Executor
+from beluga_core.execution.scheduling import (
+    Backend,
+    Event,
+    Failed,
+    Finished,
+    Lost,
+    Slot,
+    StepFn,
+    plan_slots,
+    warm_token_cache,
+    worker_class,
+)
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
 
@@ -46,8 +61,8 @@ STEP_REPORT_EVERY = 0.5
 START_TIMEOUT = 900.0
 
 
-def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inbox: Any, outbox: Connection,
-                 wid: int) -> None:
+def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inbox: Connection,
+                 outbox: Connection) -> None:
     from beluga_core.training.models import configure_threads
 
     # Ctrl-C reaches every process of the terminal's group: the coordinator handles it and stops workers.
@@ -59,15 +74,17 @@ def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inb
         # Otherwise every worker also opens a context on cuda:0 (pinned copies, caching allocator).
         torch.cuda.set_device(slot.device)
     worker = worker_class(spec)(plan, slot.device, Path(cache_dir))
-    outbox.send(("ready", wid, None))
+    outbox.send(("ready", None))
     parent = mp.parent_process()
     while True:
-        try:
-            job: Job | None = inbox.get(timeout=2.0)
-        except queue.Empty:
+        if not inbox.poll(2.0):
             if parent is not None and not parent.is_alive():
                 return  # the coordinator was killed (kill -9): do not linger as an orphan
             continue
+        try:
+            job: Job | None = inbox.recv()
+        except EOFError:
+            return  # the coordinator closed the pipe
         if job is None:
             return
         last = 0.0
@@ -77,14 +94,14 @@ def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inb
             now = time.monotonic()
             if phase == "eval" or now - last >= STEP_REPORT_EVERY or s == n:
                 last = now
-                outbox.send(("step", wid, (job.id, phase, s, n)))
+                outbox.send(("step", (job.id, phase, s, n)))
 
         try:
             result = worker.run(job, step)
         except BaseException:  # reported to the coordinator, which decides; the worker stays usable
-            outbox.send(("error", wid, (job.id, traceback.format_exc())))
+            outbox.send(("error", (job.id, traceback.format_exc())))
             continue
-        outbox.send(("result", wid, result))
+        outbox.send(("result", result))
 
 
 # What the fork server imports before it forks the first worker: the heavy part of every worker's start-up.
@@ -99,150 +116,138 @@ def _context() -> Any:
     return mp.get_context("spawn")
 
 
-def _next_message(procs: dict[int, _Proc]) -> tuple[str, int, Any] | None:
-    """The next message of any worker (waiting up to a second), or None; a channel broken by a dying worker
-    yields nothing (its process is then found dead and replaced)."""
-    channels = [p.results for p in procs.values() if not p.results.closed]
-    ready = wait(channels, timeout=1.0)
-    for channel in channels:
-        if channel not in ready:
-            continue
-        try:
-            message: tuple[str, int, Any] = channel.recv()
-            return message
-        except (EOFError, OSError, pickle.UnpicklingError):
-            channel.close()
-    return None
-
-
-@dataclass
+@dataclass(eq=False)
 class _Proc:
     slot: Slot
     process: Any
-    inbox: Any
-    # The worker's own channel back (a pipe written synchronously by the worker, with no feeder thread): a
-    # worker that dies mid-message breaks only this channel, never the other workers'.
+    # Both pipes are this worker's alone, written synchronously (no feeder thread): a process that dies
+    # mid-message breaks only its own channel.
+    jobs: Connection
     results: Connection
     started: float
     ready: bool = False
     job: Job | None = None
 
 
-class MultiExecutor(Executor):
-    def __init__(self, spec: ExecutorSpec) -> None:
-        super().__init__(spec)
-        self.max_retries = int(spec.options.get("max_retries", 2))
-
-    def run(self, plan: Plan, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
-            cache_dir: str) -> None:
-        if not jobs:
-            return
-        slots = plan_slots(self.spec)
-        slots = slots[:max(1, len(jobs))]
-        warm_token_cache(plan, Path(cache_dir))
-        ctx = _context()
-        worker_plan = plan.for_workers()
-        procs: dict[int, _Proc] = {}
-        next_wid = 0
-
-        def start(slot: Slot) -> None:
-            nonlocal next_wid
-            inbox = ctx.Queue()
-            results, sender = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker_main,
-                            args=(worker_plan, self.spec, slot, cache_dir, inbox, sender, next_wid),
-                            name=f"beluga-worker-{next_wid}", daemon=True)
-            p.start()
-            sender.close()  # the worker holds the only sending end: its death closes the channel
-            procs[next_wid] = _Proc(slot, p, inbox, results, time.monotonic())
-            next_wid += 1
-
-        for slot in slots:
-            start(slot)
-        waiting = order_jobs(jobs)
-        by_id = {j.id: j for j in jobs}
-        deps = Dependencies(jobs)
-        attempts: dict[str, int] = {}
-        failure: tuple[Job, str] | None = None
+def _exit_reason(process: Any) -> str:
+    code = process.exitcode
+    if code is not None and code < 0:
         try:
-            while waiting or any(p.job is not None for p in procs.values()):
-                if failure is None:
-                    for p in procs.values():
-                        if p.ready and p.job is None:
-                            job = next((j for j in waiting if deps.ready(j)), None)
-                            if job is None:
-                                break
-                            waiting.remove(job)
-                            p.job = job
-                            progress.job_started(job)
-                            p.inbox.put(job)
-                elif not any(p.job is not None for p in procs.values()):
-                    break
-                if waiting and failure is None and not any(p.job is not None for p in procs.values()) \
-                        and all(p.ready for p in procs.values()):
-                    raise BelugaError("jobs are waiting for parents that are neither done nor scheduled: "
-                                      + ", ".join(j.id[:12] for j in waiting[:5]))
-                self._check_alive(procs, start, waiting, attempts)
-                message = _next_message(procs)
-                if message is None:
-                    continue
-                kind, wid, payload = message
-                origin = procs.get(wid)
-                if origin is None:
-                    continue  # a message from a worker replaced meanwhile
-                if kind == "ready":
-                    origin.ready = True
-                elif kind == "step":
-                    job_id, phase, s, n = payload
-                    if origin.job is not None and origin.job.id == job_id:
-                        progress.job_step(origin.job, phase, s, n)
-                elif kind == "result":
-                    job, origin.job = origin.job, None
-                    if job is None or job.id != payload.id:
-                        continue
-                    on_result(payload)
-                    deps.finished(job.id)
-                    progress.job_finished(job)
-                elif kind == "error":
-                    job_id, tb = payload
-                    origin.job = None
-                    if failure is None:
-                        failure = (by_id[job_id], tb)
-        finally:
-            for p in procs.values():
-                if p.process.is_alive():
-                    p.inbox.put(None)
-            deadline = time.monotonic() + 10
-            for p in procs.values():
-                p.process.join(timeout=max(0.1, deadline - time.monotonic()))
-                if p.process.is_alive():
-                    p.process.terminate()
-                    p.process.join(timeout=5)
-        if failure is not None:
-            job, tb = failure
-            raise BelugaError(f"job {job.id[:12]} ({job.config}/{job.method}/{job.scenario}) failed in a worker:\n"
-                              f"{tb.rstrip()}")
+            return f"its worker process was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"its worker process was killed by signal {-code}"
+    return f"its worker process exited (code {code})"
 
-    def _check_alive(self, procs: dict[int, _Proc], start: Any, waiting: list[Job],
-                     attempts: dict[str, int]) -> None:
-        """Replace dead workers; put the job a dead worker held back at the front of the queue."""
-        for wid, p in list(procs.items()):
-            alive = p.process.is_alive()
-            if alive and (p.ready or time.monotonic() - p.started < START_TIMEOUT):
-                continue
-            if alive:
+
+class WorkerPool(Backend):
+    """Long-lived worker processes, one job each at a time; a dead one is replaced at once."""
+
+    def __init__(self, spec: ExecutorSpec, plan: Plan, slots: Sequence[Slot], cache_dir: Path) -> None:
+        self.spec = spec
+        self.cache_dir = str(cache_dir)
+        self.ctx = _context()
+        self.plan = plan.for_workers()
+        self.procs: list[_Proc] = []
+        for slot in slots:
+            self._start(slot)
+
+    def _start(self, slot: Slot) -> None:
+        jobs_out, jobs_in = self.ctx.Pipe(duplex=False)
+        results_in, results_out = self.ctx.Pipe(duplex=False)
+        p = self.ctx.Process(target=_worker_main,
+                             args=(self.plan, self.spec, slot, self.cache_dir, jobs_out, results_out),
+                             name="beluga-worker", daemon=True)
+        p.start()
+        # The worker holds the only other ends: its death closes both channels.
+        jobs_out.close()
+        results_out.close()
+        self.procs.append(_Proc(slot, p, jobs_in, results_in, time.monotonic()))
+
+    def idle(self) -> int:
+        return sum(p.job is None for p in self.procs)
+
+    def submit(self, job: Job) -> None:
+        # A worker still starting takes it too (it reads it once ready), so a retried job waits for nobody.
+        p = min((p for p in self.procs if p.job is None), key=lambda p: not p.ready)
+        p.job = job
+        with contextlib.suppress(OSError):  # the worker is dead: its sentinel reports it, with the job, in events()
+            p.jobs.send(job)
+
+    def events(self, step: StepFn) -> list[Event]:
+        out: list[Event] = []
+        while not out:
+            by_channel = {p.results: p for p in self.procs}
+            by_sentinel = {p.process.sentinel: p for p in self.procs}
+            ready = wait([*by_channel, *by_sentinel], timeout=5.0)
+            for obj in ready:
+                if obj in by_channel:
+                    p = by_channel[obj]
+                    if p in self.procs and not self._receive(p, step, out):
+                        self._replace(p, "its channel broke mid-message", out)
+            for obj in ready:
+                if obj in by_sentinel:
+                    p = by_sentinel[obj]
+                    if p in self.procs:
+                        # What it sent before dying still counts (a result sent, then killed).
+                        while p.results.poll() and self._receive(p, step, out):
+                            pass
+                        if p in self.procs:
+                            self._replace(p, _exit_reason(p.process), out)
+            for p in list(self.procs):
+                if not p.ready and time.monotonic() - p.started > START_TIMEOUT:
+                    p.process.kill()
+                    p.process.join(5)
+                    self._replace(p, f"its worker did not start within {START_TIMEOUT:.0f} s", out)
+        return out
+
+    def _receive(self, p: _Proc, step: StepFn, out: list[Event]) -> bool:
+        """Handle one message of ``p``; False when its channel is broken (the worker died mid-message)."""
+        try:
+            kind, payload = p.results.recv()
+        except (EOFError, OSError, pickle.UnpicklingError):
+            return False
+        if kind == "ready":
+            p.ready = True
+        elif kind == "step" and p.job is not None and p.job.id == payload[0]:
+            step(p.job, *payload[1:])
+        elif kind in ("result", "error") and p.job is not None:
+            job, p.job = p.job, None
+            out.append(Finished(job, payload) if kind == "result" else Failed(job, payload[1]))
+        return True
+
+    def _replace(self, p: _Proc, why: str, out: list[Event]) -> None:
+        self.procs.remove(p)
+        p.jobs.close()
+        p.results.close()
+        p.process.join(timeout=1)  # its channel broke: it is exiting, or broken beyond use
+        if p.process.is_alive():
+            p.process.kill()
+            p.process.join(timeout=5)
+        code = p.process.exitcode
+        if not p.ready and code is not None and code > 0:
+            raise BelugaError(f"a worker process failed to start (exit code {code}); run with the local "
+                              "executor to see why")
+        if p.job is not None:
+            out.append(Lost(p.job, why))
+        self._start(p.slot)
+
+    def close(self) -> None:
+        for p in self.procs:
+            with contextlib.suppress(OSError):
+                p.jobs.send(None)
+        deadline = time.monotonic() + 10
+        for p in self.procs:
+            p.process.join(timeout=max(0.1, deadline - time.monotonic()))
+            if p.process.is_alive():
                 p.process.terminate()
+                p.process.join(timeout=5)
+            p.jobs.close()
             p.results.close()
-            del procs[wid]
-            job = p.job
-            if job is None and not p.ready:
-                raise BelugaError(f"a worker process failed to start (exit code {p.process.exitcode}); "
-                                  "run with the local executor to see why")
-            if job is not None:
-                attempts[job.id] = attempts.get(job.id, 0) + 1
-                if attempts[job.id] > self.max_retries:
-                    raise BelugaError(f"job {job.id[:12]} ({job.config}/{job.method}/{job.scenario}) killed its "
-                                      f"worker {attempts[job.id]} times (last exit code {p.process.exitcode}); "
-                                      "giving up. Finished jobs are in the store; re-running resumes.")
-                waiting.insert(0, job)
-            start(p.slot)
+        self.procs.clear()
+
+
+class MultiExecutor(Executor):
+    def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
+        slots = plan_slots(self.spec)[:max(1, len(jobs))]
+        warm_token_cache(plan, cache_dir)
+        return WorkerPool(self.spec, plan, slots, cache_dir)

@@ -9,14 +9,15 @@
     address = "ray://head:10001"     # or "auto"; absent: start a local Ray on this machine
     num_cpus = 2                     # local cluster only: CPUs it may use (default: all)
     gpus_per_fold = 0.5              # GPU share per fold (default 1 on a cluster with GPUs, else 0)
-    max_retries = 3                  # Ray re-runs a fold whose worker process or node was lost
+    max_retries = 2                  # re-run a fold whose worker process or node was lost (default 2)
 
 The driver (the coordinator) is the only writer of the store. It tokenizes what the plan reads into the token
 cache first and ships those shards (and the IID model's weights for the folds that start from it) through
 Ray's object store, so workers need no filesystem shared with the driver; on one machine they also find both
-in the cache folder. Folds whose parent is not done are submitted when it is. A fold that raises is reported
-with its traceback once the folds in flight have finished; resume works as with the local executor (the
-runner skips finished jobs).
+in the cache folder. The shared dispatch loop (``scheduling.dispatch``) submits folds whose parent is done and
+retries a fold whose worker process or node was lost (Ray's own task retries are off, so there is one retry
+policy for every executor); a fold that raises is reported with its traceback once the folds in flight have
+finished; resume works as with the local executor (the runner skips finished jobs).
 
 CPU folds reuse their Ray worker process, keeping the loaded model and tokenized inputs between folds. GPU
 folds run each in a fresh process (Ray's default ``max_calls=1`` for GPU tasks): a CUDA context cannot follow
@@ -37,9 +38,18 @@ from typing import Any
 from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import atomic_write
-from beluga_core.execution.executors.base import Executor, Progress, ResultFn
+from beluga_core.execution.executors.base import Executor
 from beluga_core.execution.results import JobResult
-from beluga_core.execution.scheduling import Dependencies, order_jobs, warm_token_cache, worker_class
+from beluga_core.execution.scheduling import (
+    Backend,
+    Event,
+    Failed,
+    Finished,
+    Lost,
+    StepFn,
+    warm_token_cache,
+    worker_class,
+)
 from beluga_core.execution.worker import weights_path
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
@@ -87,6 +97,64 @@ def run_fold(plan_box: list[Any], shards_box: list[Any], parent_box: list[Any], 
     return result, weights
 
 
+class RayCluster(Backend):
+    """Folds as Ray tasks: every fold whose parent is done is submitted at once and Ray queues them by the
+    resources they ask for."""
+
+    def __init__(self, ray: Any, started_here: bool, spec: ExecutorSpec, plan: Plan, jobs: Sequence[Job],
+                 cache_dir: Path, resources: tuple[float, float, str, int]) -> None:
+        from beluga_core.training import token_cache
+
+        self.ray, self.started_here, self.spec, self.cache_dir = ray, started_here, spec, cache_dir
+        cpus, gpus, self.device, self.threads = resources
+        warm_token_cache(plan, cache_dir)
+        self.plan_ref = ray.put(plan.for_workers())
+        self.shards_ref = ray.put(token_cache.shard_files(cache_dir / "tokens"))
+        self.remote = ray.remote(max_calls=1 if gpus > 0 else 0)(run_fold).options(
+            num_cpus=cpus, num_gpus=gpus, max_retries=0, retry_exceptions=False)
+        self.parents_needed = {j.parent_id for j in jobs if j.parent_id}
+        self.parent_refs: dict[str, Any] = {}
+        self.running: dict[Any, Job] = {}
+
+    def _parent_ref(self, parent_id: str) -> list[Any]:
+        if parent_id not in self.parent_refs:
+            path = weights_path(self.cache_dir, parent_id)  # finished in an earlier run: the coordinator made sure
+            self.parent_refs[parent_id] = self.ray.put(path.read_bytes())
+        return [self.parent_refs[parent_id]]
+
+    def idle(self) -> int:
+        return 1  # Ray queues what its cluster cannot start yet
+
+    def submit(self, job: Job) -> None:
+        boxed = self._parent_ref(job.parent_id) if job.parent_id else []
+        ref = self.remote.remote([self.plan_ref], [self.shards_ref], boxed, job, self.spec, self.device,
+                                 self.threads, str(self.cache_dir), job.id in self.parents_needed)
+        self.running[ref] = job
+
+    def events(self, step: StepFn) -> list[Event]:
+        done, _ = self.ray.wait(list(self.running), num_returns=1)
+        job = self.running.pop(done[0])
+        try:
+            result, weights = self.ray.get(done[0])
+        except self.ray.exceptions.RayTaskError as exc:  # the fold raised
+            return [Failed(job, _describe(exc))]
+        except self.ray.exceptions.RayError as exc:  # its worker process or node was lost
+            return [Lost(job, f"Ray lost its worker ({type(exc).__name__})")]
+        if weights is not None:
+            self.parent_refs[job.id] = self.ray.put(weights)
+            path = weights_path(self.cache_dir, job.id)
+            if not path.exists():  # the worker wrote it elsewhere (no shared filesystem): keep for resume
+                atomic_write(path, weights)
+        return [Finished(job, result)]
+
+    def close(self) -> None:
+        for ref in self.running:
+            self.ray.cancel(ref, force=True)
+        self.running.clear()
+        if self.started_here:
+            self.ray.shutdown()
+
+
 class RayExecutor(Executor):
     def __init__(self, spec: ExecutorSpec) -> None:
         super().__init__(spec)
@@ -125,78 +193,17 @@ class RayExecutor(Executor):
         cpus = float(opts.get("cpus_per_fold", threads))
         return cpus, gpus, ("cuda" if gpus > 0 else "cpu"), threads
 
-    def run(self, plan: Plan, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
-            cache_dir: str) -> None:
-        if not jobs:
-            return
+    def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
         ray, started_here = self._init_ray()
         try:
-            self._run(ray, plan, jobs, on_result, progress, Path(cache_dir))
-        finally:
+            return RayCluster(ray, started_here, self.spec, plan, jobs, cache_dir, self._resources(ray))
+        except BaseException:
             if started_here:
                 ray.shutdown()
-
-    def _run(self, ray: Any, plan: Plan, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
-             cache_dir: Path) -> None:
-        from beluga_core.training import token_cache
-
-        cpus, gpus, device, threads = self._resources(ray)
-        warm_token_cache(plan, cache_dir)
-        plan_ref = ray.put(plan.for_workers())
-        shards_ref = ray.put(token_cache.shard_files(cache_dir / "tokens"))
-        remote = ray.remote(max_calls=1 if gpus > 0 else 0)(run_fold).options(
-            num_cpus=cpus, num_gpus=gpus, max_retries=int(self.options.get("max_retries", 3)),
-            retry_exceptions=False)
-        parents_needed = {j.parent_id for j in jobs if j.parent_id}
-        parent_refs: dict[str, Any] = {}
-        waiting = order_jobs(jobs)
-        deps = Dependencies(jobs)
-        running: dict[Any, Job] = {}
-        failure: tuple[Job, str] | None = None
-
-        def parent_ref(parent_id: str) -> list[Any]:
-            if parent_id not in parent_refs:
-                path = weights_path(cache_dir, parent_id)  # finished in an earlier run: the coordinator made sure
-                parent_refs[parent_id] = ray.put(path.read_bytes())
-            return [parent_refs[parent_id]]
-
-        while waiting or running:
-            if failure is None:
-                for job in [j for j in waiting if deps.ready(j)]:
-                    waiting.remove(job)
-                    boxed = parent_ref(job.parent_id) if job.parent_id else []
-                    ref = remote.remote([plan_ref], [shards_ref], boxed, job, self.spec, device, threads,
-                                        str(cache_dir), job.id in parents_needed)
-                    running[ref] = job
-                    progress.job_started(job)
-            if not running:
-                if failure is not None:
-                    break
-                raise BelugaError("jobs are waiting for parents that are neither done nor scheduled: "
-                                  + ", ".join(j.id[:12] for j in waiting[:5]))
-            done, _ = ray.wait(list(running), num_returns=1)
-            job = running.pop(done[0])
-            try:
-                result, weights = ray.get(done[0])
-            except Exception as exc:  # RayTaskError (the fold raised) or a worker lost beyond max_retries
-                if failure is None:
-                    failure = (job, _describe(exc))
-                continue
-            if weights is not None:
-                parent_refs[job.id] = ray.put(weights)
-                path = weights_path(cache_dir, job.id)
-                if not path.exists():  # the worker wrote it elsewhere (no shared filesystem): keep for resume
-                    atomic_write(path, weights)
-            on_result(result)
-            deps.finished(job.id)
-            progress.job_finished(job)
-        if failure is not None:
-            job, text = failure
-            raise BelugaError(f"job {job.id[:12]} ({job.config}/{job.method}/{job.scenario}) failed on Ray:\n{text}")
+            raise
 
 
 def _describe(exc: BaseException) -> str:
     buf = io.StringIO()
     traceback.print_exception(exc, file=buf)
     return buf.getvalue().rstrip()[-4000:]
-

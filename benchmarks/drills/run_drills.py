@@ -1,0 +1,378 @@
+"""Fault drills: kill beluga's coordinator and its workers at random moments, hold its store open, and check
+that every interrupted run ends with exactly the facts of an uninterrupted one. Scripts that print figures,
+not timed tests (each drill takes a few minutes on 2 CPU cores; see RESULTS.md beside this file).
+
+    python benchmarks/drills/run_drills.py                      # all three drills, seed 0
+    python benchmarks/drills/run_drills.py coordinator --seed 7 --kills 25
+    python benchmarks/drills/run_drills.py workers
+    python benchmarks/drills/run_drills.py reader --lock-timeout 30
+
+All three run benchmarks/drills/drill.toml (55 trainings of about a second each) with `beluga run` in a
+subprocess, as a user would, and compare each store with an uninterrupted run of the same config:
+
+- **coordinator**: SIGKILL the whole run at ``--kills`` moments drawn uniformly over the reference run's
+  training time (each attempt is killed its start-up time plus the next gap after it starts), resuming each
+  time. Three of the attempts, drawn by the seed, are instead killed *inside a store commit*, by the drill-only
+  start-up hook in hooks/ (it SIGKILLs the coordinator after a model's row and i.i.d. rows are written and
+  before its outcomes and the COMMIT: an open transaction on disk); ``beluga store check`` runs after each.
+- **workers**: the multi-worker executor (2 workers, 1 thread each, ``max_retries`` above the kill count);
+  SIGKILL a random worker process at ``--kills`` moments drawn uniformly over the run, plus two workers killed
+  in the middle of sending a result (tests/midsend: half a message in the pipe, then SIGKILL). Prints the
+  longest delay from a worker's death to its job's retry (the run's "retrying" line, timestamped on arrival).
+- **reader**: a reader opens the store read-only a third of the way into the run and holds it; the run's next
+  commit waits, saying every 10 s who holds the store, up to ``--lock-timeout`` seconds, then stops (exit 2);
+  ``beluga store check`` must pass on what it left, and a resumed run must end identical.
+
+"Identical" means equal sha256 digests of each store's sorted raw facts: outcomes, i.i.d. predictions and
+metrics, and the models' ids and status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from beluga_core.training.precision import machine_line
+
+DRILLS = Path(__file__).resolve().parent
+REPO = DRILLS.parents[1]
+CONFIG = DRILLS / "drill.toml"
+BELUGA = [sys.executable, "-m", "beluga_core"]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
+MULTI = '[executor]\nname = "multi"\nprecision = "fp32"\nworkers = 2\nthreads = 1\n[executor.options]\n'
+FACTS = {"outcomes": "SELECT * FROM outcomes", "iid_predictions": "SELECT * FROM iid_predictions",
+         "iid_metrics": "SELECT * FROM iid_metrics", "models": "SELECT model_id, status FROM models"}
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def config_with(out: Path, executor: str | None, name: str) -> Path:
+    """drill.toml, with another [executor] section if given, written to ``out``."""
+    text = CONFIG.read_text(encoding="utf-8")
+    if executor is not None:
+        text = text[:text.index("[executor]")] + executor
+    path = out / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def digest(store: Path) -> str:
+    """sha256 of the store's sorted raw facts."""
+    h = hashlib.sha256()
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        for name, sql in FACTS.items():
+            h.update(name.encode())
+            h.update(repr(con.execute(f"{sql} ORDER BY ALL").fetchall()).encode())
+    finally:
+        con.close()
+    return h.hexdigest()
+
+
+def done_models(store: Path) -> int:
+    if not store.exists():
+        return 0
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        row = con.execute("SELECT count(*) FROM models WHERE status = 'done'").fetchone()
+        return int(row[0]) if row else 0
+    finally:
+        con.close()
+
+
+def store_check(store: Path) -> bool:
+    proc = subprocess.run([*BELUGA, "store", "check", str(store)], capture_output=True, text=True, env=ENV,
+                          check=False)
+    if proc.returncode != 0:
+        say(proc.stdout[-2000:] + proc.stderr[-2000:])
+    return proc.returncode == 0
+
+
+@dataclass
+class Run:
+    """``beluga run`` in the background; its output lines timestamped (time.time()) as they arrive."""
+
+    config: Path
+    store: Path
+    env: dict[str, str] = field(default_factory=dict)
+    extra: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.started = time.time()
+        self.proc = subprocess.Popen([*BELUGA, "run", str(self.config), "--store", str(self.store), *self.extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env={**ENV, **self.env})
+        self.lines: list[tuple[float, str]] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append((time.time(), line.rstrip("\n")))
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait(self, timeout: float = 1800) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self.reader.join(timeout=10)
+        return code
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.wait()
+
+    def first(self, pattern: str) -> float | None:
+        """When the first line matching ``pattern`` arrived."""
+        return next((t for t, line in self.lines if re.search(pattern, line)), None)
+
+    def tail(self, n: int = 15) -> str:
+        return "\n".join(line for _, line in self.lines[-n:])
+
+
+def reference(config: Path, store: Path) -> tuple[float, float]:
+    """An uninterrupted run: (start-up seconds until its trainings begin, seconds of training after that)."""
+    store.unlink(missing_ok=True)
+    run = Run(config, store)
+    code = run.wait()
+    end = time.time()
+    if code != 0:
+        raise SystemExit(f"the reference run failed:\n{run.tail()}")
+    begun = run.first(r"running \d+") or run.started
+    say(f"  reference run: {end - run.started:.1f} s ({begun - run.started:.1f} s start-up, "
+        f"{end - begun:.1f} s training), {done_models(store)} models")
+    return begun - run.started, end - begun
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(stat.parent.name))
+    return out
+
+
+def worker_pids(coordinator: int) -> list[int]:
+    """The multi executor's workers: children of the fork server the coordinator started (or the coordinator's
+    own children that are neither the fork server nor the resource tracker, where workers are spawned)."""
+    pids = []
+    for child in children(coordinator):
+        with contextlib.suppress(OSError):
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if "forkserver" in cmdline:
+                pids += children(child)
+            elif "resource_tracker" not in cmdline:
+                pids.append(child)
+    return pids
+
+
+def result_line(name: str, **figures: object) -> None:
+    say(f"{name}: " + ", ".join(f"{k} = {v}" for k, v in figures.items()))
+
+
+# --------------------------------------------------------------------------------------------- drills
+
+def drill_coordinator(out: Path, seed: int, kills: int) -> bool:
+    say(f"\n## coordinator drill: {kills} SIGKILLs of `beluga run`, seed {seed}")
+    config = config_with(out, None, "coordinator")
+    ref = out / "coordinator-reference.duckdb"
+    startup, work = reference(config, ref)
+    rng = random.Random(seed)
+    moments = sorted(rng.uniform(0, work) for _ in range(kills))
+    gaps = [b - a for a, b in zip([0.0, *moments], moments, strict=False)]
+    in_commit = set(rng.sample(range(min(kills, 12)), 3))  # early ones: there is work left to commit
+    store = out / "coordinator.duckdb"
+    store.unlink(missing_ok=True)
+    shutil.rmtree(out / "coordinator.duckdb.cache", ignore_errors=True)
+    landed = commit_kills = finished_early = 0
+    checks_ok = True
+    for k, gap in enumerate(gaps):
+        delay = startup + gap
+        if k in in_commit:
+            flag = out / f"commit-kill-{k}"
+            flag.unlink(missing_ok=True)
+            run = Run(config, store, {"PYTHONPATH": str(DRILLS / "hooks"),
+                                      "BELUGA_DRILL_DIE_IN_COMMIT_AFTER": f"{delay:.3f}",
+                                      "BELUGA_DRILL_COMMIT_FLAG": str(flag)})
+            code = run.wait()
+            hit = flag.exists()
+            commit_kills += hit
+            landed += hit
+            ok = store_check(store)
+            checks_ok &= ok
+            what = "killed inside a commit" if hit else f"finished (exit {code})"
+            say(f"  attempt {k + 1:2d}: {what} at {time.time() - run.started:5.1f} s; store check "
+                f"{'passes' if ok else 'FAILS'}; {done_models(store)} models done")
+        else:
+            run = Run(config, store)
+            deadline = run.started + delay
+            while run.alive() and time.time() < deadline:
+                time.sleep(0.05)
+            if run.alive():
+                run.kill()
+                landed += 1
+                say(f"  attempt {k + 1:2d}: killed at {delay:5.1f} s; {done_models(store)} models done")
+            else:
+                finished_early += 1
+                say(f"  attempt {k + 1:2d}: finished (exit {run.proc.returncode}) before its kill at {delay:.1f} s")
+        if not run.alive() and run.proc.returncode == 0:
+            break
+    resumed = Run(config, store)
+    code = resumed.wait()
+    final_check = store_check(store)
+    ref_check = store_check(ref)
+    d_ref, d_run = digest(ref), digest(store)
+    say(resumed.tail(3))
+    result_line("coordinator", seed=seed, kills=landed, kills_inside_a_commit=commit_kills,
+                resumes=landed, finished_before_a_kill=finished_early, final_exit=code,
+                digest_uninterrupted=d_ref, digest_interrupted=d_run, identical=str(d_ref == d_run).lower(),
+                store_check=("passes on both" if final_check and ref_check and checks_ok else "FAILS"))
+    return code == 0 and d_ref == d_run and final_check and ref_check and checks_ok and commit_kills >= 3
+
+
+def drill_workers(out: Path, seed: int, kills: int) -> bool:
+    say(f"\n## worker drill: {kills} SIGKILLs of worker processes + 2 deaths while sending a result, seed {seed}")
+    config = config_with(out, MULTI + f"max_retries = {kills + 5}\n", "workers")
+    ref = out / "workers-reference.duckdb"
+    startup, work = reference(config, ref)
+    rng = random.Random(seed)
+    moments = sorted(startup + rng.uniform(0, work) for _ in range(kills))
+    store = out / "workers.duckdb"
+    store.unlink(missing_ok=True)
+    markers = [out / f"mid-send-{i}" for i in range(2)]
+    for m in markers:
+        m.unlink(missing_ok=True)
+    run = Run(config, store, {"PYTHONPATH": str(REPO / "tests" / "midsend"),
+                              "BELUGA_DIE_MID_SEND": ",".join(map(str, markers))})
+    deaths: list[float] = []
+    for moment in moments:
+        while run.alive() and time.time() < run.started + moment:
+            time.sleep(0.02)
+        if not run.alive():
+            break
+        # Wait until a worker is there to kill (a replacement may still be starting).
+        pids: list[int] = []
+        while run.alive() and not (pids := worker_pids(run.proc.pid)):
+            time.sleep(0.02)
+        if not pids:
+            break
+        victim = rng.choice(sorted(pids))
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(victim, signal.SIGKILL)
+            deaths.append(time.time())
+    code = run.wait()
+    sent_deaths = [m.stat().st_mtime for m in markers if m.exists()]
+    all_deaths = sorted(deaths + sent_deaths)
+    retries = [t for t, line in run.lines if "retrying" in line]
+    delays = []
+    for t in retries:
+        before = [d for d in all_deaths if d <= t]
+        if before:
+            delays.append(t - before[-1])
+    final_check, ref_check = store_check(store), store_check(ref)
+    d_ref, d_run = digest(ref), digest(store)
+    longest = max(delays, default=float("nan"))
+    result_line("workers", seed=seed, kills=len(deaths), deaths_while_sending=len(sent_deaths),
+                jobs_retried=len(retries), longest_death_to_retry_s=f"{longest:.2f}", run_exit=code,
+                digest_uninterrupted=d_ref, digest_interrupted=d_run, identical=str(d_ref == d_run).lower(),
+                store_check="passes on both" if final_check and ref_check else "FAILS")
+    if code != 0:
+        say(run.tail())
+    return (code == 0 and d_ref == d_run and final_check and ref_check and len(deaths) >= kills
+            and len(sent_deaths) == 2 and longest <= 5.0)
+
+
+def drill_reader(out: Path, lock_timeout: float) -> bool:
+    say(f"\n## reader drill: a reader holds the store open; the run's lock timeout is {lock_timeout:.0f} s")
+    config = config_with(out, None, "reader")
+    ref = out / "coordinator-reference.duckdb"
+    if not ref.exists():
+        reference(config, ref)
+    store = out / "reader.duckdb"
+    store.unlink(missing_ok=True)
+    run = Run(config, store, extra=("--lock-timeout", f"{lock_timeout:g}"))
+    # A third of the way: once ~18 models are committed, hold the store open between two commits.
+    reader = None
+    while run.alive() and reader is None:
+        time.sleep(0.2)
+        with contextlib.suppress(duckdb.Error):
+            con = duckdb.connect(str(store), read_only=True)
+            row = con.execute("SELECT count(*) FROM models").fetchone()
+            if row and row[0] >= 18:
+                reader = con
+            else:
+                con.close()
+    if reader is None:
+        raise SystemExit(f"the run ended before the reader could hold the store:\n{run.tail()}")
+    held = time.time()
+    done_when_held = reader.execute("SELECT count(*) FROM models").fetchone()
+    code = run.wait(timeout=lock_timeout + 120)
+    stopped = time.time()
+    reader.close()
+    waits = [(t - held, line) for t, line in run.lines if "waiting for the result store" in line]
+    say("\n".join(f"  +{t:5.1f} s  {line.strip()[:150]}" for t, line in waits))
+    error = next((line for _, line in run.lines if line.startswith("error")), "")
+    say(f"  run stopped {stopped - held:.1f} s after the reader took the store (exit {code}): {error[:200]}")
+    after_stop = done_models(store)
+    check_stopped = store_check(store)
+    resumed = Run(config, store)
+    resumed_code = resumed.wait()
+    final_check = store_check(store)
+    d_ref, d_run = digest(ref), digest(store)
+    result_line("reader", lock_timeout_s=f"{lock_timeout:g}", models_when_held=done_when_held[0] if done_when_held
+                else None, wait_messages=len(waits), stopped_after_s=f"{stopped - held:.1f}", exit=code,
+                models_after_stop=after_stop, store_check_after_stop="passes" if check_stopped else "FAILS",
+                resumed_exit=resumed_code, digest_uninterrupted=d_ref, digest_interrupted=d_run,
+                identical=str(d_ref == d_run).lower(), store_check="passes" if final_check else "FAILS")
+    return (code == 2 and len(waits) >= int(lock_timeout // 10) - 1 and check_stopped and resumed_code == 0
+            and d_ref == d_run and final_check)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("drill", nargs="?", default="all", choices=["all", "coordinator", "workers", "reader"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--lock-timeout", type=float, default=30.0)
+    parser.add_argument("--out", type=Path, default=REPO / "runs" / "drills")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    say(machine_line("fp32", torch.device("cpu")))
+    results = {}
+    for name in (["coordinator", "workers", "reader"] if args.drill == "all" else [args.drill]):
+        started = time.time()
+        if name == "coordinator":
+            ok = drill_coordinator(args.out, args.seed, args.kills)
+        elif name == "workers":
+            ok = drill_workers(args.out, args.seed, args.kills)
+        else:
+            ok = drill_reader(args.out, args.lock_timeout)
+        results[name] = ok
+        say(f"{name} drill: {'passed' if ok else 'FAILED'} in {time.time() - started:.0f} s")
+    sys.exit(0 if all(results.values()) else 1)
+
+
+if __name__ == "__main__":
+    main()
