@@ -7,6 +7,7 @@ users do not have it, so tests that need it skip with a clear reason when it is 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,20 @@ def require_shared(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared data file missing: {path}")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_autocast_left_by_an_earlier_run() -> Iterator[None]:
+    """A run in this process sets its device's autocast dtype (``training.precision``; bf16 under
+    ``precision = "auto"`` on a CPU with native bf16). Tests that build a ``Trainer`` themselves compare with
+    hand-computed fp32 values: they must not inherit it from whichever run happened to come before them."""
+    from beluga_core.training import precision
+
+    saved = dict(precision._state)
+    precision._state.clear()
+    yield
+    precision._state.clear()
+    precision._state.update(saved)
 
 
 @pytest.fixture(scope="session")

@@ -64,7 +64,11 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
     executor = EXECUTORS.get(plan.config.executor.name)(plan.config.executor)
 
     def on_result(result: JobResult) -> None:
-        writer.commit(result, run_id)
+        try:
+            writer.commit(result, run_id)
+        except BelugaError as exc:  # the store stayed locked past the lock timeout
+            raise BelugaError(f"{exc.message}. The models finished before this one are in the store; run the "
+                              "same command again to resume", source=exc.source) from exc
 
     def run_phase(jobs: list[Job], what: str) -> None:
         todo = [j for j in jobs if j.id not in done]

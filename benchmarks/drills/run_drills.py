@@ -10,11 +10,12 @@ not timed tests (each drill takes a few minutes on 2 CPU cores; see RESULTS.md b
 All three run benchmarks/drills/drill.toml (55 trainings of about a second each) with `beluga run` in a
 subprocess, as a user would, and compare each store with an uninterrupted run of the same config:
 
-- **coordinator**: SIGKILL the whole run at ``--kills`` moments drawn uniformly over the reference run's
-  training time (each attempt is killed its start-up time plus the next gap after it starts), resuming each
-  time. Three of the attempts, drawn by the seed, are instead killed *inside a store commit*, by the drill-only
-  start-up hook in hooks/ (it SIGKILLs the coordinator after a model's row and i.i.d. rows are written and
-  before its outcomes and the COMMIT: an open transaction on disk); ``beluga store check`` runs after each.
+- **coordinator**: SIGKILL the whole run at ``--kills`` moments drawn uniformly over its trainings (moment u in
+  [0, 1): once the store holds floor(u × 55) models, plus a uniform fraction of one training's time), resuming
+  each time. Three of the kills, drawn by the seed, land *inside a store commit* instead: the drill-only
+  start-up hook in hooks/ SIGKILLs the coordinator in its first commit, after the model's row and i.i.d. rows
+  are written and before its outcomes and the COMMIT (an open transaction on disk); ``beluga store check``
+  runs after each of those.
 - **workers**: the multi-worker executor (2 workers, 1 thread each, ``max_retries`` above the kill count);
   SIGKILL a random worker process at ``--kills`` moments drawn uniformly over the run, plus two workers killed
   in the middle of sending a result (tests/midsend: half a message in the pipe, then SIGKILL). Prints the
@@ -192,27 +193,42 @@ def result_line(name: str, **figures: object) -> None:
 
 # --------------------------------------------------------------------------------------------- drills
 
+def done_now(store: Path) -> int:
+    """Models done so far, read between two of the writer's commits (a commit in progress: try again)."""
+    while True:
+        try:
+            return done_models(store)
+        except duckdb.Error:
+            time.sleep(0.02)
+
+
 def drill_coordinator(out: Path, seed: int, kills: int) -> bool:
     say(f"\n## coordinator drill: {kills} SIGKILLs of `beluga run`, seed {seed}")
     config = config_with(out, None, "coordinator")
     ref = out / "coordinator-reference.duckdb"
-    startup, work = reference(config, ref)
+    _, work = reference(config, ref)
+    total = done_models(ref)
+    per_model = work / total
     rng = random.Random(seed)
-    moments = sorted(rng.uniform(0, work) for _ in range(kills))
-    gaps = [b - a for a, b in zip([0.0, *moments], moments, strict=False)]
-    in_commit = set(rng.sample(range(min(kills, 12)), 3))  # early ones: there is work left to commit
+    # Moments uniform over the run's trainings: attempt k is killed once the store holds floor(u_k * total)
+    # models, plus a uniform fraction of one training's time (so kills land anywhere in a training, its
+    # evaluation or its commit).
+    moments = sorted(rng.uniform(0, 1) for _ in range(kills))
+    in_commit = set(rng.sample(range(kills), 3))
     store = out / "coordinator.duckdb"
     store.unlink(missing_ok=True)
     shutil.rmtree(out / "coordinator.duckdb.cache", ignore_errors=True)
     landed = commit_kills = finished_early = 0
     checks_ok = True
-    for k, gap in enumerate(gaps):
-        delay = startup + gap
+    for k, u in enumerate(moments):
+        target = int(u * total)
         if k in in_commit:
             flag = out / f"commit-kill-{k}"
             flag.unlink(missing_ok=True)
+            # Dies in the first commit it makes once the store holds the target.
+            before = done_now(store)
             run = Run(config, store, {"PYTHONPATH": str(DRILLS / "hooks"),
-                                      "BELUGA_DRILL_DIE_IN_COMMIT_AFTER": f"{delay:.3f}",
+                                      "BELUGA_DRILL_DIE_IN_COMMIT_AFTER": "0",
                                       "BELUGA_DRILL_COMMIT_FLAG": str(flag)})
             code = run.wait()
             hit = flag.exists()
@@ -221,20 +237,23 @@ def drill_coordinator(out: Path, seed: int, kills: int) -> bool:
             ok = store_check(store)
             checks_ok &= ok
             what = "killed inside a commit" if hit else f"finished (exit {code})"
-            say(f"  attempt {k + 1:2d}: {what} at {time.time() - run.started:5.1f} s; store check "
-                f"{'passes' if ok else 'FAILS'}; {done_models(store)} models done")
+            say(f"  kill {k + 1:2d} (u = {u:.3f}): {what} at {time.time() - run.started:5.1f} s, with {before} "
+                f"models in the store; store check {'passes' if ok else 'FAILS'}; {done_now(store)} models after")
         else:
             run = Run(config, store)
-            deadline = run.started + delay
+            while run.alive() and done_now(store) < target:
+                time.sleep(0.1)
+            deadline = time.time() + rng.uniform(0, per_model)
             while run.alive() and time.time() < deadline:
-                time.sleep(0.05)
+                time.sleep(0.01)
             if run.alive():
                 run.kill()
                 landed += 1
-                say(f"  attempt {k + 1:2d}: killed at {delay:5.1f} s; {done_models(store)} models done")
+                say(f"  kill {k + 1:2d} (u = {u:.3f}): at {time.time() - run.started:5.1f} s, {done_now(store)} "
+                    f"models in the store (target {target})")
             else:
                 finished_early += 1
-                say(f"  attempt {k + 1:2d}: finished (exit {run.proc.returncode}) before its kill at {delay:.1f} s")
+                say(f"  kill {k + 1:2d}: the run finished (exit {run.proc.returncode}) before it")
         if not run.alive() and run.proc.returncode == 0:
             break
     resumed = Run(config, store)
@@ -242,7 +261,6 @@ def drill_coordinator(out: Path, seed: int, kills: int) -> bool:
     final_check = store_check(store)
     ref_check = store_check(ref)
     d_ref, d_run = digest(ref), digest(store)
-    say(resumed.tail(3))
     result_line("coordinator", seed=seed, kills=landed, kills_inside_a_commit=commit_kills,
                 resumes=landed, finished_before_a_kill=finished_early, final_exit=code,
                 digest_uninterrupted=d_ref, digest_interrupted=d_run, identical=str(d_ref == d_run).lower(),
