@@ -13,33 +13,43 @@ from rich.table import Table
 from beluga_core.analysis.selection.criteria import check_criterion
 from beluga_core.config.load import load_config, with_config_line
 from beluga_core.contracts.registries import METHODS
+from beluga_core.core.constants import ONLY_PREFIX
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.availability import hub_status, iid_availability, model_availability, unreachable_hub_names
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.orchestration.coordinator import run_plan
+from beluga_core.planning.estimate import Rates, describe, seconds, training_examples
 from beluga_core.planning.grid_cost import grid_costs
+from beluga_core.planning.jobs import Fold, JobSpec
 from beluga_core.planning.plan import Plan, TaskPlan, build_plan
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
+from beluga_core.store.reader import measured_train_rate
+
+
+def _scenario_label(fold: Fold) -> str:
+    """The config's name of a fold's scenario: only:LEVEL for the only:LEVEL=g models."""
+    return f"{ONLY_PREFIX}{fold.trained_level}" if fold.trained_level is not None else fold.scenario
 
 
 def _fold_counts(tp: TaskPlan) -> Counter[tuple[str, str, str]]:
     counts: Counter[tuple[str, str, str]] = Counter()
     for job in tp.jobs:
-        counts[(job.config, job.method, job.scenario)] += 1
+        counts[(job.config, job.method, _scenario_label(job.fold))] += 1
     for pending in tp.pending:  # folds whose hyper-parameters the grid search has yet to choose
-        counts[(pending.config, pending.method, pending.fold.scenario)] += 1
+        counts[(pending.config, pending.method, _scenario_label(pending.fold))] += 1
     return counts
 
 
-def print_plan(plan: Plan, console: Console, done: set[str] | None = None) -> None:
+def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates: Rates | None = None) -> None:
     done = done or set()
+    rates = rates or Rates()
     cfg = plan.config
     n_folds = n_seen = n_strict = 0
     for tp in plan.tasks:
         counts = _fold_counts(tp)
         finished: Counter[tuple[str, str, str]] = Counter()
         for job in tp.jobs:
-            finished[(job.config, job.method, job.scenario)] += job.id in done
+            finished[(job.config, job.method, _scenario_label(job.fold))] += job.id in done
         table = Table(title=f"task {tp.spec.name}: suite {tp.suite.header.name} "
                             f"({len(tp.suite.cases):,} cases; T_train {len(tp.split.train):,} / "
                             f"T_val {len(tp.split.val):,} / T_test {len(tp.split.test):,} used); model {tp.model}",
@@ -65,6 +75,7 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None) -> No
             seen, strict = _print_grid(plan, tp, console)
             n_seen += seen
             n_strict += strict
+        _print_cross_cost(plan, tp, console, rates)
         _print_availability(tp, console)
     n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
     total = n_folds + n_grid
@@ -97,6 +108,42 @@ def _print_grid(plan: Plan, tp: TaskPlan, console: Console) -> tuple[int, int]:
         console.print(f"  {m}: no search of its own; reuses the choices of "
                       f"{' and '.join(METHODS.get(m).reuses)}")
     return seen, strict
+
+
+def _print_cross_cost(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) -> None:
+    """What the eval suites and the only:LEVEL scenarios add: trainings, evaluation passes, an estimated time."""
+    cfg = plan.config
+    specs: list[JobSpec] = [*(j for j in tp.jobs if j.kind == "fold"), *tp.pending]
+    n_inputs = {c.id: len(c.inputs) for c in tp.suite.cases}
+    only = [s for s in specs if s.fold.trained_level is not None]
+    if not only and not tp.evals:
+        return
+    train = sum(training_examples(cfg, s, sum(n_inputs[c] for c in s.fold.train_ids)) for s in only)
+    only_eval = sum(n_inputs[c] for s in only for c in s.fold.eval_ids)
+    if only:
+        levels = sorted({f"{ONLY_PREFIX}{s.fold.trained_level}" for s in only})
+        console.print(f"  {', '.join(levels)}: {len(only)} more trainings (one per group and configuration-method"
+                      f"-seed), each evaluated on all {len(tp.split.test):,} T_test cases: "
+                      f"{describe(seconds(rates, train, only_eval))}", highlight=False)
+    models = [*(j for j in tp.jobs if j.kind in ("fold", "iid")), *tp.pending]
+    for ep in tp.evals:
+        eval_inputs = {c.id: len(c.inputs) for c in ep.suite.cases}
+        passes = [ep.eval_ids(m.fold) for m in models]
+        n_pass = sum(1 for ids in passes if ids)
+        n_in = sum(eval_inputs[c] for ids in passes for c in ids)
+        mapped = "; ".join(f"{lvl}: {len(m):,} cases mapped, {ep.how.get(lvl, '?')}" for lvl, m in ep.maps.items())
+        unmapped = [lvl for lvl in cfg.heldout_levels if lvl not in ep.maps]
+        console.print(f"  eval suite [bold]{escape(ep.name)}[/] ({len(ep.case_ids):,} of {len(ep.suite.cases):,} "
+                      f"cases evaluated): {n_pass} evaluation passes, {n_in:,} inputs, "
+                      f"{describe(seconds(rates, 0, n_in))}", highlight=False)
+        if mapped:
+            console.print(f"    held-out folds see the cases mapped to their group — {escape(mapped)}",
+                          highlight=False)
+        if unmapped:
+            console.print(f"    no mapping at {', '.join(unmapped)}: those folds are not evaluated on it",
+                          highlight=False)
+    console.print(f"  (times: {rates.source}, {rates.train:.0f} training examples/s, {rates.eval:.0f} inputs/s)",
+                  highlight=False)
 
 
 def _print_availability(tp: TaskPlan, console: Console) -> None:
@@ -137,7 +184,7 @@ def run(
         raise with_config_line(exc, path) from None
     plan = build_plan(cfg, path, allow_missing_tasks=dry_run)
     if dry_run:
-        print_plan(plan, console)
+        print_plan(plan, console, rates=Rates.measured(measured_train_rate(plan.store_path())))
         return
     _require_hub_names(plan, path)
     run_plan(plan, console, lock_timeout=lock_timeout)

@@ -78,9 +78,11 @@ def _check_plugins(cfg: BenchmarkConfig, text: str, path: Path) -> None:
         if not scenario:
             raise BelugaError("empty scenario name", source=path, line=locate_key(text, ("scenarios", i)),
                               field="scenarios")
-    if SEEN not in cfg.scenarios and cfg.heldout_levels:
-        # Held-out folds reuse the seen scenario's hyper-parameters, so they are meaningless without it.
-        raise BelugaError("held-out scenarios need the 'seen' scenario too (folds reuse its setup)",
+    if SEEN not in cfg.scenarios and (cfg.heldout_levels or cfg.only_levels):
+        # Held-out and only:LEVEL folds reuse the seen scenario's hyper-parameters, and their G its s_iid, so they
+        # are meaningless without it.
+        raise BelugaError("held-out and only:LEVEL scenarios need the 'seen' scenario too (folds reuse its setup "
+                          "and G its i.i.d. score)",
                           source=path, line=locate_key(text, ("scenarios",)), field="scenarios")
 
 
@@ -137,9 +139,14 @@ def _resolve_references(cfg: BenchmarkConfig, text: str, path: Path) -> Benchmar
 
     tasks: list[TaskSpec] = []
     for i, spec in enumerate(cfg.tasks):
+        evals = []
+        for j, entry in enumerate(spec.eval_specs()):
+            loc = ("tasks", i, "eval_suites", j) + (() if isinstance(spec.eval_suites[j], str) else ("suite",))
+            evals.append(entry.model_copy(update={"suite": resolved(entry.suite, loc, "builtin:", None)}))
         tasks.append(spec.model_copy(update={
             "suite": resolved(spec.suite, ("tasks", i, "suite"), "builtin:", None),
-            "iid": resolved(spec.iid, ("tasks", i, "iid"), "builtin:", "Hugging Face dataset id")}))
+            "iid": resolved(spec.iid, ("tasks", i, "iid"), "builtin:", "Hugging Face dataset id"),
+            "eval_suites": evals}))
     hub_model = "Hugging Face model id"
     model = cfg.model.model_copy(update={
         "name": resolved(cfg.model.name, ("model", "name"), "embedded:", hub_model),

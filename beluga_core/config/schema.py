@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from beluga_core.core.constants import SEEN, STANDARD
+from beluga_core.core.constants import ONLY_PREFIX, SEEN, STANDARD
 
 
 class _Strict(BaseModel):
@@ -24,6 +24,22 @@ class ModelSpec(_Strict):
         "transformers config values for every model of the run, as Hugging Face's `config_overrides`: e.g. "
         "{num_hidden_layers = 3} keeps the first 3 pretrained layers (fast smoke runs, depth ablations). A "
         "method's own settings (dropout's probabilities) apply on top."))
+
+
+class EvalSuiteSpec(_Strict):
+    """A suite every model of a task is also evaluated on (cross-suite evaluation), with its mapping onto the
+    training suite's groups."""
+
+    suite: str = Field(description="Suite file path, or builtin:NAME.")
+    maps_to: dict[str, dict[str, str]] | None = Field(None, description=(
+        "Per level of the training suite (or test_type), which training group each eval-suite group maps to: "
+        "{functionality = {'negation' = 'Simple negations: negative'}}. A fold that held out group g at that "
+        "level is evaluated on the eval cases mapped to g. Replaces the eval suite header's own maps_to."))
+    maps_from: str | None = Field(None, description=(
+        "The eval-suite level whose groups maps_to names (default: the header's maps_from, else its scoring "
+        "level)."))
+    cases_per_group: int = Field(0, ge=0, description=(
+        "Eval cases kept per eval-suite scoring group (a seeded sample; 0 = all)."))
 
 
 class TaskSpec(_Strict):
@@ -45,6 +61,13 @@ class TaskSpec(_Strict):
     g_exclude: list[str] = Field(default_factory=list,
                                  description="Scoring groups left out of s_T and G (empty by default).")
     apply_corrections: bool = Field(True, description="Apply the suite's documented corrections.")
+    eval_suites: list[str | EvalSuiteSpec] = Field(default_factory=list, description=(
+        "Further suites the standard, seen and only:LEVEL models are evaluated on in full, and each held-out "
+        "fold on the cases mapped to its held-out group: 'PATH', 'builtin:NAME', or {suite = ..., maps_to = "
+        "..., maps_from = ..., cases_per_group = ...}."))
+
+    def eval_specs(self) -> list[EvalSuiteSpec]:
+        return [EvalSuiteSpec(suite=e) if isinstance(e, str) else e for e in self.eval_suites]
 
 
 class SplitSpec(_Strict):
@@ -170,7 +193,8 @@ class BenchmarkConfig(_Strict):
                                description="Generalization method plugins (beluga.methods).")
     scenarios: list[str] = Field(
         default_factory=lambda: [STANDARD, SEEN, "functionality", "class", "test_type"], min_length=1,
-        description="standard, seen, and the levels to hold out (a suite level or test_type).")
+        description=("standard, seen, the levels to hold out (a suite level or test_type), and only:LEVEL (one "
+                     "model per group of LEVEL, trained on that group's cases alone, evaluated on all T_test)."))
     score_folds_on_iid_test: bool = Field(False, description="Also score held-out fold models on D_test.")
     model: ModelSpec = Field(default_factory=ModelSpec)
     tasks: list[TaskSpec] = Field(min_length=1)
@@ -199,4 +223,9 @@ class BenchmarkConfig(_Strict):
 
     @property
     def heldout_levels(self) -> list[str]:
-        return [s for s in self.scenarios if s not in (STANDARD, SEEN)]
+        return [s for s in self.scenarios if s not in (STANDARD, SEEN) and not s.startswith(ONLY_PREFIX)]
+
+    @property
+    def only_levels(self) -> list[str]:
+        """The levels of the ``only:LEVEL`` scenarios (one model per group, trained on that group alone)."""
+        return [s[len(ONLY_PREFIX):] for s in self.scenarios if s.startswith(ONLY_PREFIX)]

@@ -6,6 +6,22 @@ from __future__ import annotations
 STANDARD = "standard"
 SEEN = "seen"
 FIXED_SCENARIOS = (STANDARD, SEEN)
+# ``only:LEVEL`` in a config: one model per group g of LEVEL, trained on g's T_train cases alone and evaluated on
+# all of T_test. In the store each such model is its own scenario, ``only:LEVEL=g``.
+ONLY_PREFIX = "only:"
+
+
+def only_scenario(level: str, group: str) -> str:
+    return f"{ONLY_PREFIX}{level}={group}"
+
+
+def parse_only(scenario: str) -> tuple[str, str | None] | None:
+    """(level, group) of an ``only:LEVEL=g`` scenario ((level, None) for the config's ``only:LEVEL``); None for
+    any other scenario."""
+    if not scenario.startswith(ONLY_PREFIX):
+        return None
+    level, sep, group = scenario[len(ONLY_PREFIX):].partition("=")
+    return level, (group if sep else None)
 # ``test_type`` is a case field, and every suite can hold it out as if it were a level.
 TEST_TYPE_LEVEL = "test_type"
 
@@ -29,8 +45,10 @@ EXTERNAL_METHOD = "none"
 
 
 def scenario_order(scenarios: set[str]) -> list[str]:
-    """standard, seen, then the held-out levels alphabetically."""
-    return [s for s in FIXED_SCENARIOS if s in scenarios] + sorted(scenarios - set(FIXED_SCENARIOS))
+    """standard, seen, then the held-out levels alphabetically, then the only:LEVEL=g scenarios."""
+    rest = scenarios - set(FIXED_SCENARIOS)
+    return ([s for s in FIXED_SCENARIOS if s in scenarios] + sorted(s for s in rest if not s.startswith(ONLY_PREFIX))
+            + sorted(s for s in rest if s.startswith(ONLY_PREFIX)))
 
 
 def pair_order(pairs: set[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from beluga_core.core.constants import FIXED_SCENARIOS, IID_SPLITS, MODEL_STATUSES, OUTCOMES
+from beluga_core.core.constants import FIXED_SCENARIOS, IID_SPLITS, MODEL_STATUSES, OUTCOMES, only_scenario, parse_only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,18 +56,30 @@ class TrainingRecord:
 
 @dataclass(frozen=True, kw_only=True)
 class ModelRecord(TrainingRecord):
-    """A scenario model (a row of ``models``): ``scenario`` is standard, seen or the held-out level."""
+    """A scenario model (a row of ``models``): ``scenario`` is standard, seen, the held-out level, or
+    ``only:LEVEL=g`` (trained on group g of LEVEL alone: ``trained_level``, ``trained_group``)."""
 
     model_id: str
     scenario: str
     heldout_level: str | None = None
     heldout_group: str | None = None
+    trained_level: str | None = None
+    trained_group: str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if not self.model_id or not self.scenario:
             raise ValueError("model record: 'model_id' and 'scenario' are required")
         held = self.heldout_level is not None or self.heldout_group is not None
+        only = parse_only(self.scenario)
+        if only is not None or self.trained_level is not None or self.trained_group is not None:
+            if (held or self.trained_level is None or self.trained_group is None
+                    or self.scenario != only_scenario(self.trained_level, self.trained_group)):
+                raise ValueError(f"model {self.model_id}: an only:LEVEL=group scenario names its trained level and "
+                                 f"group and holds nothing out; got scenario {self.scenario!r}, trained "
+                                 f"{self.trained_level!r}={self.trained_group!r}, held out "
+                                 f"{self.heldout_level!r}={self.heldout_group!r}")
+            return
         if self.scenario in FIXED_SCENARIOS and held:
             raise ValueError(f"model {self.model_id}: scenario '{self.scenario}' holds nothing out, but "
                              f"heldout_level={self.heldout_level!r}, heldout_group={self.heldout_group!r}")
@@ -175,6 +187,16 @@ class ValidationRow:
 
 
 @dataclass
+class CrossResult:
+    """A model's outcomes on one eval suite (cross-suite evaluation); ``digest`` identifies the eval cases it
+    was meant to be evaluated on (``EvalSuitePlan.digest``), also when there were none."""
+
+    suite: str
+    digest: str
+    outcomes: Outcomes
+
+
+@dataclass
 class JobResult:
     """Everything a finished job produced; the coordinator writes it to the store in one transaction."""
 
@@ -182,6 +204,7 @@ class JobResult:
     outcomes: Outcomes
     iid: list[IIDResult] = field(default_factory=list)
     validation: list[ValidationRow] = field(default_factory=list)
+    cross: list[CrossResult] = field(default_factory=list)
 
     @property
     def id(self) -> str:

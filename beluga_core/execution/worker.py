@@ -33,6 +33,7 @@ from beluga_core.data.splits import sample_indices
 from beluga_core.data.suite.schema import Case
 from beluga_core.evaluation.evaluate import evaluate_cases
 from beluga_core.execution.results import (
+    CrossResult,
     GridPointRecord,
     IIDResult,
     JobResult,
@@ -82,6 +83,8 @@ class _TaskState:
     plan: TaskPlan
     task: Task
     iid: IIDData | None = None
+    # Per eval suite, the task told that suite (its predictions are read in that suite's label space).
+    eval_tasks: dict[str, Task] | None = None
 
 
 class Worker:
@@ -91,7 +94,9 @@ class Worker:
         self.device = pick_device(device)
         self.precision = precision.configure(self.cfg.executor.precision, self.device)
         self.cache_dir = cache_dir
-        self.tasks = {tp.spec.name: _TaskState(tp, make_task(tp.spec, tp.suite)) for tp in plan.tasks}
+        self.tasks = {tp.spec.name: _TaskState(tp, make_task(tp.spec, tp.suite),
+                                               eval_tasks={e.name: make_task(tp.spec, e.suite) for e in tp.evals})
+                      for tp in plan.tasks}
         self._encoders: dict[str, Encoder] = {}
         self._models: dict[tuple[str, str, str], torch.nn.Module] = {}
         self._pristine: dict[tuple[str, str], dict[str, torch.Tensor]] = {}
@@ -197,6 +202,7 @@ class Worker:
         eval_cases = [suite.case(cid) for cid in job.fold.eval_ids]
         predictions = task.predict_cases(model, encoder, eval_cases, self.device) if eval_cases else None
         outcomes = _outcomes(eval_cases, predictions)
+        cross = self._cross(job, state, model, encoder) if job.kind != "grid" else []
         iid_results = []
         if job.score_iid:
             test = iid_test_examples(self.cfg, iid.test)
@@ -225,8 +231,20 @@ class Worker:
                                      n_val_suite=len(eval_cases))
         else:
             record = ModelRecord(**_fields(common), model_id=job.id, scenario=job.fold.scenario,
-                                 heldout_level=job.fold.heldout_level, heldout_group=job.fold.heldout_group)
-        return JobResult(record, outcomes, iid_results, validation)
+                                 heldout_level=job.fold.heldout_level, heldout_group=job.fold.heldout_group,
+                                 trained_level=job.fold.trained_level, trained_group=job.fold.trained_group)
+        return JobResult(record, outcomes, iid_results, validation, cross)
+
+    def _cross(self, job: Job, state: _TaskState, model: torch.nn.Module, encoder: Encoder) -> list[CrossResult]:
+        """The model's outcomes on each eval suite of its task (cross-suite evaluation)."""
+        out = []
+        for ep in state.plan.evals:
+            cases = [ep.suite.case(cid) for cid in ep.eval_ids(job.fold)]
+            assert state.eval_tasks is not None
+            predictions = (state.eval_tasks[ep.name].predict_cases(model, encoder, cases, self.device)
+                           if cases else None)
+            out.append(CrossResult(ep.name, ep.digest(job.fold), _outcomes(cases, predictions)))
+        return out
 
     def _parent_state(self, job: Job) -> dict[str, torch.Tensor]:
         if job.parent_id is None:

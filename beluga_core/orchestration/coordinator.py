@@ -46,6 +46,15 @@ def record_plan(plan: Plan, writer: StoreWriter) -> None:
         writer.set_task_head(tp.spec.name, tp.suite.header.name, make_task(tp.spec, tp.suite).head_labels)
         if tp.spec.g_exclude:
             writer.set_g_exclusions(tp.spec.name, tp.spec.g_exclude)
+        for ep in tp.evals:
+            writer.ensure_suite(*suite_rows(ep.suite, case_gold))
+            writer.set_task_head(tp.spec.name, ep.name, make_task(tp.spec, ep.suite).head_labels)
+            writer.set_cross_maps(tp.spec.name, tp.suite.header.name, ep.name, ep.maps)
+
+
+def required_evaluations(plan: Plan) -> dict[str, dict[str, str]]:
+    """Per scenario-model job id, the eval suites it must be evaluated on, with the digest of their cases."""
+    return {job.id: tp.eval_digests(job.fold) for tp in plan.tasks if tp.evals for job in tp.jobs}
 
 
 def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Path:
@@ -58,7 +67,6 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
                          on_wait=lambda message: console.print(f"[yellow]{message}[/]", soft_wrap=True))
     cache_dir = cache_dir_for(store_path)
     record_plan(plan, writer)
-    done = writer.done_ids()
     run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
                               device=plan.config.executor.device)
     executor = EXECUTORS.get(plan.config.executor.name)(plan.config.executor)
@@ -71,6 +79,9 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
                               "same command again to resume", source=exc.source) from exc
 
     def run_phase(jobs: list[Job], what: str) -> None:
+        # A done model that lacks an evaluation on an eval suite of its task (added since, or with another
+        # mapping or sample) runs again: same id, same numbers, plus the evaluation.
+        done = writer.done_ids(required_evaluations(plan))
         todo = [j for j in jobs if j.id not in done]
         # A child whose parent finished in an earlier run needs the parent's weights; without them the parent
         # is trained again (deterministically, so its stored results do not change).

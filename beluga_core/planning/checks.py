@@ -20,8 +20,13 @@ def check_levels(cfg: BenchmarkConfig, suite: Suite, config_path: Path) -> None:
         if scenario not in holdable:
             raise BelugaError(
                 f"scenario '{scenario}' is not a level of suite '{suite.header.name}' ({suite.path}); "
-                f"scenarios are standard, seen, or one of its levels: {', '.join(holdable)}",
+                f"scenarios are standard, seen, one of its levels ({', '.join(holdable)}) or only:LEVEL",
                 source=config_path, field="scenarios")
+    for level in cfg.only_levels:
+        if level not in holdable:
+            raise BelugaError(
+                f"scenario 'only:{level}': '{level}' is not a level of suite '{suite.header.name}' ({suite.path}); "
+                f"its levels: {', '.join(holdable)}", source=config_path, field="scenarios")
 
 
 def check_size_groups(per_group_of: dict[str, int], suite: Suite, config_path: Path) -> None:

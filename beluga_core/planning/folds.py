@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beluga_core.core.constants import FIXED_SCENARIOS, SEEN
+from beluga_core.core.constants import FIXED_SCENARIOS, ONLY_PREFIX, SEEN, only_scenario
 from beluga_core.data.splits import SuiteSplit, group_ids
 from beluga_core.data.suite.io import Suite
 from beluga_core.planning.jobs import Fold, Scope, seen_fold
@@ -13,14 +13,24 @@ def _groups(suite: Suite, case_ids: tuple[str, ...], level: str) -> list[str]:
 
 
 def make_folds(suite: Suite, split: SuiteSplit, scenarios: list[str]) -> tuple[list[Fold], dict[str, list[str]]]:
-    """Folds for the suite scenarios (seen, and one per group of every held-out level with T_test cases);
-    also the groups per level that get no fold (no T_test case)."""
+    """Folds for the suite scenarios (seen, one per group of every held-out level with T_test cases, and one per
+    group of every only:LEVEL with T_train cases); also the groups per scenario that get no fold (no T_test case
+    to hold out; no T_train case to train on alone)."""
     folds: list[Fold] = []
     skipped: dict[str, list[str]] = {}
     if SEEN in scenarios:
         folds.append(seen_fold(split.train, split.test))
     for level in scenarios:
         if level in FIXED_SCENARIOS:
+            continue
+        if level.startswith(ONLY_PREFIX):
+            only = level[len(ONLY_PREFIX):]
+            train_by_group = group_ids(suite, split.train, only)
+            all_groups = sorted(set(train_by_group) | set(group_ids(suite, split.test, only)))
+            skipped[level] = [g for g in all_groups if g not in train_by_group]
+            for group in sorted(train_by_group):
+                folds.append(Fold(only_scenario(only, group), None, tuple(train_by_group[group]), split.test,
+                                  trained_level=only, trained_group=group))
             continue
         test_by_group = group_ids(suite, split.test, level)
         train_by_group = group_ids(suite, split.train, level)

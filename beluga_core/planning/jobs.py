@@ -30,13 +30,16 @@ SelectionKey = tuple[str, str, str, str | None, str | None]
 
 @dataclass(frozen=True)
 class Fold:
-    """The cases a model trains on and is evaluated on. ``scenario`` is ``standard``, ``seen``, or the name of
-    the level whose group ``heldout_group`` the fold holds out."""
+    """The cases a model trains on and is evaluated on. ``scenario`` is ``standard``, ``seen``, the name of
+    the level whose group ``heldout_group`` the fold holds out, or ``only:LEVEL=g`` for a model trained on the
+    cases of group ``trained_group`` of level ``trained_level`` alone."""
 
     scenario: str
     heldout_group: str | None
     train_ids: tuple[str, ...]
     eval_ids: tuple[str, ...]
+    trained_level: str | None = None
+    trained_group: str | None = None
 
     @property
     def heldout_level(self) -> str | None:

@@ -29,6 +29,7 @@ from beluga_core.planning.checks import (
     check_model_config,
     check_size_groups,
 )
+from beluga_core.planning.cross import EvalSuitePlan, plan_eval_suite
 from beluga_core.planning.folds import make_folds, selection_scopes
 from beluga_core.planning.grid_space import check_grid_tables, grid_methods, grid_points, job_hparams
 from beluga_core.planning.jobs import JOB_FORMAT, Fold, Job, JobSpec, SelectionKey, iid_job, make_job
@@ -68,6 +69,11 @@ class TaskPlan:
     pending: list[JobSpec] = field(default_factory=list)
     iid_ids: dict[int, str] = field(default_factory=dict)  # seed → the IID model's job id
     unavailable: str | None = None  # why the task plugin cannot be loaded (dry runs only)
+    evals: list[EvalSuitePlan] = field(default_factory=list)  # the eval suites of cross-suite evaluation
+
+    def eval_digests(self, fold: Fold) -> dict[str, str]:
+        """Eval suite → the identity of what a model of ``fold`` is evaluated on there."""
+        return {e.name: e.digest(fold) for e in self.evals}
 
     def fold_job(self, spec: JobSpec, hp: dict[str, Any]) -> Job:
         if CONFIGURATIONS.get(spec.config).uses_iid:
@@ -89,7 +95,7 @@ class Plan:
         for tp in self.tasks:
             folds = [*tp.folds, *(j.fold for j in (*tp.jobs, *tp.grid_jobs))]
             read = {c for f in folds for c in (*f.train_ids, *f.eval_ids)}
-            tasks.append(replace(tp, suite=tp.suite.subset(read)))
+            tasks.append(replace(tp, suite=tp.suite.subset(read), evals=[e.for_workers() for e in tp.evals]))
         return replace(self, tasks=tasks)
 
     @property
@@ -185,13 +191,50 @@ def _common(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str) -> d
     }
 
 
+def _eval_plans(cfg: BenchmarkConfig, config_path: Path, index: int, spec: TaskSpec, suite: Suite,
+                check_task: bool) -> list[EvalSuitePlan]:
+    """The task's eval suites, each validated like the training suite and judged by the same model head."""
+    out: list[EvalSuitePlan] = []
+    names = {suite.header.name: f"tasks.{index}.suite"}
+    head = make_task(spec, suite).head_labels if check_task else None  # None: a span model (answers)
+    for j, entry in enumerate(spec.eval_specs()):
+        where = f"tasks.{index}.eval_suites.{j}"
+        evals = load_checked_suite(entry.suite)
+        if spec.apply_corrections:
+            evals = evals.with_corrections()
+        name = evals.header.name
+        if name in names:
+            raise BelugaError(f"eval suite '{name}' ({evals.path}) has the name of the suite at {names[name]}; a store "
+                              "keeps one suite per name: give the eval suite a name of its own", source=config_path,
+                              field=where)
+        names[name] = where
+        if evals.header.input_kind != suite.header.input_kind:
+            raise BelugaError(f"eval suite '{name}' has input_kind '{evals.header.input_kind}', the training suite "
+                              f"'{suite.header.name}' '{suite.header.input_kind}': the task's model reads one kind",
+                              source=config_path, field=where)
+        if check_task:
+            try:
+                eval_head = make_task(spec, evals).head_labels
+            except BelugaError as exc:
+                raise BelugaError(f"eval suite '{name}' does not fit task '{spec.name}': {exc.message}",
+                                  source=config_path, field=where) from None
+            if eval_head != head:
+                raise BelugaError(f"eval suite '{name}' needs a model head with classes {eval_head}, but the "
+                                  f"task's model, trained for suite '{suite.header.name}', has {head}; an eval "
+                                  "suite must be judged by the same head (give it the training suite's label "
+                                  "space)", source=config_path, field=where)
+        out.append(plan_eval_suite(entry, where, suite, evals, levels=cfg.heldout_levels, seed=cfg.split.seed,
+                                   config_path=config_path))
+    return out
+
+
 def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bool) -> Plan:
     tasks: list[TaskPlan] = []
     check_configuration_keys(cfg, config_path)
     check_grid_tables(cfg)
     needs_iid = any(CONFIGURATIONS.get(c).start == "iid" or CONFIGURATIONS.get(c).is_baseline()
                     for c in cfg.configurations)
-    for spec in cfg.tasks:
+    for index, spec in enumerate(cfg.tasks):
         suite = load_checked_suite(spec.suite)
         if spec.apply_corrections:
             suite = suite.with_corrections()
@@ -207,6 +250,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         check_model_config(cfg, model, config_path)
         tp = TaskPlan(spec, suite, split, split_identity(suite, cfg), _common(cfg, spec, suite, model), model,
                       folds, skipped_groups=skipped, unavailable=unavailable)
+        tp.evals = _eval_plans(cfg, config_path, index, spec, suite, unavailable is None)
         for method in {*cfg.methods, *grid_methods(cfg.methods)}:
             check_env_level(job_hparams(cfg, method), method, suite, config_path)
         for seed in cfg.seeds:

@@ -68,6 +68,24 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("outcomes of every done model", "a done model has suite outcomes",
               """SELECT m.model_id, m.config, m.scenario FROM models m
                  WHERE m.status = 'done' AND NOT EXISTS (SELECT 1 FROM outcomes o WHERE o.model_id = m.model_id)"""),
+    Invariant("no duplicate cross-suite outcomes", "a model has at most one outcome per eval-suite case",
+              """SELECT model_id, suite, case_id, count(*) AS n FROM cross_outcomes GROUP BY ALL
+                 HAVING count(*) > 1"""),
+    Invariant("cross-suite evaluations complete", "a model's recorded evaluation on an eval suite counts as many "
+              "outcomes as it has there, and no outcome lacks its evaluation record",
+              """SELECT coalesce(e.model_id, o.model_id) AS model_id, coalesce(e.suite, o.suite) AS suite,
+                        e.n_cases, o.n_outcomes
+                 FROM cross_evaluations e
+                 FULL JOIN (SELECT model_id, suite, count(*) AS n_outcomes FROM cross_outcomes GROUP BY ALL) o
+                        ON o.model_id = e.model_id AND o.suite = e.suite
+                 WHERE e.n_cases IS DISTINCT FROM coalesce(o.n_outcomes, 0)"""),
+    Invariant("held-out folds judged on their mapped eval cases",
+              "a held-out fold is evaluated only on the eval cases mapped to its held-out group (cross_maps)",
+              """SELECT o.model_id, m.heldout_level, m.heldout_group, o.suite, o.case_id, x.train_group
+                 FROM cross_outcomes o JOIN models m USING (model_id)
+                 LEFT JOIN cross_maps x ON x.task = m.task AND x.train_suite = m.suite AND x.eval_suite = o.suite
+                                       AND x.level = m.heldout_level AND x.case_id = o.case_id
+                 WHERE m.heldout_level IS NOT NULL AND x.train_group IS DISTINCT FROM m.heldout_group"""),
 )
 
 

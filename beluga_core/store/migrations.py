@@ -33,6 +33,7 @@ MIGRATIONS = (
     Migration(5, "case_splits"),
     Migration(6, "training_provenance"),
     Migration(7, "task_heads"),
+    Migration(8, "cross_suites"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

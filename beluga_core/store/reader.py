@@ -23,7 +23,9 @@ VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scor
          "models_status", "duplicate_outcomes", "label_names", "label_distribution", "degeneracy",
          "iid_confusion", "iid_class_scores", "model_training_cases", "training_leaks", "grid_pass_rates",
          "grid_test_type_scores", "grid_scores", "scenario_summary", "pass_rate_summary", "report_columns", "table3",
-         "worst_groups", "degeneracy_labels", "significance_inputs", "significance_pairs", "significance")
+         "worst_groups", "degeneracy_labels", "significance_inputs", "significance_pairs", "significance",
+         "cross_case_bases", "cross_pass_rates", "cross_scores", "cross_summary", "cross_pass_rate_summary",
+         "only_matrix", "only_matrix_summary", "cross_comparisons", "cross_significance")
 RELATIONS = frozenset(TABLES) | frozenset(VIEWS)
 
 Source = str | Path | duckdb.DuckDBPyConnection
@@ -98,3 +100,21 @@ def read_meta(source: Source) -> dict[str, str]:
     """The ``beluga_meta`` key/value pairs (schema_version, beluga_version, duckdb_version, created_at, …)."""
     with _connection(source) as con:
         return dict(con.execute("SELECT key, value FROM beluga_meta").fetchall())
+
+
+def measured_train_rate(path: Path) -> float | None:
+    """Training examples × epochs per training second over the store's done models (``--dry-run``'s time
+    estimates); None without a readable store or trained model."""
+    if not path.is_file():
+        return None
+    try:
+        with open_store(path, timeout=2.0) as con:
+            row = con.execute("""SELECT sum((coalesce(n_train_iid, 0) + coalesce(n_train_suite, 0))
+                                           * coalesce(TRY_CAST(hparams->>'epochs' AS DOUBLE), 1)),
+                                        sum(train_seconds)
+                                 FROM models WHERE status = 'done' AND train_seconds > 0""").fetchone()
+    except (BelugaError, duckdb.Error):
+        return None
+    if row is None or not row[0] or not row[1]:
+        return None
+    return float(row[0]) / float(row[1])

@@ -21,6 +21,11 @@ from beluga_core.store.writer import StoreWriter
 TABLE = "significance_tests"
 VIEWS = ("significance_inputs", "significance_pairs", "significance")
 
+CROSS_TABLE = "cross_significance_tests"
+CROSS_COLUMNS = ("comparison_id", "task", "suite", "model_name", "seed", "split_seed", "config", "method", "scenario",
+                 "eval_suite", "mapped_level", "n_cases", "n_cases_differ", "s_cross", "base_s_cross", "g", "base_g",
+                 "delta_g", "p_g", "rounds", "rng_seed", "inputs_digest", "computed_at", "beluga_version")
+
 COLUMNS = ("comparison_id", "scope", "task", "suite", "model_name", "seed", "split_seed", "config", "method",
            "scenario", "base_config", "base_method", "base_scenario", "n_tasks", "n_strata", "iid_test", "n_iid",
            "n_discordant", "k_better", "s_iid", "base_s_iid", "delta_iid", "p_iid", "n_cases", "n_cases_differ",
@@ -34,6 +39,12 @@ def has_significance(con: duckdb.DuckDBPyConnection) -> bool:
     return TABLE in names and all(v in names for v in VIEWS)
 
 
+def has_cross(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store holds the cross-suite views (schema 8 or newer, opened by a writer since)."""
+    names = table_names(con)
+    return all(v in names for v in ("cross_summary", "cross_significance", "only_matrix_summary"))
+
+
 class SignificanceWriter:
     """Writes significance rows into an existing store; each method is one open → transaction → close."""
 
@@ -45,12 +56,22 @@ class SignificanceWriter:
         self.store: Store = StoreWriter(self.path, lock_timeout=lock_timeout).store
 
     def write(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, list[str]]:
-        """Insert (or replace) rows by ``comparison_id``; returns (rows kept, ids dropped as stale).
+        """Insert (or replace) rows of ``significance_tests`` by ``comparison_id``; returns (rows kept, ids
+        dropped as stale).
 
         A row is dropped again, in the same transaction, when the view finds its inputs changed between the
         read the test was computed from and this write (e.g. a run committed a model meanwhile): a stored
         p-value always matches the digest it claims.
         """
+        return self._write(TABLE, COLUMNS, rows, "SELECT comparison_id FROM significance_pairs WHERE stale")
+
+    def write_cross(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, list[str]]:
+        """``write`` for the cross-suite tests (``cross_significance_tests``)."""
+        return self._write(CROSS_TABLE, CROSS_COLUMNS, rows,
+                           "SELECT comparison_id FROM cross_significance WHERE status = 'stale'")
+
+    def _write(self, table: str, columns: Sequence[str], rows: Sequence[Mapping[str, Any]],
+               stale_sql: str) -> tuple[int, list[str]]:
         if not rows:
             return 0, []
         now = utc_now()
@@ -58,22 +79,22 @@ class SignificanceWriter:
         for r in rows:
             full = {**r, "computed_at": r.get("computed_at") or now,
                     "beluga_version": r.get("beluga_version") or BELUGA_VERSION}
-            missing = [c for c in COLUMNS if c not in full]
+            missing = [c for c in columns if c not in full]
             if missing:
-                raise ValueError(f"significance row {r.get('comparison_id')}: missing {missing}")
-            values.append([full[c] for c in COLUMNS])
+                raise ValueError(f"{table} row {r.get('comparison_id')}: missing {missing}")
+            values.append([full[c] for c in columns])
         ids = [v[0] for v in values]
         with self.store.transaction() as con:
             con.execute("CREATE TEMP TABLE _beluga_sig_ids (comparison_id VARCHAR)")
             con.executemany("INSERT INTO _beluga_sig_ids VALUES (?)", [[i] for i in ids])
-            con.execute(f"DELETE FROM {TABLE} WHERE comparison_id IN (SELECT comparison_id FROM _beluga_sig_ids)")
-            con.executemany(f"INSERT INTO {TABLE} ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
+            con.execute(f"DELETE FROM {table} WHERE comparison_id IN (SELECT comparison_id FROM _beluga_sig_ids)")
+            con.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                             values)
             stale = [r[0] for r in con.execute(
-                """SELECT comparison_id FROM significance_pairs
-                   WHERE stale AND comparison_id IN (SELECT comparison_id FROM _beluga_sig_ids)
-                   ORDER BY comparison_id""").fetchall()]
+                f"""SELECT comparison_id FROM ({stale_sql})
+                    WHERE comparison_id IN (SELECT comparison_id FROM _beluga_sig_ids) ORDER BY comparison_id"""
+            ).fetchall()]
             if stale:
-                con.executemany(f"DELETE FROM {TABLE} WHERE comparison_id = ?", [[i] for i in stale])
+                con.executemany(f"DELETE FROM {table} WHERE comparison_id = ?", [[i] for i in stale])
             con.execute("DROP TABLE _beluga_sig_ids")
         return len(ids) - len(stale), stale

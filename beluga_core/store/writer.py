@@ -16,11 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 
 from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.core.constants import EXTERNAL_CONFIG, EXTERNAL_METHOD, RUN_STATUSES, STANDARD
-from beluga_core.core.errors import BelugaError
 from beluga_core.execution.results import GridPointRecord, JobResult, ModelRecord, Outcomes, TrainingRecord
 from beluga_core.store.connection import (
     DEFAULT_LOCK_TIMEOUT_S,
@@ -35,7 +33,8 @@ from beluga_core.store.connection import (
     view_files,
 )
 from beluga_core.store.migrations import SCHEMA_VERSION, migrate
-from beluga_core.store.rows import CaseRow, SplitRows, SuiteRow, canonical_json, external_model_id
+from beluga_core.store.plan_records import PlanRecords
+from beluga_core.store.rows import CaseRow, SuiteRow, canonical_json, external_model_id
 
 MODEL_COLUMNS = ModelRecord.columns()
 GRID_COLUMNS = GridPointRecord.columns()
@@ -53,7 +52,7 @@ def _record_values(record: TrainingRecord, columns: Sequence[str], run_id: str |
     return [run_id, *values]
 
 
-class StoreWriter:
+class StoreWriter(PlanRecords):
     """Writes a result store; every public method is one transaction (a file store is opened and closed).
 
     Creating the writer creates the store when the file does not exist (applying every migration), migrates
@@ -140,103 +139,26 @@ class StoreWriter:
             if not found:
                 raise ValueError(f"no run {run_id!r} in the store")
 
-    # ---- suites, cases, splits
-
-    def ensure_suite(self, suite: SuiteRow, cases: Sequence[CaseRow]) -> int:
-        """Record a suite and insert the cases the store lacks; returns how many were inserted.
-
-        A case already stored with other groups, test type or gold label means the suite changed under the
-        same name: ``BelugaError`` (its old results would be scored with the new groups). Gold labels
-        missing from a store written before they were recorded are filled in.
-        """
-        with self.store.transaction() as con:
-            return self._ensure_suite(con, suite, cases)
-
-    def _ensure_suite(self, con: duckdb.DuckDBPyConnection, suite: SuiteRow, cases: Sequence[CaseRow]) -> int:
-        row = [suite.suite, canonical_json(list(suite.label_space) if suite.label_space is not None else None),
-               canonical_json(list(suite.levels)), suite.scoring_level, suite.input_kind]
-        old = con.execute("SELECT label_space::VARCHAR, levels::VARCHAR, scoring_level, input_kind FROM suites "
-                          "WHERE suite = ?", [suite.suite]).fetchall()
-        if old and tuple(old[0]) != tuple(row[1:]):
-            raise BelugaError(f"suite '{suite.suite}' differs from the one this store already holds under that "
-                              f"name (label space, levels, scoring level or input kind: {list(old[0])} against "
-                              f"{row[1:]}); use a new store, or give the changed suite a new name",
-                              source=self.store.where)
-        if not old:
-            con.execute("INSERT INTO suites VALUES (?, ?::JSON, ?::JSON, ?, ?)", row)
-        ids = [c.case_id for c in cases]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"cases of suite {suite.suite!r}: duplicate case ids")
-        level = suite.scoring_level
-        data = {"case_id": _text(ids), "test_type": _text([c.test_type for c in cases]),
-                "scoring_group": _text([c.group(level) for c in cases]),
-                "groups": _text([canonical_json(dict(c.groups)) for c in cases]),
-                "gold": _text([c.gold for c in cases])}
-        con.register("_beluga_new_cases", data)
-        try:
-            n_conflicts, examples = con.execute(
-                """SELECT count(*), list(n.case_id ORDER BY n.case_id)[1:5]
-                   FROM _beluga_new_cases n JOIN cases c ON c.suite = ? AND c.case_id = n.case_id
-                   WHERE c.test_type <> n.test_type OR c.scoring_group <> n.scoring_group
-                      OR json(c.groups)::VARCHAR <> json(n.groups)::VARCHAR
-                      OR c.gold IS DISTINCT FROM n.gold AND c.gold IS NOT NULL""",
-                [suite.suite]).fetchall()[0]
-            if n_conflicts:
-                raise BelugaError(
-                    f"suite '{suite.suite}' differs from the one this store already holds under that name "
-                    f"({n_conflicts} case(s) with other groups, test type or gold label, e.g. {examples}); use "
-                    "a new store, or give the changed suite a new name", source=self.store.where)
-            con.execute("""UPDATE cases SET gold = n.gold FROM _beluga_new_cases n
-                           WHERE cases.suite = ? AND cases.case_id = n.case_id AND cases.gold IS NULL
-                             AND n.gold IS NOT NULL""", [suite.suite])
-            (inserted,) = con.execute(
-                """INSERT INTO cases (suite, case_id, test_type, scoring_group, groups, gold)
-                   SELECT ?, n.case_id, n.test_type, n.scoring_group, n.groups::JSON, n.gold
-                   FROM _beluga_new_cases n
-                   WHERE NOT EXISTS (SELECT 1 FROM cases c WHERE c.suite = ? AND c.case_id = n.case_id)""",
-                [suite.suite, suite.suite]).fetchall()[0]
-        finally:
-            con.unregister("_beluga_new_cases")
-        return int(inserted)
-
-    def record_split(self, split: SplitRows) -> None:
-        """Record a suite's split (once per split id: the same id always means the same assignment)."""
-        with self.store.transaction() as con:
-            if con.execute("SELECT 1 FROM splits WHERE split_id = ?", [split.split_id]).fetchall():
-                return
-            con.execute("INSERT INTO splits VALUES (?, ?, ?, ?::JSON, ?::JSON)",
-                        [split.split_id, split.suite, split.seed, canonical_json(list(split.ratios)),
-                         canonical_json(dict(split.caps))])
-            data = {"split_id": _text([split.split_id] * len(split.parts)),
-                    "case_id": _text([p[0] for p in split.parts]), "part": _text([p[1] for p in split.parts]),
-                    "kept": np.array([p[2] for p in split.parts], dtype=bool)}
-            con.register("_beluga_parts", data)
-            try:
-                con.execute("INSERT INTO case_splits SELECT split_id, case_id, part, kept FROM _beluga_parts")
-            finally:
-                con.unregister("_beluga_parts")
-
-    def set_task_head(self, task: str, suite: str, labels: Sequence[str] | None) -> None:
-        """The class names of ``task``'s head when judged by ``suite`` (None: answers, not classes)."""
-        with self.store.transaction() as con:
-            con.execute("INSERT OR REPLACE INTO task_heads VALUES (?, ?, ?::JSON)",
-                        [task, suite, canonical_json(list(labels) if labels is not None else None)])
-
-    def set_g_exclusions(self, task: str, groups: Iterable[str]) -> None:
-        """Replace the scoring groups of ``task`` left out of s_T and G."""
-        chosen = sorted(set(groups))
-        with self.store.transaction() as con:
-            con.execute("DELETE FROM g_exclusions WHERE task = ?", [task])
-            if chosen:
-                con.executemany("INSERT INTO g_exclusions VALUES (?, ?)", [[task, g] for g in chosen])
-
     # ---- finished jobs
 
-    def done_ids(self) -> set[str]:
-        """Ids of the models and grid points already done (a failed one is retried on resume)."""
+    def done_ids(self, evaluations: Mapping[str, Mapping[str, str]] | None = None) -> set[str]:
+        """Ids of the models and grid points already done (a failed one is retried on resume).
+
+        ``evaluations``: per model id, the eval suites it must have been evaluated on, each with the digest of
+        its eval cases (``EvalSuitePlan.digest``); a done model lacking one, or evaluated on other cases, is not
+        done."""
         with self.store.connection(read_only=True) as con:
-            return {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done' UNION ALL "
+            done = {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done' UNION ALL "
                                               "SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
+            wanted = {mid: dict(e) for mid, e in (evaluations or {}).items() if e and mid in done}
+            if not wanted:
+                return done
+            have: dict[str, dict[str, str]] = {}
+            for mid, suite, cases_digest in con.execute(
+                    "SELECT model_id, suite, cases_digest FROM cross_evaluations").fetchall():
+                have.setdefault(mid, {})[suite] = cases_digest
+        return {mid for mid in done
+                if mid not in wanted or all(have.get(mid, {}).get(s) == d for s, d in wanted[mid].items())}
 
     def commit(self, result: JobResult, run_id: str | None = None) -> None:
         """Write a finished job with all its rows in one transaction (replacing an earlier row of its id)."""
@@ -250,7 +172,7 @@ class StoreWriter:
         record = result.record
         assert isinstance(record, ModelRecord)
         mid = record.model_id
-        for table in ("outcomes", "iid_predictions", "iid_metrics", "models"):
+        for table in ("outcomes", "iid_predictions", "iid_metrics", "cross_outcomes", "cross_evaluations", "models"):
             con.execute(f"DELETE FROM {table} WHERE model_id = ?", [mid])
         con.execute(f"INSERT INTO models (run_id, {', '.join(MODEL_COLUMNS)}) "
                     f"VALUES ({', '.join('?' * (len(MODEL_COLUMNS) + 1))})",
@@ -268,6 +190,10 @@ class StoreWriter:
         self._insert_outcomes(con, "outcomes", "model_id", mid, record.suite, result.outcomes)
         if record.heldout_level is not None:
             _check_heldout(con, record)
+        for cross in result.cross:
+            con.execute("INSERT INTO cross_evaluations VALUES (?, ?, ?, ?)",
+                        [mid, cross.suite, len(cross.outcomes), cross.digest])
+            self._insert_outcomes(con, "cross_outcomes", "model_id", mid, cross.suite, cross.outcomes)
 
     def _write_grid_point(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
         record = result.record
@@ -339,13 +265,6 @@ class StoreWriter:
             self._ensure_suite(con, suite, cases)
             self._write_model(con, JobResult(record, outcomes), run_id)
         return model_id
-
-
-def _text(values: Sequence[Any]) -> np.ndarray:
-    # Labels may arrive as ints (label ids) or numpy scalars; the store keeps them as text.
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = [None if v is None else str(v) for v in values]
-    return arr
 
 
 def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from beluga_core.analysis.report.cross import CrossTable, OnlyMatrix, build_cross_tables, build_only_matrices
 from beluga_core.analysis.report.data import ReportData, read_report_data
 from beluga_core.analysis.report.degeneracy import DegeneracyRow, degeneracy_rows
-from beluga_core.analysis.report.figures import FigureFiles, Heatmap, write_heatmaps
+from beluga_core.analysis.report.figures import FigureFiles, Heatmap, MatrixFigure, slug, write_heatmaps, write_matrices
 from beluga_core.analysis.report.table3 import Table3, build_table3
 
 PARTIAL = "†"
+CROSS_NOTE = ("Every model of the run is also evaluated on the eval suite: the IID (standard) and seen models on every "
+              "eval case, each held-out fold on the eval cases mapped to its held-out group (the suite header's or "
+              "the config's maps_to). So a held-out column (mapped) covers the mapped cases only, and the IID "
+              "baseline's row shows its standard scenario on the same cases: the reference of that column's "
+              "significance test (paired randomization on G, ▲ / ▼ at p < 0.05). s is the unweighted mean of the "
+              "eval suite's group pass rates; G combines it with the configuration-method's s_iid.")
+ONLY_NOTE = ("One model per group g of the level, trained on g's T_train cases alone (plus its configuration's i.i.d. "
+             "data) and evaluated on all of T_test: rows are the group trained on, columns the group evaluated "
+             "(the mean of its scoring groups' pass rates). The diagonal is each model on its own group; off the "
+             "diagonal, what training on one group buys on the others.")
 MARKERS = {"better": "▲", "worse": "▼"}
 
 
@@ -34,6 +45,10 @@ class ReportContent:
     table: Table3
     figures: list[FigureFiles]
     degeneracy: list[DegeneracyRow]
+    cross: list[CrossTable] = field(default_factory=list)
+    cross_figures: list[MatrixFigure] = field(default_factory=list)    # one per cross table
+    only: list[OnlyMatrix] = field(default_factory=list)
+    only_figures: list[MatrixFigure] = field(default_factory=list)     # one per only matrix
 
     @property
     def heatmaps(self) -> list[Heatmap]:
@@ -75,7 +90,31 @@ class ReportContent:
 
 def build_content(store: str | Path, figures_dir: Path) -> ReportContent:
     data = read_report_data(store)
-    return ReportContent(data, build_table3(data), write_heatmaps(data, figures_dir), degeneracy_rows(data))
+    cross, only = build_cross_tables(data), build_only_matrices(data)
+    return ReportContent(data, build_table3(data), write_heatmaps(data, figures_dir), degeneracy_rows(data),
+                         cross, write_matrices([cross_figure(t) for t in cross], figures_dir),
+                         only, write_matrices([only_figure(m) for m in only], figures_dir))
+
+
+def cross_figure(t: CrossTable) -> MatrixFigure:
+    """Pass rates per eval group (columns) for each configuration-method and scenario column (rows)."""
+    rows, values = [], []
+    for pair in t.rows:
+        for col in t.columns:
+            groups = t.groups.get((pair, col))
+            if not groups:
+                continue
+            rows.append(f"{pair[0]}/{pair[1]} · {col}")
+            values.append([np.nan if groups.get(g, (None, None))[0] is None else groups[g][0]
+                           for g in t.eval_groups])
+    return MatrixFigure(slug("cross", t.task, t.suite, t.eval_suite), f"{t.title}: pass rate per eval group (%)",
+                        rows, t.eval_groups, np.array(values, dtype=float).reshape(len(rows), len(t.eval_groups)),
+                        f"eval-suite group ({t.eval_suite})", "configuration/method · scenario")
+
+
+def only_figure(m: OnlyMatrix) -> MatrixFigure:
+    return MatrixFigure(slug("only", m.task, m.suite, m.config, m.method, m.level), f"{m.title}: pass rate (%)",
+                        m.trained, m.groups, m.values, f"{m.level} evaluated (T_test)", f"trained on this {m.level}")
 
 
 def degeneracy_rule(content: ReportContent) -> str:

@@ -21,7 +21,7 @@ import duckdb
 
 from beluga_core.store.connection import aggregate_row, utc_now
 from beluga_core.store.reader import open_store
-from beluga_core.store.significance import has_significance
+from beluga_core.store.significance import has_cross, has_significance
 
 
 @dataclass
@@ -67,6 +67,10 @@ class ReportData:
     pass_rates: list[dict[str, Any]] = field(default_factory=list)         # pass_rate_summary
     worst_groups: list[dict[str, Any]] = field(default_factory=list)       # worst_groups
     layouts: dict[str, SuiteLayout] = field(default_factory=dict)
+    cross_summary: list[dict[str, Any]] = field(default_factory=list)        # cross-suite evaluation
+    cross_significance: list[dict[str, Any]] = field(default_factory=list)
+    cross_pass_rates: list[dict[str, Any]] = field(default_factory=list)     # cross_pass_rate_summary
+    only_matrix_summary: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def running(self) -> list[dict[str, Any]]:
@@ -136,6 +140,11 @@ def read_report_data(store: str | Path, *, figures: bool = True) -> ReportData:
         degeneracy = _dicts(con, "SELECT * FROM degeneracy_labels ORDER BY ALL")
         data = ReportData(store, utc_now(), runs, int(n_done), int(n_failed),
                           table3, significance, n_tests, degeneracy)
+        if has_cross(con):
+            data.cross_summary = _dicts(con, "SELECT * FROM cross_summary ORDER BY ALL")
+            data.cross_significance = _dicts(con, "SELECT * FROM cross_significance ORDER BY ALL")
+            data.cross_pass_rates = _dicts(con, "SELECT * FROM cross_pass_rate_summary ORDER BY ALL")
+            data.only_matrix_summary = _dicts(con, "SELECT * FROM only_matrix_summary ORDER BY ALL")
         if figures:
             data.columns = _dicts(con, "SELECT * FROM report_columns ORDER BY ALL")
             data.scenario_scores = _dicts(con, "SELECT * FROM scenario_summary ORDER BY ALL")

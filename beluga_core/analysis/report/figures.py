@@ -180,3 +180,55 @@ def write_heatmaps(data: ReportData, out_dir: Path) -> list[FigureFiles]:
             plt.close(fig)
         files.append(FigureFiles(h, png, svg))
     return files
+
+
+@dataclass
+class MatrixFigure:
+    """A labelled matrix of pass rates (fractions; NaN: nothing evaluable), drawn like Figure 1's heatmaps."""
+
+    slug: str
+    title: str
+    rows: list[str]
+    columns: list[str]
+    values: np.ndarray
+    xlabel: str
+    ylabel: str
+    png: Path | None = None
+    svg: Path | None = None
+
+
+def draw_matrix(m: MatrixFigure) -> Figure:
+    n_rows, n_cols = m.values.shape
+    fig = plt.figure(figsize=(max(6.0, 3.0 + 0.45 * n_cols), 2.2 + 0.42 * n_rows), dpi=DPI, layout="constrained")
+    ax = fig.add_subplot()
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#d9d9d9")
+    image = ax.imshow(100 * m.values, cmap=cmap, vmin=0, vmax=100, aspect="auto", interpolation="nearest")
+    fig.colorbar(image, ax=ax, label="pass rate (%)")
+    for (i, j), v in np.ndenumerate(m.values):
+        if not np.isnan(v):
+            ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=7,
+                    color="white" if v < 0.2 or v > 0.85 else "black")
+    ax.set_yticks(range(n_rows), m.rows, fontsize=7)
+    ax.set_xticks(range(n_cols), m.columns, fontsize=7, rotation=90 if max(map(len, m.columns), default=0) > 3 else 0)
+    ax.set_xlabel(m.xlabel, fontsize=8)
+    ax.set_ylabel(m.ylabel, fontsize=8)
+    ax.set_title(m.title, loc="left", fontsize=10)
+    return fig
+
+
+def write_matrices(matrices: list[MatrixFigure], out_dir: Path) -> list[MatrixFigure]:
+    """Draw every matrix as PNG and SVG under ``out_dir`` (setting their paths)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for m in matrices:
+        fig = draw_matrix(m)
+        try:
+            m.png, m.svg = out_dir / f"{m.slug}.png", out_dir / f"{m.slug}.svg"
+            fig.savefig(m.png, dpi=DPI)
+            fig.savefig(m.svg)
+        finally:
+            plt.close(fig)
+    return matrices
+
+
+def slug(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(parts))

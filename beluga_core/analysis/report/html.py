@@ -7,8 +7,18 @@ import base64
 from html import escape
 from pathlib import Path
 
-from beluga_core.analysis.report.content import MARKERS, PARTIAL, ReportContent, degeneracy_rule, pct
+from beluga_core.analysis.report.content import (
+    CROSS_NOTE,
+    MARKERS,
+    ONLY_NOTE,
+    PARTIAL,
+    ReportContent,
+    degeneracy_rule,
+    pct,
+)
+from beluga_core.analysis.report.cross import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
+from beluga_core.analysis.report.figures import MatrixFigure
 from beluga_core.analysis.report.table3 import AVG, IID, Cell
 from beluga_core.core.constants import BASELINE
 
@@ -74,6 +84,38 @@ def _png_data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+def _figure(fig: MatrixFigure, caption: str) -> str:
+    if fig.png is None:
+        return ""
+    svg = f" (also <code>{escape(fig.svg.name)}</code>)" if fig.svg is not None else ""
+    return (f"<figure><img alt=\"{escape(caption)}\" src=\"{_png_data_uri(fig.png)}\">"
+            f"<figcaption>{escape(caption)}{svg}</figcaption></figure>")
+
+
+def _cross_html(content: ReportContent) -> list[str]:
+    parts: list[str] = []
+    if content.cross:
+        parts += ["<h2>Cross-suite evaluation</h2>", f'<p class="note">{escape(CROSS_NOTE)}</p>']
+        for t, fig in zip(content.cross, content.cross_figures, strict=True):
+            rows = []
+            for p in t.rows:
+                cells = []
+                for c in t.columns:
+                    cell = t.cell(p, c)
+                    mark = f' <span class="{cell.mark}">{MARKERS[cell.mark]}</span>' if cell.mark else ""
+                    cells.append(f"{escape(pct(cell.g))}{mark} ({escape(pct(cell.s))})")
+                rows.append([escape(p[0]), escape(p[1]), *cells])
+            parts += [f"<h3>{escape(t.title)}</h3>",
+                      '<p class="note">G on the eval suite (s on the eval suite), %.</p>',
+                      _simple_table(["configuration", "method",
+                                     *[f"{c} (mapped)" if basis(c) else c for c in t.columns]], rows, numeric_from=2),
+                      _figure(fig, f"{t.title}: pass rate per eval group")]
+    if content.only:
+        parts += ["<h2>Trained on one group alone (only:LEVEL)</h2>", f'<p class="note">{escape(ONLY_NOTE)}</p>']
+        parts += [_figure(fig, m.title) for m, fig in zip(content.only, content.only_figures, strict=True)]
+    return parts
+
+
 def render_html(content: ReportContent) -> str:
     d, t = content.data, content.table
     parts = [f"<h1>beluga report: {escape(d.store.name)}</h1>", f"<p>Store <code>{escape(str(d.store))}</code>.</p>"]
@@ -113,6 +155,8 @@ def render_html(content: ReportContent) -> str:
             parts.append(f"<figure><img alt=\"{alt}\" src=\"{_png_data_uri(f.png)}\">"
                          f"<figcaption>{escape(h.task)} — scenario {escape(h.scenario)} "
                          f"(also <code>{escape(f.svg.name)}</code>)</figcaption></figure>")
+
+    parts += _cross_html(content)
 
     parts += ["<h2>Degeneracy check</h2>", f'<p class="note">{escape(degeneracy_rule(content))}</p>']
     if content.degeneracy:

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from beluga_core.analysis.report.content import MARKERS, PARTIAL, ReportContent, degeneracy_rule, pct
+from beluga_core.analysis.report.content import (
+    CROSS_NOTE,
+    MARKERS,
+    ONLY_NOTE,
+    PARTIAL,
+    ReportContent,
+    degeneracy_rule,
+    pct,
+)
+from beluga_core.analysis.report.cross import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
 from beluga_core.analysis.report.table3 import AVG, IID, Cell, Column
 
@@ -40,6 +49,36 @@ def _table(header: list[str], rows: list[list[str]], right_from: int = 2) -> lis
     align = ["---" if i < right_from else "---:" for i in range(len(header))]
     lines = ["| " + " | ".join(_esc(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def cross_markdown(content: ReportContent, out_dir: Path) -> list[str]:
+    """The cross-suite tables and figures, and the only:LEVEL matrices."""
+    lines: list[str] = []
+    if content.cross:
+        lines += ["", "## Cross-suite evaluation", "", CROSS_NOTE, ""]
+        for t, fig in zip(content.cross, content.cross_figures, strict=True):
+            lines += [f"### {_esc(t.title)}", "", "G on the eval suite (s on the eval suite), %.", ""]
+            rows = []
+            for p in t.rows:
+                cells = []
+                for c in t.columns:
+                    cell = t.cell(p, c)
+                    text = "—" if cell.g is None else f"{pct(cell.g)}{' ' + MARKERS[cell.mark] if cell.mark else ''}"
+                    cells.append(f"{text} ({pct(cell.s)})")
+                rows.append([_esc(p[0]), _esc(p[1]), *cells])
+            lines += _table(["configuration", "method", *[f"{c} (mapped)" if basis(c) else c for c in t.columns]],
+                            rows)
+            if fig.png is not None and fig.svg is not None:
+                png, svg = fig.png.relative_to(out_dir).as_posix(), fig.svg.relative_to(out_dir).as_posix()
+                lines += ["", f"![{_esc(t.title)}: pass rate per eval group]({png})", "", f"[SVG]({svg})", ""]
+    if content.only:
+        lines += ["", "## Trained on one group alone (only:LEVEL)", "", ONLY_NOTE, ""]
+        for m, fig in zip(content.only, content.only_figures, strict=True):
+            lines += [f"### {_esc(m.title)}", ""]
+            if fig.png is not None and fig.svg is not None:
+                lines += [f"![{_esc(m.title)}]({fig.png.relative_to(out_dir).as_posix()})", "",
+                          f"[SVG]({fig.svg.relative_to(out_dir).as_posix()})", ""]
     return lines
 
 
@@ -82,6 +121,8 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
             lines += [f"### {h.task} — scenario {h.scenario}", "",
                       f"![{h.task}, {h.scenario}: pass rates per scoring group]({rel_png})", "",
                       f"[SVG]({rel_svg})", ""]
+
+    lines += cross_markdown(content, out_dir)
 
     lines += ["", "## Degeneracy check", "", degeneracy_rule(content), ""]
     if content.degeneracy:

@@ -16,11 +16,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from beluga_core.analysis.report.cross import (
+    CrossCell,
+    CrossTable,
+    OnlyMatrix,
+    basis,
+    build_cross_tables,
+    build_only_matrices,
+)
 from beluga_core.analysis.report.data import read_report_data
 from beluga_core.analysis.report.degeneracy import (
     DegeneracyRow,
@@ -45,6 +54,8 @@ def print_g_table(store: Path, console: Console) -> None:
         console.print(f"no finished models in {store} yet", highlight=False)
         return
     print_table3(table, console)
+    print_cross_tables(build_cross_tables(data), console)
+    print_only_matrices(build_only_matrices(data), console)
     print_degeneracy(degeneracy_rows(data), console)
 
 
@@ -200,6 +211,52 @@ def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) ->
         notes.append(f"{PARTIAL} a held-out scenario with folds still missing.")
     for note in notes:
         console.print(note, style="dim", highlight=False)
+
+
+# ------------------------------------------------------------------------------------------------ cross-suite
+
+
+def print_cross_tables(tables: list[CrossTable], console: Console) -> None:
+    """Per eval suite: G and s on it per scenario column (held-out columns on the eval cases mapped to the
+    held-out groups; the IID baseline on the same cases as each column)."""
+    for t in tables:
+        methods = sorted({m for _, m in t.rows})
+        labels = _labels(t.rows, show_method=len(methods) > 1)
+        short = _abbreviations(t.columns)
+        g_cols = [_ValueColumn(c, short[c], [_value_text(t.cell(p, c).g, _mark(t.cell(p, c))) for p in t.rows])
+                  for c in t.columns]
+        s_cols = [_ValueColumn(c, short[c], [_value_text(t.cell(p, c).s) for p in t.rows]) for c in t.columns]
+        abbreviated = _print_tables(console, f"{t.title}: G per scenario (%)", labels, g_cols)
+        abbreviated = _print_tables(console, f"{t.title}: s on the eval suite (%)", labels, s_cols,
+                                    short_only=abbreviated) or abbreviated
+        held = [c for c in t.columns if basis(c) is not None]
+        notes = []
+        if held:
+            notes.append(f"{', '.join(held)}: on the eval cases mapped to the held-out groups; the IID baseline's "
+                         "row shows its standard scenario on the same cases.")
+        if abbreviated:
+            notes.append("Scenarios: " + ", ".join(f"{a} = {c}" for c, a in short.items() if a != c) + ".")
+        for note in notes:
+            console.print(note, style="dim", highlight=False)
+
+
+def _mark(cell: CrossCell) -> Cell:
+    return Cell(cell.g, cell.mark)
+
+
+def print_only_matrices(matrices: list[OnlyMatrix], console: Console) -> None:
+    """Each only:LEVEL scenario's train-group × eval-group pass rates, groups numbered (key under the table)."""
+    for m in matrices:
+        numbers = {g: str(i + 1) for i, g in enumerate(m.groups)}
+        cols = [_ValueColumn(numbers[g], numbers[g], [_value_text(None if np.isnan(v) else float(v))
+                                                     for v in m.values[:, j]]) for j, g in enumerate(m.groups)]
+
+        def labels(short: bool, m: OnlyMatrix = m, numbers: dict[str, str] = numbers) -> list[tuple[str, list[str]]]:
+            return [("trained on", [f"{numbers.get(g, '?')} {g}" for g in m.trained])]
+
+        _print_tables(console, f"{m.title}: pass rate (%) on each {m.level}", labels, cols)
+        console.print(f"{m.level}s: " + "; ".join(f"{numbers[g]} = {g}" for g in m.groups), style="dim",
+                      highlight=False)
 
 
 # ------------------------------------------------------------------------------------------------ degeneracy

@@ -18,6 +18,7 @@ import duckdb
 import numpy as np
 from rich.markup import escape
 
+from beluga_core.analysis.significance.cross import analyze_cross
 from beluga_core.analysis.significance.data import iid_counts, suite_counts
 from beluga_core.analysis.significance.plan import (
     Arm,
@@ -50,6 +51,8 @@ class AnalysisSummary:
     dropped_stale: list[str] = field(default_factory=list)  # inputs changed while computing
     seconds: float = 0.0
     comparison_ids: list[str] = field(default_factory=list)
+    n_cross_computed: int = 0                           # cross-suite G tests (eval suites)
+    n_cross_kept: int = 0
 
 
 def parse_config_method(text: str) -> ConfigMethod:
@@ -153,6 +156,7 @@ def analyze_store(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: int =
                 if force or stored.get(c.comparison_id) != (c.digest(arms), rounds, seed)]
         rows = run_comparisons(con, todo, arms, rounds=rounds, seed=seed) if todo else []
     kept, dropped = writer.write(rows)
+    summary.n_cross_computed, summary.n_cross_kept = analyze_cross(path, rounds=rounds, seed=seed, force=force)
     summary.n_comparisons = len(comparisons)
     summary.n_computed = kept
     summary.n_kept = len(comparisons) - len(todo)
@@ -204,5 +208,7 @@ def refresh_after_run(store: Path, console: Any) -> None:
     except (BelugaError, duckdb.Error) as exc:
         console.print(f"[yellow]significance tests not updated[/] ({escape(str(exc))}); run `beluga analyze {store}`")
         return
-    console.print(f"significance: {summary.n_computed} test(s) computed, {summary.n_kept} already current "
+    cross = (f"; cross-suite G: {summary.n_cross_computed} computed, {summary.n_cross_kept} already current"
+             if summary.n_cross_computed or summary.n_cross_kept else "")
+    console.print(f"significance: {summary.n_computed} test(s) computed, {summary.n_kept} already current{cross} "
                   f"({summary.seconds:.1f} s; {DEFAULT_ROUNDS:,} rounds, seed {DEFAULT_SEED})")

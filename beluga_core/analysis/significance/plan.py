@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from beluga_core.core.constants import parse_only
+
 BASELINE = ("iid", "vanilla", "standard")
 REPLICATE = "replicate"
 MEAN_OVER_TASKS = "mean_over_tasks"
@@ -131,8 +133,11 @@ def pair_comparisons(arms: Iterable[Arm], a: tuple[str, str], b: tuple[str, str]
         for scenario, sp in sorted(by_scenario.items()):
             out.append(Comparison(MEAN_OVER_TASKS, a[0], a[1], scenario, b[0], b[1], b_scenario, seed, split_seed,
                                   tuple(sp)))
-        out.append(Comparison(MEAN_OVER_TASKS, a[0], a[1], None, b[0], b[1], b_scenario, seed, split_seed,
-                              tuple(pairs)))
+        # The Avg. (all scenarios) pools the generalization scenarios, not the only:LEVEL=g models.
+        pooled = tuple(p for p in pairs if parse_only(p[0].scenario) is None)
+        if pooled:
+            out.append(Comparison(MEAN_OVER_TASKS, a[0], a[1], None, b[0], b[1], b_scenario, seed, split_seed,
+                                  pooled))
     return out
 
 

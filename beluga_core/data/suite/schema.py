@@ -112,6 +112,12 @@ class SuiteHeader(BaseModel):
     test_types: list[str] = Field(default_factory=list, description="Test types present in the suite.")
     losses: list[str] = Field(default_factory=list, description="Loss plugins the cases train with.")
     source: dict[str, Any] = Field(default_factory=dict, description="Provenance (e.g. the imported file).")
+    maps_to: dict[str, dict[str, str]] | None = Field(None, description=(
+        "Used when this suite is another suite's eval suite: per level of the training suite (or test_type), the "
+        "training group each of this suite's groups maps to, e.g. {\"functionality\": {\"negation\": \"Simple "
+        "negations: negative\"}}. A config's eval_suites entry may replace it."))
+    maps_from: str | None = Field(None, description=(
+        "The level of this suite whose groups maps_to names (default: the scoring level)."))
 
     @field_validator("format_version")
     @classmethod
@@ -129,6 +135,8 @@ class SuiteHeader(BaseModel):
             raise ValueError(f"level names {sorted(bad)} are reserved (scenario names / the test_type field)")
         if self.scoring_level not in self.levels:
             raise ValueError(f"scoring_level '{self.scoring_level}' is not one of the levels {self.levels}")
+        if self.maps_from is not None and self.maps_from not in self.holdable_levels():
+            raise ValueError(f"maps_from '{self.maps_from}' is not one of the levels {self.holdable_levels()}")
         return self
 
     def holdable_levels(self) -> list[str]:

@@ -116,7 +116,7 @@ LEFT JOIN label_names n ON n.space = 'head' AND n.task = m.task AND n.suite IS N
 WHERE m.status = 'done';
 
 -- The suite cases each model trained on, recomputed from the recorded split: the kept T_train cases of its
--- split, without its held-out group; a model that trained on no suite case (the IID model, an external
+-- split, without its held-out group (only:LEVEL=g: those of group g alone); a model that trained on no suite case (the IID model, an external
 -- evaluation) has none. models.train_digest is the sha256 of the sorted list of these ids as the worker saw
 -- them, so a reader can check the two agree.
 CREATE OR REPLACE VIEW model_training_cases AS
@@ -128,7 +128,11 @@ WHERE m.train_digest IS NOT NULL AND s.part = 'train' AND s.kept
   AND (m.heldout_level IS NULL
        OR (CASE WHEN m.heldout_level = 'test_type' THEN c.test_type
                 ELSE json_extract_string(c.groups, '$."' || m.heldout_level || '"') END)
-          IS DISTINCT FROM m.heldout_group);
+          IS DISTINCT FROM m.heldout_group)
+  AND (m.trained_level IS NULL
+       OR (CASE WHEN m.trained_level = 'test_type' THEN c.test_type
+                ELSE json_extract_string(c.groups, '$."' || m.trained_level || '"') END)
+          = m.trained_group);
 
 -- Cases a model both trained on and was evaluated on: empty in a sound store (the held-out group and T_test
 -- never reach training).

@@ -37,7 +37,8 @@ GROUP BY task, suite, config, method, scenario, scoring_group;
 -- (the IID baseline: its columns show G_standard, the reference every other row is tested against).
 CREATE OR REPLACE VIEW report_columns AS
 WITH present AS (
-    SELECT DISTINCT task, suite, config, method, scenario FROM scenario_summary
+    -- only:LEVEL=g models have their own section (the only_matrix heatmaps), not a column each.
+    SELECT DISTINCT task, suite, config, method, scenario FROM scenario_summary WHERE scenario NOT LIKE 'only:%'
 ), columns_ AS (
     SELECT DISTINCT p.task, p.suite, p.scenario
     FROM present p

@@ -50,7 +50,7 @@ WITH strata AS (
      AND (t.scope = 'mean_over_tasks'
           OR (a.task = t.task AND a.suite IS NOT DISTINCT FROM t.suite
               AND a.model_name IS NOT DISTINCT FROM t.model_name))
-     AND (t.scenario IS NULL OR a.scenario = t.scenario)
+     AND (a.scenario = t.scenario OR (t.scenario IS NULL AND a.scenario NOT LIKE 'only:%'))
     JOIN significance_inputs b
       ON b.task = a.task AND b.suite IS NOT DISTINCT FROM a.suite
      AND b.model_name IS NOT DISTINCT FROM a.model_name
@@ -86,12 +86,18 @@ WITH baseline AS (
      AND b.seed IS NOT DISTINCT FROM g.seed AND b.split_seed IS NOT DISTINCT FROM g.split_seed
     WHERE NOT (g.config = 'iid' AND g.method = 'vanilla' AND g.scenario = 'standard')
 ), per_task AS (
-    -- Within a task: mean over its strata (model names; and scenarios for the Avg. row, scenario NULL).
+    -- Within a task: mean over its strata (model names; and scenarios for the Avg. row, scenario NULL, which
+    -- pools the generalization scenarios, not the only:LEVEL=g models).
     SELECT task, config, method, scenario, seed, split_seed,
            avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
     FROM live
-    GROUP BY GROUPING SETS ((task, config, method, scenario, seed, split_seed),
-                            (task, config, method, seed, split_seed))
+    GROUP BY task, config, method, scenario, seed, split_seed
+    UNION ALL
+    SELECT task, config, method, NULL, seed, split_seed,
+           avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
+    FROM live
+    WHERE scenario NOT LIKE 'only:%'
+    GROUP BY task, config, method, seed, split_seed
 ), mean_live AS (
     SELECT config, method, scenario, seed, split_seed, count(*) AS n_tasks,
            avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g

@@ -1,0 +1,386 @@
+"""Cross-suite evaluation and the only:LEVEL scenarios: which eval cases each fold sees, the views against
+independent recomputations on hand-made stores, config errors, and a tiny real run."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import DATA, config_with, query, run_benchmark, run_cli
+
+from beluga_core.config.schema import EvalSuiteSpec
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.suite.io import Suite
+from beluga_core.data.suite.schema import Case, SuiteHeader
+from beluga_core.execution.results import CrossResult, IIDResult, JobResult, ModelRecord, Outcomes
+from beluga_core.planning.cross import plan_eval_suite
+from beluga_core.planning.jobs import Fold
+from beluga_core.store.rows import CaseRow, SuiteRow
+from beluga_core.store.writer import StoreWriter
+
+# ------------------------------------------------------------------------------------------ hand-made suites
+
+TRAIN_GROUPS = {"f1": ("A", "MFT"), "f2": ("A", "INV"), "f3": ("B", "MFT"), "f4": ("B", "DIR")}
+EVAL_GROUPS = {"e1": "MFT", "e2": "INV", "e3": "MFT", "e4": "MFT"}
+
+
+def _case(cid: str, groups: dict[str, str], test_type: str) -> Case:
+    pairwise = test_type in ("INV", "DIR")
+    return Case(id=cid, groups=groups, test_type=test_type, loss=test_type.lower() if pairwise else "mft",
+                inputs=["a film", "a movie"] if pairwise else ["a film"], label=None if pairwise else 1,
+                expectation={"kind": "inv"} if pairwise else {"kind": "eq", "target": "label"})
+
+
+def train_suite() -> Suite:
+    header = SuiteHeader(name="train", levels=["class", "functionality"], scoring_level="functionality",
+                         input_kind="text", label_space=["negative", "positive"])
+    return Suite(header, [_case(f"{f}-{i}", {"class": c, "functionality": f}, t)
+                          for f, (c, t) in TRAIN_GROUPS.items() for i in range(2)])
+
+
+def eval_suite(**header: Any) -> Suite:
+    h = SuiteHeader(name="evals", levels=["phenomenon"], scoring_level="phenomenon", input_kind="text",
+                    label_space=["negative", "positive"], **header)
+    return Suite(h, [_case(f"{g}-{i}", {"phenomenon": g}, t) for g, t in EVAL_GROUPS.items() for i in range(3)])
+
+
+MAP = {"functionality": {"e1": "f1", "e2": "f2", "e3": "f3"}}   # e4 maps to nothing
+
+
+def plan(spec: EvalSuiteSpec, evals: Suite | None = None, levels: tuple[str, ...] = ("functionality", "class",
+                                                                                      "test_type")) -> Any:
+    return plan_eval_suite(spec, "tasks.0.eval_suites.0", train_suite(), evals or eval_suite(), levels=list(levels),
+                           seed=123, config_path=Path("bench.toml"))
+
+
+def fold(level: str | None, group: str | None) -> Fold:
+    return Fold(level or "seen", group, (), ())
+
+
+def test_folds_see_the_eval_cases_mapped_to_their_held_out_group() -> None:
+    p = plan(EvalSuiteSpec(suite="x", maps_to=MAP))
+    every = tuple(c.id for c in eval_suite().cases)
+    assert p.eval_ids(fold(None, None)) == every                      # seen (and standard, only:LEVEL): all
+    assert p.eval_ids(fold("functionality", "f1")) == ("e1-0", "e1-1", "e1-2")
+    assert p.eval_ids(fold("functionality", "f4")) == ()              # nothing maps to f4
+    # class is derived: each functionality lies in one class (f1, f2 in A; f3 in B).
+    assert p.eval_ids(fold("class", "A")) == ("e1-0", "e1-1", "e1-2", "e2-0", "e2-1", "e2-2")
+    assert p.eval_ids(fold("class", "B")) == ("e3-0", "e3-1", "e3-2")
+    assert "derived from functionality" in p.how["class"]
+    # test_type: every eval case keeps its own test type (e2 is INV, the rest MFT; the suite has no DIR).
+    assert p.eval_ids(fold("test_type", "INV")) == ("e2-0", "e2-1", "e2-2")
+    assert len(p.eval_ids(fold("test_type", "MFT"))) == 9 and p.eval_ids(fold("test_type", "DIR")) == ()
+    # The unmapped group e4 is judged by the models that hold nothing out only.
+    assert not any(c.startswith("e4") for lvl, m in p.maps.items() if lvl != "test_type" for c in m)
+    # Digests differ between what two folds see and are stable.
+    assert p.digest(fold("class", "A")) != p.digest(fold("class", "B"))
+    assert p.digest(fold("class", "A")) == plan(EvalSuiteSpec(suite="x", maps_to=MAP)).digest(fold("class", "A"))
+
+
+def test_the_header_mapping_applies_and_the_config_replaces_it() -> None:
+    evals = eval_suite(maps_to={"functionality": {"e4": "f4"}})
+    from_header = plan(EvalSuiteSpec(suite="x"), evals)
+    assert from_header.eval_ids(fold("functionality", "f4")) == ("e4-0", "e4-1", "e4-2")
+    assert "suite header" in from_header.how["functionality"]
+    from_config = plan(EvalSuiteSpec(suite="x", maps_to=MAP), evals)
+    assert from_config.eval_ids(fold("functionality", "f4")) == ()
+
+
+def test_a_level_that_cannot_be_derived_has_no_mapping() -> None:
+    train = train_suite()
+    # Move one f1 case to class B: functionality no longer nests in class.
+    cases = [c.model_copy(update={"groups": {"class": "B", "functionality": "f1"}}) if c.id == "f1-0" else c
+             for c in train.cases]
+    p = plan_eval_suite(EvalSuiteSpec(suite="x", maps_to=MAP), "w", Suite(train.header, cases), eval_suite(),
+                        levels=["class"], seed=1, config_path=Path("b.toml"))
+    assert "class" not in p.maps and p.eval_ids(fold("class", "A")) == ()
+
+
+def test_cases_per_group_keeps_a_seeded_sample_of_each_eval_group() -> None:
+    a = plan(EvalSuiteSpec(suite="x", maps_to=MAP, cases_per_group=2))
+    b = plan(EvalSuiteSpec(suite="x", maps_to=MAP, cases_per_group=2))
+    assert a.case_ids == b.case_ids and len(a.case_ids) == 8
+    assert all(sum(c.startswith(g) for c in a.case_ids) == 2 for g in EVAL_GROUPS)
+
+
+@pytest.mark.parametrize(("maps_to", "maps_from", "fragments"), [
+    ({"functionallity": {"e1": "f1"}}, None, ["maps_to.functionallity", "did you mean 'functionality'"]),
+    ({"functionality": {"e9": "f1"}}, None, ["unknown phenomenon of eval suite 'evals' 'e9'"]),
+    ({"functionality": {"e1": "f11"}}, None, ["unknown functionality of training suite 'train' 'f11'",
+                                               "did you mean 'f1'"]),
+    (None, "topic", ["maps_from 'topic' is not a level of eval suite 'evals'"]),
+])
+def test_mapping_mistakes_name_the_field(maps_to: dict[str, dict[str, str]] | None, maps_from: str | None,
+                                         fragments: list[str]) -> None:
+    with pytest.raises(BelugaError) as err:
+        plan(EvalSuiteSpec(suite="x", maps_to=maps_to, maps_from=maps_from))
+    text = str(err.value)
+    assert "bench.toml" in text and "tasks.0.eval_suites.0" in text, text
+    for fragment in fragments:
+        assert fragment in text, (fragment, text)
+
+
+# ------------------------------------------------------------------------------------------ hand-made stores
+
+def _store(path: Path) -> StoreWriter:
+    writer = StoreWriter(path)
+    train = train_suite()
+    writer.ensure_suite(SuiteRow("train", ("class", "functionality"), "functionality", "text", ("n", "p")),
+                        [CaseRow(c.id, c.test_type, dict(c.groups)) for c in train.cases])
+    writer.ensure_suite(SuiteRow("evals", ("phenomenon",), "phenomenon", "text", ("n", "p")),
+                        [CaseRow(c.id, c.test_type, dict(c.groups)) for c in eval_suite().cases])
+    writer.set_cross_maps("sentiment", "train", "evals", plan(EvalSuiteSpec(suite="x", maps_to=MAP)).maps)
+    return writer
+
+
+def _model(writer: StoreWriter, mid: str, config: str, scenario: str, train_outcomes: dict[str, str],
+           cross: dict[str, str], *, group: str | None = None, accuracy: float | None = None,
+           trained: tuple[str, str] | None = None) -> None:
+    heldout = scenario if group is not None else None
+    record = ModelRecord(model_id=mid, task="sentiment", suite="train", model_name="m", config=config,
+                         method="vanilla", scenario=scenario, heldout_level=heldout, heldout_group=group, seed=1,
+                         split_seed=1, trained_level=trained[0] if trained else None,
+                         trained_group=trained[1] if trained else None)
+    iid = []
+    if accuracy is not None:
+        correct = [i < accuracy * 10 for i in range(10)]
+        iid = [IIDResult("test", ["1"] * 10, ["1" if c else "0" for c in correct], correct,  # type: ignore[arg-type]
+                         {"accuracy": accuracy}, "accuracy")]
+    outcomes = Outcomes.of(list(train_outcomes), list(train_outcomes.values()))
+    writer.commit(JobResult(record, outcomes, iid,
+                            cross=[CrossResult("evals", "d", Outcomes.of(list(cross), list(cross.values())))]))
+
+
+# Per eval case an outcome; e2 has a skip, e4 only fails.
+IID_CROSS = {"e1-0": "pass", "e1-1": "pass", "e1-2": "fail", "e2-0": "skip", "e2-1": "pass", "e2-2": "fail",
+             "e3-0": "fail", "e3-1": "fail", "e3-2": "pass", "e4-0": "fail", "e4-1": "fail", "e4-2": "fail"}
+SEEN_CROSS = {c: "pass" for c in IID_CROSS} | {"e4-0": "fail"}
+FOLD_CROSS = {"A": {"e1-0": "fail", "e1-1": "pass", "e1-2": "fail", "e2-0": "pass", "e2-1": "pass", "e2-2": "pass"},
+              "B": {"e3-0": "pass", "e3-1": "pass", "e3-2": "fail"}}
+
+
+def _recompute(cross: dict[str, str], cases: set[str] | None = None) -> float:
+    """s: unweighted mean over eval groups of pass / (pass + fail), skips left out."""
+    by_group: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for cid, outcome in cross.items():
+        if outcome != "skip" and (cases is None or cid in cases):
+            by_group[cid.split("-")[0]][outcome == "pass"] += 1
+    rates = [p / (p + f) for f, p in by_group.values()]
+    return sum(rates) / len(rates)
+
+
+def test_cross_scores_equal_an_independent_recomputation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    writer = _store(tmp_path / "s.duckdb")
+    _model(writer, "iid", "iid", "standard", {"f1-0": "pass"}, IID_CROSS, accuracy=0.8)
+    _model(writer, "seen", "iid-then-t", "seen", {"f1-0": "pass"}, SEEN_CROSS, accuracy=0.6)
+    for group, cross in FOLD_CROSS.items():
+        _model(writer, f"fold-{group}", "iid-then-t", "class", {f"{'f1' if group == 'A' else 'f3'}-0": "pass"}, cross,
+               group=group)
+    store = tmp_path / "s.duckdb"
+    rows = {(r[0], r[1], r[2]): r[3:] for r in query(store, """SELECT config, scenario, mapped_level, s_cross, s_iid,
+                                                                g, n_cases FROM cross_scores""")}
+    class_cases = {c for cross in FOLD_CROSS.values() for c in cross}
+    g = lambda s, i: 2 * s * i / (s + i)  # noqa: E731
+    expected = {("iid", "standard", None): (_recompute(IID_CROSS), 0.8, 12),
+                ("iid", "standard", "class"): (_recompute(IID_CROSS, class_cases), 0.8, 9),
+                ("iid", "standard", "functionality"): (_recompute(IID_CROSS, class_cases), 0.8, 9),
+                ("iid-then-t", "seen", None): (_recompute(SEEN_CROSS), 0.6, 12),
+                ("iid-then-t", "class", "class"): (_recompute({k: v for c in FOLD_CROSS.values()
+                                                               for k, v in c.items()}), 0.6, 9)}
+    assert set(expected) <= set(rows)
+    for key, (s, s_iid, n) in expected.items():
+        got = rows[key]
+        assert got[0] == pytest.approx(s) and got[1] == pytest.approx(s_iid), key
+        assert got[2] == pytest.approx(g(s, s_iid)) and got[3] == n, key
+    # A held-out scenario has rows at its own basis only.
+    assert not any(k[1] == "class" and k[2] != "class" for k in rows)
+    # Per eval group and mapped group: e2 under the class basis maps to A, one skip left out.
+    rate = query(store, """SELECT mapped_group, n_pass, n_fail, n_skip, pass_rate FROM cross_pass_rates
+                           WHERE config = 'iid' AND mapped_level = 'class' AND eval_group = 'e2'""")
+    assert rate == [("A", 1, 1, 1, 0.5)]
+    # beluga store check passes, and flags a fold judged on an eval case outside its group.
+    assert run_cli(capsys, "store", "check", store)[0] == 0
+    _model(writer, "fold-bad", "iid-then-t", "functionality", {"f3-0": "pass"}, {"e1-0": "pass"}, group="f3")
+    code, out, _ = run_cli(capsys, "store", "check", store)
+    assert code == 1 and "held-out folds judged on their mapped eval cases" in out, out
+
+
+def test_only_matrix_diagonal_is_each_models_pass_rate_on_its_own_group(tmp_path: Path) -> None:
+    writer = _store(tmp_path / "s.duckdb")
+    train = [c.id for c in train_suite().cases]
+    # Model trained on class A: passes everything in f1, half of f2, nothing in B; trained on B: the mirror.
+    outcomes = {"A": {c: "pass" if c.startswith("f1") or c == "f2-0" else "fail" for c in train},
+                "B": {c: "pass" if c.startswith("f3") or c in ("f4-0", "f1-1") else "fail" for c in train}}
+    for group, o in outcomes.items():
+        _model(writer, f"only-{group}", "iid-then-t", f"only:class={group}", o, {}, trained=("class", group))
+    matrix = {(t, e): (rate, diag) for t, e, rate, diag in query(
+        tmp_path / "s.duckdb", "SELECT trained_group, eval_group, pass_rate, diagonal FROM only_matrix")}
+
+    def seen_style(o: dict[str, str], cls: str) -> float:
+        funcs = [f for f, (c, _) in TRAIN_GROUPS.items() if c == cls]
+        rates = [sum(o[f"{f}-{i}"] == "pass" for i in range(2)) / 2 for f in funcs]
+        return sum(rates) / len(rates)
+
+    for t in ("A", "B"):
+        for e in ("A", "B"):
+            rate, diag = matrix[(t, e)]
+            assert rate == pytest.approx(seen_style(outcomes[t], e)) and diag == (t == e)
+    assert matrix[("A", "A")][0] == pytest.approx(0.75) and matrix[("A", "B")][0] == 0.0
+    assert matrix[("B", "A")][0] == pytest.approx(0.25)
+    # Each only model is a scenario of its own in g_scores; the report's Table 3 leaves them out of its columns.
+    scenarios = {r[0] for r in query(tmp_path / "s.duckdb", "SELECT scenario FROM g_scores")}
+    assert scenarios == {"only:class=A", "only:class=B"}
+    assert query(tmp_path / "s.duckdb", "SELECT count(*) FROM report_columns")[0][0] == 0
+
+
+def test_a_model_lacking_an_evaluation_is_not_done(tmp_path: Path) -> None:
+    writer = _store(tmp_path / "s.duckdb")
+    _model(writer, "iid", "iid", "standard", {"f1-0": "pass"}, IID_CROSS, accuracy=0.8)
+    assert writer.done_ids() == {"iid"}
+    assert writer.done_ids({"iid": {"evals": "d"}}) == {"iid"}           # evaluated on those cases
+    assert writer.done_ids({"iid": {"evals": "other"}}) == set()         # the sample or mapping changed
+    assert writer.done_ids({"iid": {"evals": "d", "more": "x"}}) == set()  # an eval suite added since
+
+
+# ------------------------------------------------------------------------------------------ config errors
+
+def _tiny(tmp_path: Path, append: str = "", replace: dict[str, str] | None = None) -> Path:
+    return config_with(DATA / "tiny-sentiment.toml", tmp_path, replace=replace, append=append)
+
+
+@pytest.mark.parametrize(("append", "replace", "fragments"), [
+    ('[[tasks.eval_suites]]\nsuite = "pairs.jsonl"\n', None,
+     ["tasks.0.eval_suites.0", "input_kind 'text_pair'", "the training suite 'sentiment' 'text'"]),
+    ('[[tasks.eval_suites]]\nsuite = "builtin:sentiment"\n', None,
+     ["tasks.0.eval_suites.0", "has the name of the suite at tasks.0.suite"]),
+    ('[[tasks.eval_suites]]\nsuite = "builtin:sst2-phenomena"\n[tasks.eval_suites.maps_to.functionalty]\n'
+     'negation = "intensifiers"\n', None, ["maps_to.functionalty", "did you mean 'functionality'"]),
+    ('[[tasks.eval_suites]]\nsuite = "no-such-suite.jsonl"\n', None, ["tasks.0.eval_suites.0.suite",
+                                                                       "no such file or folder"]),
+    ("", {'scenarios = ["standard", "seen", "test_type"]': 'scenarios = ["standard", "seen", "only:clas"]'},
+     ["scenario 'only:clas'", "'clas' is not a level of suite 'sentiment'"]),
+    ("", {'scenarios = ["standard", "seen", "test_type"]': 'scenarios = ["standard", "only:class"]'},
+     ["need the 'seen' scenario"]),
+])
+def test_cross_config_mistakes_exit_2_naming_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      append: str, replace: dict[str, str] | None,
+                                                      fragments: list[str]) -> None:
+    pair = {"id": "p1", "groups": {"g": "a"}, "test_type": "MFT", "loss": "mft", "inputs": [["a", "b"]], "label": 0,
+            "expectation": {"kind": "eq", "target": "label"}}
+    (tmp_path / "pairs.jsonl").write_text(json.dumps({"kind": "suite", "name": "pairs", "levels": ["g"],
+                                                      "scoring_level": "g", "input_kind": "text_pair",
+                                                      "label_space": ["negative", "positive"]}) + "\n"
+                                          + json.dumps(pair) + "\n")
+    path = _tiny(tmp_path, append, replace)
+    code, _, err = run_cli(capsys, "run", path, "--dry-run")
+    err = " ".join(err.split())
+    assert code == 2 and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+
+
+# ------------------------------------------------------------------------------------------ a real run
+
+CROSS_RUN = """
+[[tasks.eval_suites]]
+suite = "builtin:sst2-phenomena"
+cases_per_group = 4
+[tasks.eval_suites.maps_to.functionality]
+negation = "simple negations: negative"
+intensifier = "intensifiers"
+plain = "Sentiment-laden words in context"
+"""
+
+
+@pytest.fixture(scope="module")
+def cross_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    tmp = tmp_path_factory.mktemp("cross")
+    config = _tiny(tmp, CROSS_RUN, {'scenarios = ["standard", "seen", "test_type"]':
+                                    'scenarios = ["standard", "seen", "class", "only:class"]'})
+    store = tmp / "cross.duckdb"
+    return config, store, run_benchmark(config, store)
+
+
+def test_a_run_evaluates_every_model_on_the_eval_suite_as_mapped(cross_store: tuple[Path, Path, str],
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _config, store, printed = cross_store
+    assert "evaluated on sst2-phenomena" in printed
+    n_eval = query(store, "SELECT count(*) FROM cases WHERE suite = 'sst2-phenomena'")[0][0]
+    assert n_eval == 300
+    # Models that hold nothing out: the 20 sampled eval cases (4 per phenomenon); folds: their mapped cases.
+    per_model = query(store, """SELECT m.scenario, m.heldout_group, m.trained_group, e.n_cases
+                                FROM cross_evaluations e JOIN models m USING (model_id) ORDER BY ALL""")
+    assert all(n == 20 for sc, _, _, n in per_model if sc in ("standard", "seen") or sc.startswith("only:"))
+    by_class = {g: n for sc, g, _, n in per_model if sc == "class"}
+    # negation → Negation (4), intensifier and plain → Vocabulary (8); other classes: none.
+    assert by_class["Negation"] == 4 and by_class["Vocabulary"] == 8
+    assert sum(by_class.values()) == 12
+    assert {sc for sc, _, _, _ in per_model if sc.startswith("only:")} == \
+        {f"only:class={c}" for c in ("Fairness", "NER", "Negation", "Robustness", "SRL", "Temporal", "Vocabulary")}
+    assert run_cli(capsys, "store", "check", store)[0] == 0
+    # G on the eval suite uses the configuration-method's s_iid.
+    for s, s_iid, g in query(store, "SELECT s_cross, s_iid, g FROM cross_scores WHERE s_cross IS NOT NULL"):
+        assert g == pytest.approx(2 * s * s_iid / (s + s_iid))
+    # Significance of cross-suite G against the IID baseline on the same cases.
+    status = query(store, "SELECT DISTINCT status FROM cross_significance")
+    assert status == [("current",)]
+
+
+def test_the_report_shows_the_cross_table_and_the_matrix(cross_store: tuple[Path, Path, str], tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    _, store, printed = cross_store
+    assert "trained on one class alone" in printed
+    code, _out, _ = run_cli(capsys, "report", store, "--format", "md", "--out", tmp_path)
+    assert code == 0
+    text = (tmp_path / "report.md").read_text()
+    assert "## Cross-suite evaluation" in text and "class (mapped)" in text
+    assert "## Trained on one group alone (only:LEVEL)" in text
+    assert len(list((tmp_path / "figures").glob("only-*.png"))) == 1
+    assert len(list((tmp_path / "figures").glob("cross-*.png"))) == 1
+
+
+def test_the_dry_run_prints_what_cross_evaluation_adds(cross_store: tuple[Path, Path, str],
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    config, store, _ = cross_store
+    code, out, _ = run_cli(capsys, "run", config, "--store", store, "--dry-run")
+    assert code == 0
+    out = " ".join(out.split())
+    assert "only:class: 7 more trainings" in out and "eval suite sst2-phenomena (20 of 300 cases evaluated)" in out
+    assert "class: 12 cases mapped, derived from functionality" in out
+
+
+# ------------------------------------------------------------------------------------------ README
+
+def _readme_blocks(language: str) -> list[str]:
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Cross-suite evaluation"):]
+    section = section[:section.index("\n## ", 10)]
+    return re.findall(rf"^```{language} tested\n(.*?)^```", section, re.M | re.S)
+
+
+def test_the_readme_cross_suite_config_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (block,) = _readme_blocks("toml")
+    config = tmp_path / "readme-cross.toml"
+    config.write_text('name = "readme-cross"\nscenarios = ["standard", "seen", "functionality", "only:class"]\n'
+                      + block + "[sizes]\nsuite_train_per_group = 2\nsuite_test_per_group = 2\n", encoding="utf-8")
+    code, out, err = run_cli(capsys, "run", config, "--dry-run")
+    out = " ".join(out.split())
+    assert code == 0, err
+    assert "eval suite sst2-phenomena (300 of 300 cases evaluated)" in out, out
+    assert "functionality: 240 cases mapped, declared (config; phenomenon → functionality)" in out, out
+
+
+def test_the_readme_cross_suite_queries_run(cross_store: tuple[Path, Path, str]) -> None:
+    (block,) = _readme_blocks("sql")
+    _, store, _ = cross_store
+    statements = [s for s in block.split(";") if s.strip()]
+    assert len(statements) == 2
+    scores, diagonal = (query(store, s) for s in statements)
+    assert ("iid", "standard", None) in {r[:3] for r in scores} and ("iid-then-t", "class", "class") in \
+        {r[:3] for r in scores}
+    assert len(diagonal) == 7 and all(0 <= r[2] <= 1 for r in diagonal if r[2] is not None)
