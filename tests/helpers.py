@@ -81,7 +81,7 @@ def run_benchmark(config: Path, store: Path) -> str:
     from beluga_core.orchestration.coordinator import run_plan
     from beluga_core.planning.plan import build_plan
 
-    cfg = load_config(config).model_copy(update={"store": str(store.resolve())})
+    cfg = load_config(config).with_store_path(str(store.resolve()))
     out = io.StringIO()
     threads = torch.get_num_threads()
     try:

@@ -174,7 +174,7 @@ def run(
     console = Console()
     cfg = load_config(config)
     if store is not None:
-        cfg = cfg.model_copy(update={"store": str(store.resolve())})
+        cfg = cfg.with_store_path(str(store.resolve()))
     path = config.resolve()
     try:
         EXECUTORS.require(cfg.executor.name, field="executor.name")

@@ -152,10 +152,11 @@ def _resolve_references(cfg: BenchmarkConfig, text: str, path: Path) -> Benchmar
         "name": resolved(cfg.model.name, ("model", "name"), "embedded:", hub_model),
         "task_models": {k: resolved(v, ("model", "task_models", k), "embedded:", hub_model)
                         for k, v in cfg.model.task_models.items()}})
-    store = Path(cfg.store).expanduser()
+    store = Path(cfg.store_spec.path).expanduser()
     problem = _store_problem(store if store.is_absolute() else base / store)
     if problem is not None:
-        raise BelugaError(problem, source=path, line=locate_key(text, ("store",)), field="store")
+        loc = ("store",) if isinstance(cfg.store, str) else ("store", "path")
+        raise BelugaError(problem, source=path, line=locate_key(text, loc), field=".".join(loc))
     return cfg.model_copy(update={"tasks": tasks, "model": model})
 
 

@@ -116,6 +116,14 @@ class StageHParams(_Strict):
     warmup_ratio: float | None = Field(None, ge=0, lt=1)
 
 
+class ConfigurationSettings(StageHParams):
+    """``[training.configurations.NAME]``: a configuration's own training values, and where it starts."""
+
+    start: Literal["plm", "iid"] | None = Field(None, description=(
+        "Start from the pretrained model or the run's IID model instead of where the configuration starts by "
+        "default (e.g. iid-update from the IID model)."))
+
+
 class TrainingSpec(_Strict):
     learning_rate: float = Field(2e-5, gt=0)
     batch_size: int = Field(16, ge=1)
@@ -126,7 +134,7 @@ class TrainingSpec(_Strict):
     iid: StageHParams = Field(default_factory=StageHParams, description="Overrides for the IID step.")
     suite: StageHParams = Field(default_factory=StageHParams,
                                 description="Overrides for the step that sees suite data.")
-    configurations: dict[str, StageHParams] = Field(default_factory=dict, description=(
+    configurations: dict[str, ConfigurationSettings] = Field(default_factory=dict, description=(
         "Per-configuration overrides of the suite step, on top of [training.suite], e.g. "
         "[training.configurations.iid-plus-t] learning_rate = 2e-4 (the reference selects hyper-parameters "
         "per task, configuration and method; a method's own training keys and a grid point still win)."))
@@ -135,8 +143,13 @@ class TrainingSpec(_Strict):
         base = {k: getattr(self, k) for k in ("learning_rate", "batch_size", "epochs", "weight_decay",
                                               "warmup_ratio", "max_grad_norm")}
         override = (self.iid if which == "iid" else self.suite).model_dump(exclude_none=True)
-        per_config = self.configurations.get(configuration) if which == "suite" and configuration else None
-        return base | override | (per_config.model_dump(exclude_none=True) if per_config else {})
+        per_config = self.configurations.get(configuration) if configuration else None
+        return base | override | (per_config.model_dump(exclude_none=True, exclude={"start"}) if per_config else {})
+
+    def start_of(self, configuration: str, default: str) -> str:
+        """Where ``configuration``'s models start: its ``start`` setting, else the plugin's own."""
+        per_config = self.configurations.get(configuration)
+        return per_config.start if per_config is not None and per_config.start else default
 
 
 class ExecutorSpec(_Strict):
@@ -181,10 +194,26 @@ class GridSpec(_Strict):
                 "epochs": list(self.epochs)}
 
 
+class StoreSpec(_Strict):
+    """``[store]``: where results go and what, beyond outcomes and predictions, is kept."""
+
+    path: str = Field("runs/beluga.duckdb", description="DuckDB result store (relative to the config file).")
+    keep_probabilities: bool = Field(False, description=(
+        "Also store every model's class probabilities: per D_test example (iid_probs) and per suite-case input "
+        "(case_predictions). Needed by mean-rule ensembles, ensembles' suite outcomes, and confidence-based "
+        "analyses; `beluga run --dry-run` prints the expected size."))
+    keep_weights: Literal["iid", "seen", "all"] = Field("iid", description=(
+        "Which models' weights are kept beside the store (STORE.cache/): the IID models (always: folds start "
+        "from them), also the seen and iid-update models, or every model (folds included). `beluga export` "
+        "writes a kept model as a Hugging Face checkpoint."))
+
+
 class BenchmarkConfig(_Strict):
     name: str = Field(min_length=1)
     description: str = ""
-    store: str = Field("runs/beluga.duckdb", description="DuckDB result store (relative to the config file).")
+    store: str | StoreSpec = Field("runs/beluga.duckdb", description=(
+        "The DuckDB result store (relative to the config file), or a [store] table with its path and what else "
+        "to keep."))
     seeds: list[int] = Field(default_factory=lambda: [42], min_length=1, description="Training seeds.")
     configurations: list[str] = Field(
         default_factory=lambda: ["iid", "iid-then-t", "iid-plus-t", "iid-then-iid-plus-t"], min_length=1,
@@ -220,6 +249,14 @@ class BenchmarkConfig(_Strict):
         if len(set(task_names)) != len(task_names):
             raise ValueError(f"tasks: each task may appear once, got {task_names}")
         return self
+
+    @property
+    def store_spec(self) -> StoreSpec:
+        return StoreSpec(path=self.store) if isinstance(self.store, str) else self.store
+
+    def with_store_path(self, path: str) -> BenchmarkConfig:
+        """This config with its store moved to ``path`` (``beluga run --store``), keeping the other settings."""
+        return self.model_copy(update={"store": self.store_spec.model_copy(update={"path": path})})
 
     @property
     def heldout_levels(self) -> list[str]:

@@ -61,6 +61,11 @@ class Method(ABC):
         """The (method, training hyper-parameters) of each stage of a job with hyper-parameters ``hp``."""
         return [(self, stage_part(hp))]
 
+    def teacher_sources(self) -> tuple[str, ...]:
+        """The other models this method loads through ``trainer.teacher`` ("iid": the run's IID model of the
+        job's task and seed), so that a run trains those before the job starts."""
+        return ()
+
     def model_overrides(self) -> dict[str, Any]:
         """Keyword arguments for building the model (``task.build_model``), e.g. dropout probabilities."""
         return {}

@@ -72,21 +72,22 @@ def plan_slots(spec: ExecutorSpec, cores: int | None = None, gpus: int | None = 
 
 
 class Dependencies:
-    """Which of the jobs still to do may start now: those whose parent is not waiting or running."""
+    """Which of the jobs still to do may start now: those none of whose parent and teachers is waiting or
+    running."""
 
     def __init__(self, jobs: Sequence[Job]) -> None:
         self.unfinished = {j.id for j in jobs}
 
     def ready(self, job: Job) -> bool:
-        return job.parent_id is None or job.parent_id not in self.unfinished
+        return not any(r in self.unfinished for r in job.requires)
 
     def finished(self, job_id: str) -> None:
         self.unfinished.discard(job_id)
 
 
 def order_jobs(jobs: Sequence[Job]) -> list[Job]:
-    """Parents (IID models) before the jobs that start from them; otherwise plan order."""
-    parents = {j.parent_id for j in jobs}
+    """Parents (IID models) and teachers before the jobs that start from or read them; otherwise plan order."""
+    parents = {r for j in jobs for r in j.requires}
     return [j for j in jobs if j.id in parents] + [j for j in jobs if j.id not in parents]
 
 

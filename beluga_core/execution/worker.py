@@ -61,6 +61,8 @@ def iid_train_examples(cfg: BenchmarkConfig, config: str, train: Sequence[Exampl
     conf = CONFIGURATIONS.get(config)
     if conf.is_baseline():
         return _subset(train, cfg.sizes.iid_train, cfg.split.seed, "iid_train")
+    if conf.is_iid_update():  # an update of the i.i.d. model trains on what the IID model did, unless sized itself
+        return _subset(train, cfg.sizes.iid_mix_of.get(config, cfg.sizes.iid_train), cfg.split.seed, "iid_train")
     if conf.uses_iid:
         return _subset(train, cfg.sizes.iid_mix_for(config), cfg.split.seed, "iid_mix")
     return []
@@ -181,7 +183,7 @@ class Worker:
         seed_everything(_seed_of(job.id, job.seed))
 
         model = self.model(task, job.model, method.model_overrides())
-        start_state = self._pristine[(task.name, job.model)] if conf.start == "plm" else self._parent_state(job)
+        start_state = self._pristine[(task.name, job.model)] if job.parent_id is None else self._parent_state(job)
         model.load_state_dict(start_state)
         for p in model.parameters():
             p.requires_grad_(True)

@@ -86,7 +86,7 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         # A child whose parent finished in an earlier run needs the parent's weights; without them the parent
         # is trained again (deterministically, so its stored results do not change).
         by_id = {j.id: j for j in plan.jobs}
-        needed = {j.parent_id for j in todo if j.parent_id and j.parent_id in done}
+        needed = {r for j in todo for r in j.requires if r in done}
         retrain = [by_id[p] for p in sorted(needed) if not weights_path(cache_dir, p).exists()]
         todo = retrain + todo
         console.print(f"{len(jobs)} trainings planned{what}, {len(jobs) - len(todo) + len(retrain)} already in "

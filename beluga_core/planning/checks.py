@@ -42,10 +42,10 @@ def check_size_groups(per_group_of: dict[str, int], suite: Suite, config_path: P
 
 def check_configuration_keys(cfg: BenchmarkConfig, config_path: Path) -> None:
     """Per-configuration settings must name a configuration of the run that has the step they set."""
-    checks = (("sizes.iid_mix_of", cfg.sizes.iid_mix_of, lambda c: c.uses_iid and c.uses_suite,
-               "mix i.i.d. data into the suite step"),
-              ("training.configurations", cfg.training.configurations, lambda c: c.uses_suite,
-               "have a suite step"))
+    checks = (("sizes.iid_mix_of", cfg.sizes.iid_mix_of, lambda c: c.uses_iid and not c.is_baseline(),
+               "mix i.i.d. data into its step (a suite step that mixes it in, or an update of the i.i.d. model)"),
+              ("training.configurations", cfg.training.configurations, lambda c: not c.is_baseline(),
+               "have a step of its own (the baseline's is [training.iid])"))
     for where, table, has_step, what in checks:
         eligible = [c for c in cfg.configurations if has_step(CONFIGURATIONS.get(c))]
         for name in table:

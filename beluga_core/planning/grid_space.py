@@ -9,7 +9,7 @@ per-method ones (``[grid.methods.NAME]``).
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Literal
 
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.methods import TRAINING_KEYS
@@ -41,7 +41,7 @@ def method_hparams(cfg: BenchmarkConfig, method: str) -> dict[str, Any]:
 
 def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None = None,
                 reused: dict[str, dict[str, Any] | None] | None = None,
-                configuration: str | None = None) -> dict[str, Any]:
+                configuration: str | None = None, step: Literal["iid", "suite"] = "suite") -> dict[str, Any]:
     """A suite step's hyper-parameters: ``[training]`` (+ ``[training.suite]``, + the configuration's
     ``[training.configurations.NAME]``), then the method's training-key defaults and overrides, then a grid
     point; the method's own under ``method``.
@@ -52,7 +52,7 @@ def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None 
     plugin = METHODS.get(method)
     mh = method_hparams(cfg, method)
     point = point or {}
-    hp = cfg.training.stage("suite", configuration)
+    hp = cfg.training.stage(step, configuration)
     hp |= {k: v for k, v in mh.items() if k in TRAINING_KEYS}
     for key, value in point.items():
         if key in TRAINING_KEYS:
@@ -61,7 +61,7 @@ def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None 
             mh[key] = value
     hp["method"] = mh
     if plugin.reuses:
-        hp["stages"] = [job_hparams(cfg, m, (reused or {}).get(m), configuration=configuration)
+        hp["stages"] = [job_hparams(cfg, m, (reused or {}).get(m), configuration=configuration, step=step)
                         for m in plugin.reuses]
     return hp
 

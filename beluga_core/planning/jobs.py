@@ -62,6 +62,14 @@ class JobSpec:
     parent_id: str | None
     score_iid: bool
     model: str
+    # Jobs whose models this one reads besides its parent (a teacher); not part of its identity (the teacher's
+    # source is, in the method's hyper-parameters).
+    needs: tuple[str, ...] = ()
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        """The jobs that must finish before this one starts: its parent and what it needs."""
+        return (*((self.parent_id,) if self.parent_id else ()), *self.needs)
 
     @property
     def scenario(self) -> str:
@@ -116,7 +124,7 @@ def make_job(common: Mapping[str, Any], spec: JobSpec, hparams: dict[str, Any], 
              point: dict[str, Any] | None = None, grid_scoring: Mapping[str, Any] | None = None) -> Job:
     scoring = dict(grid_scoring or {})
     return Job(task=spec.task, config=spec.config, method=spec.method, seed=spec.seed, fold=spec.fold,
-               parent_id=spec.parent_id, score_iid=spec.score_iid, model=spec.model,
+               parent_id=spec.parent_id, score_iid=spec.score_iid, model=spec.model, needs=spec.needs,
                id=job_id(common, spec, kind, hparams, scoring), hparams=hparams, kind=kind, point=point,
                grid_scoring=scoring)
 

@@ -48,6 +48,20 @@ def make_task(spec: TaskSpec, suite: Suite) -> Task:
     return task
 
 
+def method_teachers(method: str, hp: dict[str, Any]) -> tuple[str, ...]:
+    """The teacher sources a method with hyper-parameters ``hp`` loads (its stages' too)."""
+    plugin = METHODS.get(method)
+    sources = plugin(hp.get("method", {})).teacher_sources()
+    for reused, stage_hp in zip(plugin.reuses, hp.get("stages", []), strict=False):
+        sources += method_teachers(reused, stage_hp)
+    return sources
+
+
+def configuration_start(cfg: BenchmarkConfig, config: str) -> str:
+    """Where a configuration's models start: "plm" or "iid" (its [training.configurations] start wins)."""
+    return cfg.training.start_of(config, CONFIGURATIONS.get(config).start)
+
+
 def selection_keys(spec: JobSpec, mode: str) -> list[SelectionKey]:
     """The selections a fold needs: its method's, or those of the methods it reuses (lp-ft)."""
     level, group = spec.scope if mode == "strict" else (None, None)
@@ -76,9 +90,16 @@ class TaskPlan:
         return {e.name: e.digest(fold) for e in self.evals}
 
     def fold_job(self, spec: JobSpec, hp: dict[str, Any]) -> Job:
-        if CONFIGURATIONS.get(spec.config).uses_iid:
+        conf = CONFIGURATIONS.get(spec.config)
+        if conf.uses_iid and conf.uses_suite:
             hp = {**hp, "iid_for_mix": True}
-        return make_job(self.common, spec, hp)
+        return make_job(self.common, self.with_teachers(spec, hp), hp)
+
+    def with_teachers(self, spec: JobSpec, hp: dict[str, Any]) -> JobSpec:
+        """``spec`` needing the IID model of its seed when its method loads it as a teacher."""
+        if "iid" in method_teachers(spec.method, hp) and spec.seed in self.iid_ids:
+            return replace(spec, needs=(self.iid_ids[spec.seed],))
+        return spec
 
 
 @dataclass
@@ -115,7 +136,7 @@ class Plan:
         return next(tp for tp in self.tasks if tp.spec.name == name)
 
     def store_path(self) -> Path:
-        p = Path(self.config.store).expanduser()
+        p = Path(self.config.store_spec.path).expanduser()
         return p if p.is_absolute() else (self.config_path.parent / p).resolve()
 
     def resolve(self, chosen: dict[SelectionKey, dict[str, Any]]) -> tuple[list[Job], list[JobSpec]]:
@@ -232,8 +253,9 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
     tasks: list[TaskPlan] = []
     check_configuration_keys(cfg, config_path)
     check_grid_tables(cfg)
-    needs_iid = any(CONFIGURATIONS.get(c).start == "iid" or CONFIGURATIONS.get(c).is_baseline()
-                    for c in cfg.configurations)
+    needs_iid = any(configuration_start(cfg, c) == "iid" or CONFIGURATIONS.get(c).is_baseline()
+                    for c in cfg.configurations) or any(
+        "iid" in method_teachers(m, job_hparams(cfg, m)) for m in {*cfg.methods, *grid_methods(cfg.methods)})
     for index, spec in enumerate(cfg.tasks):
         suite = load_checked_suite(spec.suite)
         if spec.apply_corrections:
@@ -262,7 +284,16 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
                 conf = CONFIGURATIONS.get(config_name)
                 if conf.is_baseline():
                     continue
-                parent = iid.id if conf.start == "iid" else None
+                parent = iid.id if configuration_start(cfg, config_name) == "iid" else None
+                if conf.is_iid_update():
+                    # One model per seed and method, trained on D_train with the method, scored like the
+                    # baseline (not grid-searched: there is no T_val step to select on).
+                    for method in cfg.methods:
+                        update = JobSpec(task=spec.name, config=config_name, method=method, seed=seed,
+                                         fold=iid.fold, parent_id=parent, score_iid=True, model=model)
+                        tp.jobs.append(tp.fold_job(update, job_hparams(cfg, method, configuration=config_name,
+                                                                       step="iid")))
+                    continue
                 for method in cfg.methods:
                     for fold in folds:
                         score_iid = fold.scenario == SEEN or cfg.score_folds_on_iid_test
@@ -291,9 +322,9 @@ def _add_grid_jobs(cfg: BenchmarkConfig, tp: TaskPlan) -> None:
     scopes = selection_scopes(tp.suite, tp.split, tp.folds, cfg.grid.mode)
     for config_name in cfg.configurations:
         conf = CONFIGURATIONS.get(config_name)
-        if conf.is_baseline():
+        if conf.is_baseline() or conf.is_iid_update():
             continue
-        parent = iid.id if conf.start == "iid" else None
+        parent = iid.id if configuration_start(cfg, config_name) == "iid" else None
         for method in grid_methods(cfg.methods):
             points = grid_points(cfg, tp.spec.name, method)
             for _, fold in scopes:
@@ -301,5 +332,5 @@ def _add_grid_jobs(cfg: BenchmarkConfig, tp: TaskPlan) -> None:
                                parent_id=parent, score_iid=False, model=tp.model)
                 for point in points:
                     hp = job_hparams(cfg, method, point, configuration=config_name)
-                    tp.grid_jobs.append(make_job(tp.common, spec, hp, kind="grid", point=point,
-                                                 grid_scoring=scoring))
+                    tp.grid_jobs.append(make_job(tp.common, tp.with_teachers(spec, hp), hp, kind="grid",
+                                                 point=point, grid_scoring=scoring))

@@ -1,4 +1,5 @@
-"""The four training configurations of BeLUGA, as plugins (docs/method.md, "Training configurations")."""
+"""The four training configurations of BeLUGA and the update of the i.i.d. model, as plugins (docs/method.md,
+"Training configurations")."""
 
 from __future__ import annotations
 
@@ -35,3 +36,15 @@ class IIDThenIIDPlusT(TrainingConfiguration):
     start = "iid"
     uses_iid = True
     uses_suite = True
+
+
+class IIDUpdate(TrainingConfiguration):
+    """An update of the i.i.d. model: D_train only, with the run's method applied (the regression paper's
+    setting; DiagnoseRE's de-biased training), from the pretrained model — or, with
+    ``[training.configurations.iid-update] start = "iid"``, from the run's IID model. Not a baseline: one model
+    per seed and method, scored on D_test and all of T_test (scenario ``standard``)."""
+
+    start = "plm"
+    uses_iid = True
+    uses_suite = False
+    baseline = False

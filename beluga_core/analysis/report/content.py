@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from beluga_core.analysis.report.cross import CrossTable, OnlyMatrix, build_cross_tables, build_only_matrices
+from beluga_core.analysis.report.cross import CrossTable, OnlyMatrix, basis, build_cross_tables, build_only_matrices
 from beluga_core.analysis.report.data import ReportData, read_report_data
 from beluga_core.analysis.report.degeneracy import DegeneracyRow, degeneracy_rows
 from beluga_core.analysis.report.figures import FigureFiles, Heatmap, MatrixFigure, slug, write_heatmaps, write_matrices
@@ -97,14 +97,25 @@ def build_content(store: str | Path, figures_dir: Path) -> ReportContent:
 
 
 def cross_figure(t: CrossTable) -> MatrixFigure:
-    """Pass rates per eval group (columns) for each configuration-method and scenario column (rows)."""
+    """Pass rates per eval group (columns) for each configuration-method and scenario column (rows); the IID
+    baseline once per basis (all eval cases, or those mapped at a held-out column's level)."""
     rows, values = [], []
+    shown: set[tuple[tuple[str, str], str | None]] = set()
     for pair in t.rows:
         for col in t.columns:
             groups = t.groups.get((pair, col))
+            cell = t.cell(pair, col)
             if not groups:
                 continue
-            rows.append(f"{pair[0]}/{pair[1]} · {col}")
+            if cell.shown_from is not None:   # the baseline: its standard scenario on this column's cases
+                if (pair, basis(col)) in shown:
+                    continue
+                shown.add((pair, basis(col)))
+                label = f"{pair[0]}/{pair[1]} · {cell.shown_from}" + (f" (mapped at {basis(col)})" if basis(col)
+                                                                      else "")
+            else:
+                label = f"{pair[0]}/{pair[1]} · {col}" + (" (mapped)" if basis(col) else "")
+            rows.append(label)
             values.append([np.nan if groups.get(g, (None, None))[0] is None else groups[g][0]
                            for g in t.eval_groups])
     return MatrixFigure(slug("cross", t.task, t.suite, t.eval_suite), f"{t.title}: pass rate per eval group (%)",
@@ -114,7 +125,8 @@ def cross_figure(t: CrossTable) -> MatrixFigure:
 
 def only_figure(m: OnlyMatrix) -> MatrixFigure:
     return MatrixFigure(slug("only", m.task, m.suite, m.config, m.method, m.level), f"{m.title}: pass rate (%)",
-                        m.trained, m.groups, m.values, f"{m.level} evaluated (T_test)", f"trained on this {m.level}")
+                        m.trained, m.groups, m.values, f"{m.level} evaluated (T_test)", f"trained on this {m.level}",
+                        outline_diagonal=True)
 
 
 def degeneracy_rule(content: ReportContent) -> str:

@@ -10,6 +10,7 @@ replicates (``scenario_summary``, ``pass_rate_summary``); nothing is averaged he
 from __future__ import annotations
 
 import re
+import textwrap
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ matplotlib.use("Agg")  # files only; never a window (and no display on servers)
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from beluga_core.analysis.report.data import ReportData, SuiteLayout
 from beluga_core.core.constants import pair_order, scenario_order
@@ -193,13 +194,15 @@ class MatrixFigure:
     values: np.ndarray
     xlabel: str
     ylabel: str
+    outline_diagonal: bool = False    # box the cells whose row and column name the same group
     png: Path | None = None
     svg: Path | None = None
 
 
 def draw_matrix(m: MatrixFigure) -> Figure:
     n_rows, n_cols = m.values.shape
-    fig = plt.figure(figsize=(max(6.0, 3.0 + 0.45 * n_cols), 2.2 + 0.42 * n_rows), dpi=DPI, layout="constrained")
+    width = max(6.0, 3.0 + 0.45 * n_cols)
+    fig = plt.figure(figsize=(width, 2.2 + 0.42 * n_rows), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#d9d9d9")
     image = ax.imshow(100 * m.values, cmap=cmap, vmin=0, vmax=100, aspect="auto", interpolation="nearest")
@@ -210,9 +213,15 @@ def draw_matrix(m: MatrixFigure) -> Figure:
                     color="white" if v < 0.2 or v > 0.85 else "black")
     ax.set_yticks(range(n_rows), m.rows, fontsize=7)
     ax.set_xticks(range(n_cols), m.columns, fontsize=7, rotation=90 if max(map(len, m.columns), default=0) > 3 else 0)
+    if m.outline_diagonal:
+        for i, row in enumerate(m.rows):
+            if row in m.columns:
+                j = m.columns.index(row)
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=1.6))
     ax.set_xlabel(m.xlabel, fontsize=8)
     ax.set_ylabel(m.ylabel, fontsize=8)
-    ax.set_title(m.title, loc="left", fontsize=10)
+    # The title spans the figure (the row labels take part of it), wrapped to its width.
+    fig.suptitle("\n".join(textwrap.wrap(m.title, int(width * 11))), x=0.02, ha="left", fontsize=9)
     return fig
 
 

@@ -255,7 +255,7 @@ def print_only_matrices(matrices: list[OnlyMatrix], console: Console) -> None:
             return [("trained on", [f"{numbers.get(g, '?')} {g}" for g in m.trained])]
 
         _print_tables(console, f"{m.title}: pass rate (%) on each {m.level}", labels, cols)
-        console.print(f"{m.level}s: " + "; ".join(f"{numbers[g]} = {g}" for g in m.groups), style="dim",
+        console.print(f"{m.level} groups: " + "; ".join(f"{numbers[g]} = {g}" for g in m.groups), style="dim",
                       highlight=False)
 
 

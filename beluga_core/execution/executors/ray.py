@@ -72,9 +72,11 @@ def _worker_cache_dir(wanted: str) -> Path:
         return local
 
 
-def run_fold(plan_box: list[Any], shards_box: list[Any], parent_box: list[Any], job: Job, spec: ExecutorSpec,
-             device: str, threads: int, cache_dir: str, return_weights: bool) -> tuple[JobResult, bytes | None]:
-    """One fold in a Ray worker. Object refs come boxed in lists so Ray does not fetch them on every call."""
+def run_fold(plan_box: list[Any], shards_box: list[Any], parent_box: list[tuple[str, Any]], job: Job,
+             spec: ExecutorSpec, device: str, threads: int, cache_dir: str,
+             return_weights: bool) -> tuple[JobResult, bytes | None]:
+    """One fold in a Ray worker. Object refs come boxed in lists so Ray does not fetch them on every call;
+    ``parent_box`` holds (model id, weights ref) of the parent and teachers the job reads."""
     import ray
 
     from beluga_core.training import token_cache
@@ -88,10 +90,10 @@ def run_fold(plan_box: list[Any], shards_box: list[Any], parent_box: list[Any], 
         _STATE.clear()
         _STATE.update(key=key, cache=cache, worker=worker_class(spec)(ray.get(plan_box[0]), device, cache))
     worker, cache = _STATE["worker"], _STATE["cache"]
-    if job.parent_id and parent_box:
-        target = weights_path(cache, job.parent_id)
+    for model_id, ref in parent_box:
+        target = weights_path(cache, model_id)
         if not target.exists():
-            atomic_write(target, ray.get(parent_box[0]))
+            atomic_write(target, ray.get(ref))
     result = worker.run(job)
     weights = weights_path(cache, job.id).read_bytes() if return_weights else None
     return result, weights
@@ -112,21 +114,21 @@ class RayCluster(Backend):
         self.shards_ref = ray.put(token_cache.shard_files(cache_dir / "tokens"))
         self.remote = ray.remote(max_calls=1 if gpus > 0 else 0)(run_fold).options(
             num_cpus=cpus, num_gpus=gpus, max_retries=0, retry_exceptions=False)
-        self.parents_needed = {j.parent_id for j in jobs if j.parent_id}
+        self.parents_needed = {r for j in jobs for r in j.requires}
         self.parent_refs: dict[str, Any] = {}
         self.running: dict[Any, Job] = {}
 
-    def _parent_ref(self, parent_id: str) -> list[Any]:
+    def _parent_ref(self, parent_id: str) -> Any:
         if parent_id not in self.parent_refs:
             path = weights_path(self.cache_dir, parent_id)  # finished in an earlier run: the coordinator made sure
             self.parent_refs[parent_id] = self.ray.put(path.read_bytes())
-        return [self.parent_refs[parent_id]]
+        return self.parent_refs[parent_id]
 
     def idle(self) -> int:
         return 1  # Ray queues what its cluster cannot start yet
 
     def submit(self, job: Job) -> None:
-        boxed = self._parent_ref(job.parent_id) if job.parent_id else []
+        boxed = [(r, self._parent_ref(r)) for r in job.requires]
         ref = self.remote.remote([self.plan_ref], [self.shards_ref], boxed, job, self.spec, self.device,
                                  self.threads, str(self.cache_dir), job.id in self.parents_needed)
         self.running[ref] = job
