@@ -10,7 +10,10 @@ from rich.markup import escape
 
 from beluga_core.cli import (
     analyze_cmd,
+    ensemble_cmd,
+    export_cmd,
     plugins_cmd,
+    regress_cmd,
     report_cmd,
     run_cmd,
     select_cmd,
@@ -36,12 +39,16 @@ app.command("run")(run_cmd.run)
 app.command("report")(report_cmd.report)
 app.command("analyze")(analyze_cmd.analyze)
 app.command("select")(select_cmd.select)
+app.command("regress")(regress_cmd.regress)
+app.command("ensemble")(ensemble_cmd.ensemble)
+app.command("export")(export_cmd.export)
 suite_app.command("info")(suite_info_cmd.info)
 suite_app.command("check")(suite_check_cmd.check_cmd)
 suite_app.command("import-checklist")(suite_import_cmd.import_checklist_cmd)
 suite_app.command("from-table")(suite_from_table_cmd.from_table_cmd)
 plugins_app.command("list")(plugins_cmd.list_plugins)
 store_app.command("check")(store_check_cmd.check_cmd)
+store_app.command("info")(export_cmd.info)
 
 err_console = Console(stderr=True)
 

@@ -15,15 +15,19 @@ from beluga_core.config.load import load_config, with_config_line
 from beluga_core.contracts.registries import METHODS
 from beluga_core.core.constants import ONLY_PREFIX
 from beluga_core.core.errors import BelugaError
+from beluga_core.core.io import human_size
 from beluga_core.data.availability import hub_status, iid_availability, model_availability, unreachable_hub_names
 from beluga_core.execution.executors.base import EXECUTORS
+from beluga_core.execution.worker import keeps_weights
 from beluga_core.orchestration.coordinator import run_plan
-from beluga_core.planning.estimate import Rates, describe, seconds, training_examples
+from beluga_core.orchestration.teachers import resolve_teachers
+from beluga_core.planning.estimate import Rates, describe, seconds, stored_probability_bytes, training_examples
 from beluga_core.planning.grid_cost import grid_costs
 from beluga_core.planning.jobs import Fold, JobSpec
-from beluga_core.planning.plan import Plan, TaskPlan, build_plan
+from beluga_core.planning.plan import Plan, TaskPlan, build_plan, make_task
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 from beluga_core.store.reader import measured_train_rate
+from beluga_core.training.models import parameter_count
 
 
 def _scenario_label(fold: Fold) -> str:
@@ -76,6 +80,7 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
             n_seen += seen
             n_strict += strict
         _print_cross_cost(plan, tp, console, rates)
+        _print_kept(plan, tp, console)
         _print_availability(tp, console)
     n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
     total = n_folds + n_grid
@@ -146,6 +151,29 @@ def _print_cross_cost(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) 
                   highlight=False)
 
 
+def _print_kept(plan: Plan, tp: TaskPlan, console: Console) -> None:
+    """What ``[store] keep_probabilities`` and ``keep_weights`` will take on disk."""
+    spec = plan.config.store_spec
+    jobs = [j for j in tp.jobs if j.kind != "grid"]
+    kept = [j for j in jobs if keeps_weights(plan.config, j)]
+    labels = make_task(tp.spec, tp.suite).head_labels if tp.unavailable is None else None
+    n_classes = len(tp.suite.header.label_space or labels or [""])
+    if spec.keep_probabilities:
+        n_inputs = {c.id: len(c.inputs) for c in tp.suite.cases}
+        eval_inputs = sum(len(ep.suite.case(c).inputs) for ep in tp.evals for j in jobs for c in ep.eval_ids(j.fold))
+        n_test = plan.config.sizes.iid_test or None
+        cases, iid = stored_probability_bytes(jobs, n_inputs, n_test, n_classes, eval_inputs)
+        iid_text = f"{human_size(iid)} of i.i.d. probabilities" if iid is not None else \
+            "i.i.d. probabilities of every D_test example ([sizes] iid_test = 0: all of it)"
+        console.print(f"  \\[store] keep_probabilities: ≈ {human_size(cases)} of per-input suite predictions, "
+                      f"{iid_text} (uncompressed)", highlight=False)
+    params = parameter_count(tp.model, plan.config.model.config_overrides, max(2, n_classes)) if kept else None
+    weights = "" if params is None else \
+        f", ≈ {human_size(4 * params * len(kept))} ({params / 1e6:.1f}M parameters each)"
+    console.print(f"  \\[store] keep_weights = \"{spec.keep_weights}\": {len(kept)} model(s) kept beside the store"
+                  f"{weights}", highlight=False)
+
+
 def _print_availability(tp: TaskPlan, console: Console) -> None:
     if tp.unavailable:
         console.print(f"  [yellow]task plugin '{tp.spec.name}' is not importable[/] ({escape(tp.unavailable)}); the "
@@ -183,6 +211,10 @@ def run(
     except BelugaError as exc:
         raise with_config_line(exc, path) from None
     plan = build_plan(cfg, path, allow_missing_tasks=dry_run)
+    try:
+        resolve_teachers(plan)
+    except BelugaError as exc:
+        raise with_config_line(BelugaError(exc.message, source=path, field=exc.field), path) from None
     if dry_run:
         print_plan(plan, console, rates=Rates.measured(measured_train_rate(plan.store_path())))
         return

@@ -208,6 +208,18 @@ class StoreSpec(_Strict):
         "writes a kept model as a Hugging Face checkpoint."))
 
 
+class EnsembleConfig(_Strict):
+    """``[[ensembles]]``: an ensemble the run builds from its own models once they are trained."""
+
+    name: str = Field(min_length=1, description="Its rows' method name, e.g. 'ens5'.")
+    members: list[str] = Field(min_length=1, description=(
+        "Member selectors (CONFIG/METHOD[@SCENARIO][#SEED]); without #SEED every seed of the run, e.g. "
+        "['iid-update/vanilla'] for an ensemble of all its seeds."))
+    rule: Literal["vote", "mean"] = Field("vote", description=(
+        "vote: majority label (ties by mean probability where kept); mean: mean probabilities (needs [store] "
+        "keep_probabilities)."))
+
+
 class BenchmarkConfig(_Strict):
     name: str = Field(min_length=1)
     description: str = ""
@@ -235,6 +247,8 @@ class BenchmarkConfig(_Strict):
         description="Per-method hyper-parameter overrides, e.g. [method.l2] weight_decay = 0.1.")
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     grid: GridSpec = Field(default_factory=GridSpec, description="Hyper-parameter search (off by default).")
+    ensembles: list[EnsembleConfig] = Field(default_factory=list, description=(
+        "Ensembles built from the run's models at the end of the run (beluga ensemble does the same afterwards)."))
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -248,6 +262,10 @@ class BenchmarkConfig(_Strict):
         task_names = [t.name for t in self.tasks]
         if len(set(task_names)) != len(task_names):
             raise ValueError(f"tasks: each task may appear once, got {task_names}")
+        names = [e.name for e in self.ensembles]
+        clash = sorted({n for n in names if names.count(n) > 1} | (set(names) & set(self.methods)))
+        if clash:
+            raise ValueError(f"ensembles: names must be distinct and differ from the run's methods, got {clash}")
         return self
 
     @property

@@ -116,3 +116,12 @@ def jsonl_records(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
                     raise BelugaError(str(exc), source=path, line=lineno) from None
         except (OSError, EOFError, UnicodeDecodeError) as exc:
             raise BelugaError(f"cannot read ({exc})", source=path) from None
+
+
+def human_size(n: float) -> str:
+    """A byte count as '12.3 MB'."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"

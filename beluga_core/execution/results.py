@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.core.constants import FIXED_SCENARIOS, IID_SPLITS, MODEL_STATUSES, OUTCOMES, only_scenario, parse_only
 
 
@@ -147,7 +148,8 @@ class Outcomes:
 
 @dataclass
 class IIDResult:
-    """A model's i.i.d. results on one split: per example (gold, prediction, correct) and its metrics."""
+    """A model's i.i.d. results on one split: per example (gold, prediction, correct) and its metrics; with
+    ``[store] keep_probabilities``, its class probabilities (``[n, C]``, the head's classes)."""
 
     split: str
     gold: list[str]
@@ -155,6 +157,7 @@ class IIDResult:
     correct: np.ndarray
     metrics: dict[str, float]
     primary: str
+    probs: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.split not in IID_SPLITS:
@@ -187,6 +190,21 @@ class ValidationRow:
 
 
 @dataclass
+class CasePredictions:
+    """A model's per-input predictions on the cases of one suite (``[store] keep_probabilities``): class
+    probabilities in the suite's label space, or answers."""
+
+    suite: str
+    case_ids: list[str]
+    predictions: FlatPredictions
+
+    def __post_init__(self) -> None:
+        if len(self.case_ids) != self.predictions.n_cases:
+            raise ValueError(f"case predictions of {self.suite}: {len(self.case_ids)} case ids, "
+                             f"{self.predictions.n_cases} cases predicted")
+
+
+@dataclass
 class CrossResult:
     """A model's outcomes on one eval suite (cross-suite evaluation); ``digest`` identifies the eval cases it
     was meant to be evaluated on (``EvalSuitePlan.digest``), also when there were none."""
@@ -205,6 +223,7 @@ class JobResult:
     iid: list[IIDResult] = field(default_factory=list)
     validation: list[ValidationRow] = field(default_factory=list)
     cross: list[CrossResult] = field(default_factory=list)
+    predictions: list[CasePredictions] = field(default_factory=list)
 
     @property
     def id(self) -> str:

@@ -24,7 +24,7 @@ from beluga_core.contracts.methods import Method
 from beluga_core.contracts.registries import CONFIGURATIONS, METHODS
 from beluga_core.contracts.tasks import Task, first_labels
 from beluga_core.contracts.training import Encoder, TrainSet
-from beluga_core.core.constants import OUTCOME_NAMES
+from beluga_core.core.constants import OUTCOME_NAMES, SEEN
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import sorted_ids_digest
 from beluga_core.core.io import atomic_save
@@ -33,6 +33,7 @@ from beluga_core.data.splits import sample_indices
 from beluga_core.data.suite.schema import Case
 from beluga_core.evaluation.evaluate import evaluate_cases
 from beluga_core.execution.results import (
+    CasePredictions,
     CrossResult,
     GridPointRecord,
     IIDResult,
@@ -52,8 +53,20 @@ ProgressFn = Callable[[str, int, int], None]
 
 
 def weights_path(cache_dir: Path, job_id: str) -> Path:
-    """Where a model's weights are kept between jobs and runs (only the IID models' are)."""
+    """Where a model's weights are kept between jobs and runs (the IID models', and what ``[store] keep_weights``
+    asks for)."""
     return cache_dir / f"{job_id}.pt"
+
+
+def keeps_weights(cfg: BenchmarkConfig, job: Job) -> bool:
+    """Whether ``[store] keep_weights`` keeps this job's weights: "iid" the IID models only (every run keeps
+    those); "seen" also the seen models and the updates of the i.i.d. model; "all" every scenario model."""
+    policy = cfg.store_spec.keep_weights
+    if job.kind == "grid":
+        return False
+    if job.kind == "iid" or policy == "all":
+        return True
+    return policy == "seen" and (job.fold.scenario == SEEN or CONFIGURATIONS.get(job.config).is_iid_update())
 
 
 def iid_train_examples(cfg: BenchmarkConfig, config: str, train: Sequence[Example]) -> list[Example]:
@@ -149,18 +162,21 @@ class Worker:
                                           and weights_path(self.cache_dir, job_id).exists())
 
     def teacher(self, job: Job, source: str) -> torch.nn.Module:
-        """A frozen model: ``"iid"`` (the IID model of the job's task and seed) or a path to a state dict
-        (``.pt``) or a model folder."""
+        """A frozen model: ``"iid"`` (the IID model of the job's task and seed; ``"iid#N"``: of seed N), or a
+        ``store:`` / ``path:`` source the coordinator resolved to a file or folder (``Plan.teachers``; a bare path
+        is taken as it is)."""
         task = self.tasks[job.task].task
-        if source == "iid":
-            iid_id = self.tasks[job.task].plan.iid_ids.get(job.seed)
+        if source == "iid" or source.startswith("iid#"):
+            seed = job.seed if source == "iid" else int(source[4:])
+            iid_id = self.tasks[job.task].plan.iid_ids.get(seed)
             if iid_id is None:
-                raise BelugaError(f"no IID model for task '{job.task}' and seed {job.seed} in this plan")
+                raise BelugaError(f"no IID model for task '{job.task}' and seed {seed} in this plan")
             model = task.build_model(job.model, seed=0, config_overrides=self.cfg.model.config_overrides)
             model.load_state_dict(self.state_of(iid_id))
         else:
-            path = Path(source)
+            path = Path(self.plan.teachers.get(source, source.split(":", 1)[-1]))
             if path.is_dir():
+                check_same_tokenizer(path, job.model, source)
                 model = task.build_model(str(path), seed=0)
             elif path.is_file():
                 model = task.build_model(job.model, seed=0, config_overrides=self.cfg.model.config_overrides)
@@ -197,6 +213,8 @@ class Worker:
         stats = self._train(job, task, model, encoder, trainset, method, progress)
         if conf.is_baseline():
             self._keep_weights(job.id, model)
+        elif job.kind != "grid" and keeps_weights(self.cfg, job):
+            self._save_weights(job.id, model)
 
         eval_start = time.perf_counter()
         if progress:
@@ -204,11 +222,15 @@ class Worker:
         eval_cases = [suite.case(cid) for cid in job.fold.eval_ids]
         predictions = task.predict_cases(model, encoder, eval_cases, self.device) if eval_cases else None
         outcomes = _outcomes(eval_cases, predictions)
-        cross = self._cross(job, state, model, encoder) if job.kind != "grid" else []
+        keep = self.cfg.store_spec.keep_probabilities and job.kind != "grid"
+        kept: list[CasePredictions] = []
+        if keep and predictions is not None:
+            kept.append(CasePredictions(suite.header.name, [c.id for c in eval_cases], predictions))
+        cross = self._cross(job, state, model, encoder, kept if keep else None) if job.kind != "grid" else []
         iid_results = []
         if job.score_iid:
             test = iid_test_examples(self.cfg, iid.test)
-            iid_results.append(_iid_result(task, model, encoder, test, "test", self.device))
+            iid_results.append(_iid_result(task, model, encoder, test, "test", self.device, keep_probs=keep))
         validation: list[ValidationRow] = []
         if job.kind == "grid":
             validation = self._validation(task, model, encoder, eval_cases, predictions, iid)
@@ -235,10 +257,12 @@ class Worker:
             record = ModelRecord(**_fields(common), model_id=job.id, scenario=job.fold.scenario,
                                  heldout_level=job.fold.heldout_level, heldout_group=job.fold.heldout_group,
                                  trained_level=job.fold.trained_level, trained_group=job.fold.trained_group)
-        return JobResult(record, outcomes, iid_results, validation, cross)
+        return JobResult(record, outcomes, iid_results, validation, cross, kept)
 
-    def _cross(self, job: Job, state: _TaskState, model: torch.nn.Module, encoder: Encoder) -> list[CrossResult]:
-        """The model's outcomes on each eval suite of its task (cross-suite evaluation)."""
+    def _cross(self, job: Job, state: _TaskState, model: torch.nn.Module, encoder: Encoder,
+               kept: list[CasePredictions] | None) -> list[CrossResult]:
+        """The model's outcomes on each eval suite of its task (cross-suite evaluation); with ``kept``, its
+        predictions there are appended to it."""
         out = []
         for ep in state.plan.evals:
             cases = [ep.suite.case(cid) for cid in ep.eval_ids(job.fold)]
@@ -246,6 +270,8 @@ class Worker:
             predictions = (state.eval_tasks[ep.name].predict_cases(model, encoder, cases, self.device)
                            if cases else None)
             out.append(CrossResult(ep.name, ep.digest(job.fold), _outcomes(cases, predictions)))
+            if kept is not None and predictions is not None:
+                kept.append(CasePredictions(ep.name, [c.id for c in cases], predictions))
         return out
 
     def _parent_state(self, job: Job) -> dict[str, torch.Tensor]:
@@ -254,9 +280,16 @@ class Worker:
         return self.state_of(job.parent_id)
 
     def _keep_weights(self, job_id: str, model: torch.nn.Module) -> None:
+        """Keep a parent's weights in memory for the folds that start from it, and on disk for later runs."""
         self._states[job_id] = {k: v.detach().clone() for k, v in model.state_dict().items()}
         if self.cache_dir is not None:
             atomic_save(weights_path(self.cache_dir, job_id), lambda tmp: torch.save(self._states[job_id], tmp))
+
+    def _save_weights(self, job_id: str, model: torch.nn.Module) -> None:
+        """Keep a model's weights on disk only (``[store] keep_weights``): no job starts from them."""
+        if self.cache_dir is not None:
+            state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+            atomic_save(weights_path(self.cache_dir, job_id), lambda tmp: torch.save(state, tmp))
 
     def _train(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder, trainset: TrainSet,
                method: Method, progress: ProgressFn | None) -> TrainStats:
@@ -289,6 +322,16 @@ class Worker:
         return rows
 
 
+def check_same_tokenizer(folder: Path, model_name: str, source: str) -> None:
+    """A teacher read from a checkpoint folder must tokenize as the run's model does (its logits are compared
+    row by row with the student's on the same token ids)."""
+    theirs, ours = load_tokenizer(str(folder)), load_tokenizer(model_name)
+    if theirs.get_vocab() != ours.get_vocab():
+        raise BelugaError(f"teacher '{source}': its tokenizer ({type(theirs).__name__}, {len(theirs)} tokens) differs "
+                          f"from the run's model '{model_name}' ({type(ours).__name__}, {len(ours)} tokens); a "
+                          "teacher must share the student's tokenizer")
+
+
 def _fields(record: TrainingRecord) -> dict[str, Any]:
     return {name: getattr(record, name) for name in TrainingRecord.columns()}
 
@@ -301,6 +344,8 @@ def _outcomes(cases: list[Case], predictions: FlatPredictions | None) -> Outcome
 
 
 def _iid_result(task: Task, model: torch.nn.Module, encoder: Encoder, examples: list[Example], split: str,
-                device: torch.device) -> IIDResult:
-    scores = task.score_iid(examples, task.predict_iid(model, encoder, examples, device), split)
-    return IIDResult(split, scores.gold, scores.pred, scores.correct, scores.metrics, scores.primary)
+                device: torch.device, *, keep_probs: bool = False) -> IIDResult:
+    predictions = task.predict_iid(model, encoder, examples, device)
+    scores = task.score_iid(examples, predictions, split)
+    return IIDResult(split, scores.gold, scores.pred, scores.correct, scores.metrics, scores.primary,
+                     predictions.probs if keep_probs else None)

@@ -9,16 +9,19 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble
 from beluga_core.analysis.report.terminal import print_g_table
 from beluga_core.analysis.selection.select import select_for_plan
 from beluga_core.analysis.selection.show import print_selection
 from beluga_core.analysis.significance.analyze import refresh_after_run
 from beluga_core.core.errors import BelugaError
+from beluga_core.data.suite.io import case_json
 from beluga_core.evaluation.gold import case_gold
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.execution.results import JobResult
 from beluga_core.execution.worker import weights_path
 from beluga_core.orchestration.progress import RichProgress
+from beluga_core.orchestration.teachers import cache_dir_for, resolve_teachers
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
@@ -26,11 +29,6 @@ from beluga_core.store.suites import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
 from beluga_core.training.models import pick_device
 from beluga_core.training.precision import machine_line
-
-
-def cache_dir_for(store: Path) -> Path:
-    """Next to the store: the IID models' weights and the token cache."""
-    return store.with_name(store.name + ".cache")
 
 
 def record_plan(plan: Plan, writer: StoreWriter) -> None:
@@ -43,11 +41,14 @@ def record_plan(plan: Plan, writer: StoreWriter) -> None:
     for tp in plan.tasks:
         writer.ensure_suite(*suite_rows(tp.suite, case_gold))
         writer.record_split(split_rows(tp.suite, tp.split, tp.split_id, cfg.split.seed, cfg.split.ratios, caps))
+        kept = {*tp.split.train, *tp.split.val, *tp.split.test}
+        writer.record_case_specs(tp.suite.header.name, [(c.id, case_json(c)) for c in tp.suite.cases if c.id in kept])
         writer.set_task_head(tp.spec.name, tp.suite.header.name, make_task(tp.spec, tp.suite).head_labels)
         if tp.spec.g_exclude:
             writer.set_g_exclusions(tp.spec.name, tp.spec.g_exclude)
         for ep in tp.evals:
             writer.ensure_suite(*suite_rows(ep.suite, case_gold))
+            writer.record_case_specs(ep.name, [(cid, case_json(ep.suite.case(cid))) for cid in ep.case_ids])
             writer.set_task_head(tp.spec.name, ep.name, make_task(tp.spec, ep.suite).head_labels)
             writer.set_cross_maps(tp.spec.name, tp.suite.header.name, ep.name, ep.maps)
 
@@ -66,6 +67,7 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
     writer = StoreWriter(store_path, lock_timeout=lock_timeout,
                          on_wait=lambda message: console.print(f"[yellow]{message}[/]", soft_wrap=True))
     cache_dir = cache_dir_for(store_path)
+    resolve_teachers(plan)
     record_plan(plan, writer)
     run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
                               device=plan.config.executor.device)
@@ -121,9 +123,19 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
                       soft_wrap=True)
         exe = plan.config.executor
         console.print(machine_line(exe.precision, pick_device(exe.device)), highlight=False, soft_wrap=True)
+    build_ensembles(plan, store_path, run_id, console)
     refresh_after_run(store_path, console)
     print_g_table(store_path, console)
     return store_path
+
+
+def build_ensembles(plan: Plan, store: Path, run_id: str, console: Console) -> None:
+    """The config's ``[[ensembles]]``, (re)built from the run's models; deterministic ids, so a resumed run
+    replaces them."""
+    for spec in plan.config.ensembles:
+        ids = build_ensemble(store, EnsembleSpec(spec.name, tuple(spec.members), spec.rule), run_id=run_id)
+        console.print(f"ensemble {spec.name} ({spec.rule} of {', '.join(spec.members)}): {len(ids)} model row(s)",
+                      highlight=False)
 
 
 def select_and_resolve(plan: Plan, writer: StoreWriter, run_id: str, console: Console) -> list[Job]:
@@ -135,6 +147,7 @@ def select_and_resolve(plan: Plan, writer: StoreWriter, run_id: str, console: Co
                                "n_points": r.n_points} for r in ranked], run_id=run_id)
     print_selection(ranked, criterion, console)
     new, left = plan.resolve(chosen)
+    resolve_teachers(plan)  # the folds' teachers, now that their hyper-parameters are known
     if left:
         console.print(f"[yellow]{len(left)} fold(s) wait for a selection none of whose grid points finished "
                       "(they run once their grid points are done)[/]")

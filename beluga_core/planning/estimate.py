@@ -56,3 +56,20 @@ def describe(s: float) -> str:
     if s < 5400:
         return f"≈ {s / 60:.0f} min"
     return f"≈ {s / 3600:.1f} h"
+
+
+# Bytes per stored row beyond its probabilities: ids, indexes and DuckDB's per-row overhead, measured on the
+# quick run's store (`beluga store info`): about 40 for case_predictions, 20 for iid_probs.
+CASE_ROW_BYTES = 40
+IID_ROW_BYTES = 20
+
+
+def stored_probability_bytes(jobs: list[Job], n_inputs: dict[str, int], n_test: int | None,
+                             n_classes: int, eval_inputs: int = 0) -> tuple[int, int | None]:
+    """(case_predictions bytes, iid_probs bytes or None when the D_test size is unknown) that ``[store]
+    keep_probabilities`` adds for ``jobs`` (their own cases' inputs, plus ``eval_inputs`` on eval suites)."""
+    per_input = 4 * n_classes + CASE_ROW_BYTES
+    cases = sum(n_inputs.get(c, 1) for j in jobs if j.kind != "grid" for c in j.fold.eval_ids) + eval_inputs
+    iid_models = sum(1 for j in jobs if j.kind != "grid" and j.score_iid)
+    iid = None if n_test is None else iid_models * n_test * (4 * n_classes + IID_ROW_BYTES)
+    return cases * per_input, iid

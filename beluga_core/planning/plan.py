@@ -96,10 +96,18 @@ class TaskPlan:
         return make_job(self.common, self.with_teachers(spec, hp), hp)
 
     def with_teachers(self, spec: JobSpec, hp: dict[str, Any]) -> JobSpec:
-        """``spec`` needing the IID model of its seed when its method loads it as a teacher."""
-        if "iid" in method_teachers(spec.method, hp) and spec.seed in self.iid_ids:
-            return replace(spec, needs=(self.iid_ids[spec.seed],))
-        return spec
+        """``spec`` needing the IID model its method loads as a teacher (``iid``: of its seed; ``iid#N``: of
+        seed N), so that the run trains that one first."""
+        needs = []
+        for source in method_teachers(spec.method, hp):
+            if source == "iid" or source.startswith("iid#"):
+                seed = spec.seed if source == "iid" else int(source[4:])
+                if seed not in self.iid_ids:
+                    raise BelugaError(f"teacher '{source}' of method '{spec.method}': the run has no seed {seed} "
+                                      f"(seeds {sorted(self.iid_ids)}); add it to `seeds`",
+                                      field=f"method.{spec.method}.teacher")
+                needs.append(self.iid_ids[seed])
+        return replace(spec, needs=tuple(needs)) if needs else spec
 
 
 @dataclass
@@ -107,6 +115,9 @@ class Plan:
     config: BenchmarkConfig
     config_path: Path
     tasks: list[TaskPlan]
+    # Teacher sources of the methods (``store:PATH#SELECTOR``, ``path:DIR``) resolved to the file or folder
+    # their weights are in; the coordinator fills it before any job runs.
+    teachers: dict[str, str] = field(default_factory=dict)
 
     def for_workers(self) -> Plan:
         """The plan with each suite cut to the cases its jobs (and the folds still pending a grid search) read:
@@ -255,7 +266,8 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
     check_grid_tables(cfg)
     needs_iid = any(configuration_start(cfg, c) == "iid" or CONFIGURATIONS.get(c).is_baseline()
                     for c in cfg.configurations) or any(
-        "iid" in method_teachers(m, job_hparams(cfg, m)) for m in {*cfg.methods, *grid_methods(cfg.methods)})
+        s.split("#")[0] == "iid" for m in {*cfg.methods, *grid_methods(cfg.methods)}
+        for s in method_teachers(m, job_hparams(cfg, m)))
     for index, spec in enumerate(cfg.tasks):
         suite = load_checked_suite(spec.suite)
         if spec.apply_corrections:
@@ -275,9 +287,11 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         tp.evals = _eval_plans(cfg, config_path, index, spec, suite, unavailable is None)
         for method in {*cfg.methods, *grid_methods(cfg.methods)}:
             check_env_level(job_hparams(cfg, method), method, suite, config_path)
+        iids = {seed: iid_job(tp.common, spec.name, seed, split.test, cfg.training.stage("iid"), model,
+                              BASELINE_METHOD) for seed in cfg.seeds}
+        tp.iid_ids.update({seed: job.id for seed, job in iids.items()})  # before any job that names another seed's
         for seed in cfg.seeds:
-            iid = iid_job(tp.common, spec.name, seed, split.test, cfg.training.stage("iid"), model, BASELINE_METHOD)
-            tp.iid_ids[seed] = iid.id
+            iid = iids[seed]
             if needs_iid:
                 tp.jobs.append(iid)
             for config_name in cfg.configurations:

@@ -34,6 +34,7 @@ MIGRATIONS = (
     Migration(6, "training_provenance"),
     Migration(7, "task_heads"),
     Migration(8, "cross_suites"),
+    Migration(9, "regression"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -131,3 +131,19 @@ class PlanRecords:
             con.execute("DELETE FROM g_exclusions WHERE task = ?", [task])
             if chosen:
                 con.executemany("INSERT INTO g_exclusions VALUES (?, ?)", [[task, g] for g in chosen])
+
+    def record_case_specs(self, suite: str, specs: Sequence[tuple[str, str]]) -> int:
+        """Record (case id, the case as JSON) of cases the store lacks; returns how many were new."""
+        if not specs:
+            return 0
+        with self.store.transaction() as con:
+            con.register("_beluga_specs", {"case_id": text_column([c for c, _ in specs]),
+                                            "spec": text_column([j for _, j in specs])})
+            try:
+                (inserted,) = con.execute(
+                    """INSERT INTO case_specs SELECT ?, n.case_id, n.spec::JSON FROM _beluga_specs n
+                       WHERE NOT EXISTS (SELECT 1 FROM case_specs c WHERE c.suite = ? AND c.case_id = n.case_id)""",
+                    [suite, suite]).fetchall()[0]
+            finally:
+                con.unregister("_beluga_specs")
+        return int(inserted)

@@ -13,7 +13,8 @@ from beluga_core.core.constants import TEST_TYPE_LEVEL
 TABLES = ("beluga_meta", "runs", "suites", "cases", "splits", "case_splits", "task_heads", "models",
           "iid_predictions", "iid_metrics", "outcomes", "g_exclusions", "grid_points", "grid_outcomes",
           "grid_metrics", "grid_selections", "significance_tests", "cross_outcomes", "cross_evaluations",
-          "cross_maps", "cross_significance_tests")
+          "cross_maps", "cross_significance_tests", "iid_probs", "case_predictions", "case_specs",
+          "regression_tests")
 
 
 def canonical_json(value: Any) -> str | None:

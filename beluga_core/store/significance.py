@@ -45,6 +45,11 @@ def has_cross(con: duckdb.DuckDBPyConnection) -> bool:
     return all(v in names for v in ("cross_summary", "cross_significance", "only_matrix_summary"))
 
 
+def has_regression(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the store holds the regression views (schema 9 or newer, opened by a writer since)."""
+    return "regression_summary" in table_names(con)
+
+
 class SignificanceWriter:
     """Writes significance rows into an existing store; each method is one open → transaction → close."""
 

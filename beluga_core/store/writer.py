@@ -16,10 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 
 from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.core.constants import EXTERNAL_CONFIG, EXTERNAL_METHOD, RUN_STATUSES, STANDARD
-from beluga_core.execution.results import GridPointRecord, JobResult, ModelRecord, Outcomes, TrainingRecord
+from beluga_core.execution.results import (
+    CasePredictions,
+    GridPointRecord,
+    JobResult,
+    ModelRecord,
+    Outcomes,
+    TrainingRecord,
+)
 from beluga_core.store.connection import (
     DEFAULT_LOCK_TIMEOUT_S,
     STORAGE_COMPATIBILITY,
@@ -172,7 +181,8 @@ class StoreWriter(PlanRecords):
         record = result.record
         assert isinstance(record, ModelRecord)
         mid = record.model_id
-        for table in ("outcomes", "iid_predictions", "iid_metrics", "cross_outcomes", "cross_evaluations", "models"):
+        for table in ("outcomes", "iid_predictions", "iid_metrics", "iid_probs", "cross_outcomes", "cross_evaluations",
+                      "case_predictions", "models"):
             con.execute(f"DELETE FROM {table} WHERE model_id = ?", [mid])
         con.execute(f"INSERT INTO models (run_id, {', '.join(MODEL_COLUMNS)}) "
                     f"VALUES ({', '.join('?' * (len(MODEL_COLUMNS) + 1))})",
@@ -187,6 +197,10 @@ class StoreWriter(PlanRecords):
                                FROM _beluga_preds""", [mid])
             finally:
                 con.unregister("_beluga_preds")
+            if iid.probs is not None:
+                _insert_arrow(con, "iid_probs", mid, pa.table({
+                    "split": [iid.split] * len(iid.gold), "example_idx": np.arange(len(iid.gold), dtype=np.int64),
+                    "probs": _float_lists(np.asarray(iid.probs, dtype=np.float32))}))
         self._insert_outcomes(con, "outcomes", "model_id", mid, record.suite, result.outcomes)
         if record.heldout_level is not None:
             _check_heldout(con, record)
@@ -194,6 +208,8 @@ class StoreWriter(PlanRecords):
             con.execute("INSERT INTO cross_evaluations VALUES (?, ?, ?, ?)",
                         [mid, cross.suite, len(cross.outcomes), cross.digest])
             self._insert_outcomes(con, "cross_outcomes", "model_id", mid, cross.suite, cross.outcomes)
+        for kept in result.predictions:
+            _insert_arrow(con, "case_predictions", mid, _case_prediction_rows(kept))
 
     def _write_grid_point(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
         record = result.record
@@ -265,6 +281,42 @@ class StoreWriter(PlanRecords):
             self._ensure_suite(con, suite, cases)
             self._write_model(con, JobResult(record, outcomes), run_id)
         return model_id
+
+
+def _float_lists(matrix: np.ndarray) -> pa.ListArray:
+    """Rows of a 2-d float32 array as a list column (DuckDB FLOAT[])."""
+    rows, cols = matrix.shape
+    offsets = pa.array(np.arange(0, rows * cols + 1, cols, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1), type=pa.float32()))
+
+
+def _case_prediction_rows(kept: CasePredictions) -> pa.Table:
+    flat = kept.predictions
+    lengths = np.diff(flat.offsets)
+    n = int(flat.offsets[-1])
+    columns: dict[str, Any] = {
+        "suite": [kept.suite] * n,
+        "case_id": np.repeat(np.asarray(kept.case_ids, dtype=object), lengths).tolist(),
+        "input_idx": np.concatenate([np.arange(k, dtype=np.int32) for k in lengths]) if n else
+        np.zeros(0, dtype=np.int32)}
+    if flat.probs is not None:
+        columns["probs"] = _float_lists(np.asarray(flat.probs, dtype=np.float32))
+        columns["answer"] = pa.nulls(n, pa.string())
+    else:
+        columns["probs"] = pa.nulls(n, pa.list_(pa.float32()))
+        columns["answer"] = pa.array([None if a is None else str(a) for a in flat.answers or []], pa.string())
+    return pa.table(columns)
+
+
+def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, model_id: str, rows: pa.Table) -> None:
+    """Insert ``rows`` (every column of ``table`` but ``model_id``, in order) for ``model_id``."""
+    if rows.num_rows == 0:
+        return
+    con.register("_beluga_rows", rows)
+    try:
+        con.execute(f"INSERT INTO {table} SELECT ?, * FROM _beluga_rows", [model_id])
+    finally:
+        con.unregister("_beluga_rows")
 
 
 def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:

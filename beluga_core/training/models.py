@@ -106,3 +106,18 @@ def configure_threads(threads: int, workers: int = 1) -> None:
     if threads <= 0:
         threads = max(1, (os.cpu_count() or 1) // max(1, workers))
     torch.set_num_threads(threads)
+
+
+def parameter_count(name: str, config_overrides: dict[str, Any] | None = None, num_labels: int = 2) -> int | None:
+    """Parameters of a sequence classifier of model ``name`` (with ``config_overrides``), counted on a model
+    built on the meta device (no weights read, no memory); None when its config cannot be read here."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    try:
+        config = AutoConfig.from_pretrained(resolve_model_path(name), num_labels=num_labels,
+                                            **(config_overrides or {}))
+        with torch.device("meta"):
+            model = AutoModelForSequenceClassification.from_config(config)
+    except (OSError, ValueError, TypeError):
+        return None
+    return sum(p.numel() for p in model.parameters())

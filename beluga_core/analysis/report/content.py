@@ -11,6 +11,7 @@ from beluga_core.analysis.report.cross import CrossTable, OnlyMatrix, basis, bui
 from beluga_core.analysis.report.data import ReportData, read_report_data
 from beluga_core.analysis.report.degeneracy import DegeneracyRow, degeneracy_rows
 from beluga_core.analysis.report.figures import FigureFiles, Heatmap, MatrixFigure, slug, write_heatmaps, write_matrices
+from beluga_core.analysis.report.regression import RegressionLine, build_regression
 from beluga_core.analysis.report.table3 import Table3, build_table3
 
 PARTIAL = "†"
@@ -49,6 +50,8 @@ class ReportContent:
     cross_figures: list[MatrixFigure] = field(default_factory=list)    # one per cross table
     only: list[OnlyMatrix] = field(default_factory=list)
     only_figures: list[MatrixFigure] = field(default_factory=list)     # one per only matrix
+    regression: list[RegressionLine] = field(default_factory=list)
+    regression_figures: list[MatrixFigure] = field(default_factory=list)  # NFR per scoring group, per task
 
     @property
     def heatmaps(self) -> list[Heatmap]:
@@ -91,9 +94,11 @@ class ReportContent:
 def build_content(store: str | Path, figures_dir: Path) -> ReportContent:
     data = read_report_data(store)
     cross, only = build_cross_tables(data), build_only_matrices(data)
+    regression, nfr_figures = build_regression(data)
     return ReportContent(data, build_table3(data), write_heatmaps(data, figures_dir), degeneracy_rows(data),
                          cross, write_matrices([cross_figure(t) for t in cross], figures_dir),
-                         only, write_matrices([only_figure(m) for m in only], figures_dir))
+                         only, write_matrices([only_figure(m) for m in only], figures_dir),
+                         regression, write_matrices(nfr_figures, figures_dir))
 
 
 def cross_figure(t: CrossTable) -> MatrixFigure:

@@ -21,7 +21,7 @@ import duckdb
 
 from beluga_core.store.connection import aggregate_row, utc_now
 from beluga_core.store.reader import open_store
-from beluga_core.store.significance import has_cross, has_significance
+from beluga_core.store.significance import has_cross, has_regression, has_significance
 
 
 @dataclass
@@ -71,6 +71,8 @@ class ReportData:
     cross_significance: list[dict[str, Any]] = field(default_factory=list)
     cross_pass_rates: list[dict[str, Any]] = field(default_factory=list)     # cross_pass_rate_summary
     only_matrix_summary: list[dict[str, Any]] = field(default_factory=list)
+    regression: list[dict[str, Any]] = field(default_factory=list)           # regression_summary
+    vote_share: set[tuple[str, str]] = field(default_factory=set)            # (config, method) of vote ensembles
 
     @property
     def running(self) -> list[dict[str, Any]]:
@@ -145,6 +147,10 @@ def read_report_data(store: str | Path, *, figures: bool = True) -> ReportData:
             data.cross_significance = _dicts(con, "SELECT * FROM cross_significance ORDER BY ALL")
             data.cross_pass_rates = _dicts(con, "SELECT * FROM cross_pass_rate_summary ORDER BY ALL")
             data.only_matrix_summary = _dicts(con, "SELECT * FROM only_matrix_summary ORDER BY ALL")
+        if has_regression(con):
+            data.regression = _dicts(con, "SELECT * FROM regression_summary ORDER BY ALL")
+            data.vote_share = {(r[0], r[1]) for r in con.execute(
+                "SELECT DISTINCT config, method FROM models WHERE hparams->>'vote_share' = 'true'").fetchall()}
         if figures:
             data.columns = _dicts(con, "SELECT * FROM report_columns ORDER BY ALL")
             data.scenario_scores = _dicts(con, "SELECT * FROM scenario_summary ORDER BY ALL")

@@ -195,24 +195,32 @@ class MatrixFigure:
     xlabel: str
     ylabel: str
     outline_diagonal: bool = False    # box the cells whose row and column name the same group
+    colormap: str = "RdYlGn"          # pass rates: green is good; "Reds" for rates where high is bad
+    label: str = "pass rate (%)"
     png: Path | None = None
     svg: Path | None = None
 
 
 def draw_matrix(m: MatrixFigure) -> Figure:
     n_rows, n_cols = m.values.shape
-    width = max(6.0, 3.0 + 0.45 * n_cols)
-    fig = plt.figure(figsize=(width, 2.2 + 0.42 * n_rows), dpi=DPI, layout="constrained")
+    width = max(6.0, 3.0 + 0.45 * n_cols + 0.06 * max(map(len, m.rows), default=0))
+    columns = [c if len(c) <= 32 else c[:31] + "…" for c in m.columns]
+    rotated = max(map(len, columns), default=0) > 3
+    height = 2.2 + 0.42 * n_rows + (0.065 * max(map(len, columns), default=0) if rotated else 0)
+    fig = plt.figure(figsize=(width, height), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
-    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#d9d9d9")
-    image = ax.imshow(100 * m.values, cmap=cmap, vmin=0, vmax=100, aspect="auto", interpolation="nearest")
-    fig.colorbar(image, ax=ax, label="pass rate (%)")
+    cmap = plt.get_cmap(m.colormap).with_extremes(bad="#d9d9d9")
+    finite = m.values[~np.isnan(m.values)]
+    # Pass rates span 0–100; other rates (NFR) use the range they reach, so that small ones stay visible.
+    vmax = 100.0 if m.colormap == "RdYlGn" else max(5.0, 100 * float(finite.max()) if finite.size else 5.0)
+    image = ax.imshow(100 * m.values, cmap=cmap, vmin=0, vmax=vmax, aspect="auto", interpolation="nearest")
+    fig.colorbar(image, ax=ax, label=m.label)
     for (i, j), v in np.ndenumerate(m.values):
         if not np.isnan(v):
-            ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=7,
-                    color="white" if v < 0.2 or v > 0.85 else "black")
+            dark = v < 0.2 or v > 0.85 if m.colormap == "RdYlGn" else 100 * v > 0.6 * vmax
+            ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
     ax.set_yticks(range(n_rows), m.rows, fontsize=7)
-    ax.set_xticks(range(n_cols), m.columns, fontsize=7, rotation=90 if max(map(len, m.columns), default=0) > 3 else 0)
+    ax.set_xticks(range(n_cols), columns, fontsize=7, rotation=90 if rotated else 0)
     if m.outline_diagonal:
         for i, row in enumerate(m.rows):
             if row in m.columns:

@@ -19,6 +19,7 @@ from beluga_core.analysis.report.content import (
 from beluga_core.analysis.report.cross import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
 from beluga_core.analysis.report.figures import MatrixFigure
+from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.table3 import AVG, IID, Cell
 from beluga_core.core.constants import BASELINE
 
@@ -116,6 +117,24 @@ def _cross_html(content: ReportContent) -> list[str]:
     return parts
 
 
+def _regression_html(content: ReportContent) -> list[str]:
+    if not content.regression:
+        return []
+    from beluga_core.analysis.report.markdown import _rate
+
+    rows = [[escape(r.config), escape(r.method) + (" †" if r.vote_share else ""), escape(r.scenario),
+             escape(_rate(r.values.get("iid"), "nfr")), escape(_rate(r.values.get("iid"), "pfr")),
+             escape(_rate(r.values.get("suite"), "nfr")), escape(_rate(r.values.get("suite"), "pfr"))]
+            for r in content.regression]
+    parts = ["<h2>Regression: negative flips</h2>", f'<p class="note">{escape(REGRESSION_NOTE)}</p>',
+             _simple_table(["configuration", "method", "scenario", "D_test NFR", "D_test PFR", "suite NFR",
+                            "suite PFR"], rows, numeric_from=3)]
+    if any(r.vote_share for r in content.regression):
+        parts.append(f'<p class="note">{escape(VOTE_NOTE)}</p>')
+    parts += [_figure(fig, fig.title) for fig in content.regression_figures]
+    return parts
+
+
 def render_html(content: ReportContent) -> str:
     d, t = content.data, content.table
     parts = [f"<h1>beluga report: {escape(d.store.name)}</h1>", f"<p>Store <code>{escape(str(d.store))}</code>.</p>"]
@@ -157,6 +176,7 @@ def render_html(content: ReportContent) -> str:
                          f"(also <code>{escape(f.svg.name)}</code>)</figcaption></figure>")
 
     parts += _cross_html(content)
+    parts += _regression_html(content)
 
     parts += ["<h2>Degeneracy check</h2>", f'<p class="note">{escape(degeneracy_rule(content))}</p>']
     if content.degeneracy:

@@ -15,6 +15,7 @@ from beluga_core.analysis.report.content import (
 )
 from beluga_core.analysis.report.cross import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
+from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.table3 import AVG, IID, Cell, Column
 
 SIGNIFICANCE_LEGEND = ("▲ / ▼: significantly better / worse than the IID baseline (first row; its suite "
@@ -82,6 +83,32 @@ def cross_markdown(content: ReportContent, out_dir: Path) -> list[str]:
     return lines
 
 
+def _rate(v: tuple[float | None, float | None, dict[str, tuple[float, float]]] | None, which: str) -> str:
+    if v is None:
+        return "—"
+    value = v[0] if which == "nfr" else v[1]
+    lo, hi = v[2][which]
+    return f"{pct(value)} [{pct(lo)}, {pct(hi)}]"
+
+
+def regression_markdown(content: ReportContent, out_dir: Path) -> list[str]:
+    if not content.regression:
+        return []
+    lines = ["", "## Regression: negative flips", "", REGRESSION_NOTE, ""]
+    rows = [[_esc(r.config), _esc(r.method) + (" †" if r.vote_share else ""), _esc(r.scenario),
+             _rate(r.values.get("iid"), "nfr"), _rate(r.values.get("iid"), "pfr"),
+             _rate(r.values.get("suite"), "nfr"), _rate(r.values.get("suite"), "pfr")] for r in content.regression]
+    lines += _table(["configuration", "method", "scenario", "D_test NFR", "D_test PFR", "suite NFR", "suite PFR"],
+                    rows, right_from=3)
+    if any(r.vote_share for r in content.regression):
+        lines += ["", VOTE_NOTE]
+    for fig in content.regression_figures:
+        if fig.png is not None and fig.svg is not None:
+            lines += ["", f"![{_esc(fig.title)}]({fig.png.relative_to(out_dir).as_posix()})", "",
+                      f"[SVG]({fig.svg.relative_to(out_dir).as_posix()})"]
+    return lines
+
+
 def render_markdown(content: ReportContent, out_dir: Path) -> str:
     d, t = content.data, content.table
     lines = [f"# beluga report: {d.store.name}", "", f"Store `{d.store}`."]
@@ -123,6 +150,7 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
                       f"[SVG]({rel_svg})", ""]
 
     lines += cross_markdown(content, out_dir)
+    lines += regression_markdown(content, out_dir)
 
     lines += ["", "## Degeneracy check", "", degeneracy_rule(content), ""]
     if content.degeneracy:

@@ -213,6 +213,15 @@ def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) ->
         console.print(note, style="dim", highlight=False)
 
 
+def print_value_table(console: Console, title: str, labels: list[tuple[str, list[str]]],
+                      values: list[tuple[str, list[str]]]) -> None:
+    """A titled table of label columns and right-aligned value columns that fits the console (abbreviated,
+    tightened or split as Table 3 is); for the other commands' tables (``beluga regress``)."""
+    short = _abbreviations([h for h, _ in values])
+    columns = [_ValueColumn(h, short[h], [Text(v) for v in cells]) for h, cells in values]
+    _print_tables(console, title, lambda _short: labels, columns)
+
+
 # ------------------------------------------------------------------------------------------------ cross-suite
 
 

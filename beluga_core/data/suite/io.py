@@ -148,11 +148,16 @@ def load_suite(spec: str | Path) -> Suite:
     return Suite(header, cases, path, lines=seen)
 
 
+def case_json(case: Case) -> str:
+    """A case as one line of a suite file."""
+    return json.dumps(case.model_dump(mode="json", exclude_none=True, exclude_defaults=True), ensure_ascii=False,
+                      sort_keys=True)
+
+
 def dump_records(header: SuiteHeader, cases: Iterable[Case]) -> Iterator[str]:
     yield json.dumps(header.model_dump(mode="json", exclude_none=True), ensure_ascii=False, sort_keys=True)
     for case in cases:
-        yield json.dumps(case.model_dump(mode="json", exclude_none=True, exclude_defaults=True),
-                         ensure_ascii=False, sort_keys=True)
+        yield case_json(case)
 
 
 def write_suite(path: str | Path, header: SuiteHeader, cases: Iterable[Case]) -> Path:

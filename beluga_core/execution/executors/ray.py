@@ -50,7 +50,7 @@ from beluga_core.execution.scheduling import (
     warm_token_cache,
     worker_class,
 )
-from beluga_core.execution.worker import weights_path
+from beluga_core.execution.worker import keeps_weights, weights_path
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
 
@@ -115,6 +115,7 @@ class RayCluster(Backend):
         self.remote = ray.remote(max_calls=1 if gpus > 0 else 0)(run_fold).options(
             num_cpus=cpus, num_gpus=gpus, max_retries=0, retry_exceptions=False)
         self.parents_needed = {r for j in jobs for r in j.requires}
+        self.plan_config = plan.config
         self.parent_refs: dict[str, Any] = {}
         self.running: dict[Any, Job] = {}
 
@@ -130,7 +131,8 @@ class RayCluster(Backend):
     def submit(self, job: Job) -> None:
         boxed = [(r, self._parent_ref(r)) for r in job.requires]
         ref = self.remote.remote([self.plan_ref], [self.shards_ref], boxed, job, self.spec, self.device,
-                                 self.threads, str(self.cache_dir), job.id in self.parents_needed)
+                                 self.threads, str(self.cache_dir),
+                                 job.id in self.parents_needed or keeps_weights(self.plan_config, job))
         self.running[ref] = job
 
     def events(self, step: StepFn) -> list[Event]:
@@ -143,7 +145,8 @@ class RayCluster(Backend):
         except self.ray.exceptions.RayError as exc:  # its worker process or node was lost
             return [Lost(job, f"Ray lost its worker ({type(exc).__name__})")]
         if weights is not None:
-            self.parent_refs[job.id] = self.ray.put(weights)
+            if job.id in self.parents_needed:
+                self.parent_refs[job.id] = self.ray.put(weights)
             path = weights_path(self.cache_dir, job.id)
             if not path.exists():  # the worker wrote it elsewhere (no shared filesystem): keep for resume
                 atomic_write(path, weights)

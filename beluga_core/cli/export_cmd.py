@@ -1,0 +1,39 @@
+"""``beluga export STORE SELECTOR --out DIR`` and ``beluga store info STORE``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+
+def export(
+    store: Path = typer.Argument(..., help="A beluga result store (DuckDB file)."),
+    selector: str = typer.Argument(..., help="The model: CONFIG/METHOD[@SCENARIO][#SEED] or a model id."),
+    out: Path = typer.Option(..., "--out", help="Folder to write the checkpoint to."),
+) -> None:
+    """Write a stored model whose weights were kept (`[store] keep_weights`; the IID models' always are) as a
+    Hugging Face checkpoint: weights, config with the label names, tokenizer, and a model card (README.md) with
+    its configuration, method, hyper-parameters, scores and provenance."""
+    from beluga_core.analysis.export import export_model
+
+    path = export_model(store, selector, out)
+    Console(highlight=False).print(f"exported {escape(selector)} to {escape(str(path))}")
+
+
+def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB file).")) -> None:
+    """What a store holds: its size and schema, runs and models, rows per table (kept probabilities included),
+    and the weights and token cache kept beside it."""
+    from beluga_core.analysis.export import store_info
+    from beluga_core.core.io import human_size as _size
+
+    i = store_info(store)
+    console = Console(highlight=False)
+    console.print(f"{escape(str(i['store']))}: {_size(i['bytes'])}, schema version {i['schema_version']}, "
+                  f"{i['runs']} run(s) (last started {i['last_run']} UTC)")
+    console.print("models: " + ", ".join(f"{n} {s}" for s, n in sorted(i["models"].items())))
+    console.print("rows: " + ", ".join(f"{t} {n:,}" for t, n in i["rows"].items() if n))
+    console.print(f"kept weights: {i['weights']} model(s), {_size(i['weights_bytes'])}; token cache "
+                  f"{_size(i['token_cache_bytes'])} (in {escape(str(store))}.cache)")
