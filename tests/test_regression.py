@@ -324,7 +324,7 @@ def test_models_from_another_store_and_from_a_predictions_file(regression_store:
     store, _ = regression_store
     mine = tmp_path / "copy.duckdb"
     shutil.copy(store, mine)
-    code, out, err = run_cli(capsys, "regress", mine, "--old", f"{store}::iid/vanilla#2", "--new",
+    code, _, err = run_cli(capsys, "regress", mine, "--old", f"{store}::iid/vanilla#2", "--new",
                              "iid-update/vanilla#2")
     assert code == 0, err
     (external,) = query(mine, "SELECT model_id, hparams->'provenance'->>'model_id' FROM models WHERE config = "
@@ -341,7 +341,7 @@ def test_models_from_another_store_and_from_a_predictions_file(regression_store:
     preds = tmp_path / "preds.jsonl"
     preds.write_text("\n".join(json.dumps({"id": cid, "preds": [[0.1, 0.2, 0.7]] * len(json.loads(spec)["inputs"])})
                                for cid, spec in cases) + "\n")
-    code, _out, err = run_cli(capsys, "regress", mine, "--old", preds, "--new", "iid/vanilla#0")
+    code, _, err = run_cli(capsys, "regress", mine, "--old", preds, "--new", "iid/vanilla#0")
     assert code == 0, err
     assert query(mine, "SELECT count(*) FROM outcomes o JOIN models m USING (model_id) WHERE m.model_name = "
                        "'preds.jsonl'")[0][0] == len(cases)
