@@ -164,7 +164,7 @@ def _print_kept(plan: Plan, tp: TaskPlan, console: Console) -> None:
         n_test = plan.config.sizes.iid_test or None
         cases, iid = stored_probability_bytes(jobs, n_inputs, n_test, n_classes, eval_inputs)
         iid_text = f"{human_size(iid)} of i.i.d. probabilities" if iid is not None else \
-            "i.i.d. probabilities of every D_test example ([sizes] iid_test = 0: all of it)"
+            "i.i.d. probabilities of every D_test example (\\[sizes] iid_test = 0: all of it)"
         console.print(f"  \\[store] keep_probabilities: ≈ {human_size(cases)} of per-input suite predictions, "
                       f"{iid_text} (uncompressed)", highlight=False)
     params = parameter_count(tp.model, plan.config.model.config_overrides, max(2, n_classes)) if kept else None

@@ -260,14 +260,26 @@ def _eval_plans(cfg: BenchmarkConfig, config_path: Path, index: int, spec: TaskS
     return out
 
 
+def _iid_seeds(cfg: BenchmarkConfig) -> set[int]:
+    """The seeds whose IID model the run trains: every seed where the baseline is among the configurations or
+    one starts from the IID model; else those a method's teacher names ("iid": every seed, "iid#N": N)."""
+    if any(configuration_start(cfg, c) == "iid" or CONFIGURATIONS.get(c).is_baseline() for c in cfg.configurations):
+        return set(cfg.seeds)
+    seeds: set[int] = set()
+    for method in {*cfg.methods, *grid_methods(cfg.methods)}:
+        for source in method_teachers(method, job_hparams(cfg, method)):
+            if source == "iid":
+                seeds |= set(cfg.seeds)
+            elif source.startswith("iid#"):
+                seeds.add(int(source[4:]))
+    return seeds
+
+
 def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bool) -> Plan:
     tasks: list[TaskPlan] = []
     check_configuration_keys(cfg, config_path)
     check_grid_tables(cfg)
-    needs_iid = any(configuration_start(cfg, c) == "iid" or CONFIGURATIONS.get(c).is_baseline()
-                    for c in cfg.configurations) or any(
-        s.split("#")[0] == "iid" for m in {*cfg.methods, *grid_methods(cfg.methods)}
-        for s in method_teachers(m, job_hparams(cfg, m)))
+    iid_seeds = _iid_seeds(cfg)
     for index, spec in enumerate(cfg.tasks):
         suite = load_checked_suite(spec.suite)
         if spec.apply_corrections:
@@ -292,7 +304,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         tp.iid_ids.update({seed: job.id for seed, job in iids.items()})  # before any job that names another seed's
         for seed in cfg.seeds:
             iid = iids[seed]
-            if needs_iid:
+            if seed in iid_seeds:
                 tp.jobs.append(iid)
             for config_name in cfg.configurations:
                 conf = CONFIGURATIONS.get(config_name)
