@@ -79,24 +79,24 @@ def report(store: Path) -> None:
         seeds = sorted(int(label.split("#")[1]) for label in label_id if label.startswith("iid-update/vanilla#"))
         vanilla = [label_id[f"iid-update/vanilla#{s}"] for s in seeds]
         distill = [label_id[f"iid-update/distill#{s}"] for s in seeds]
-        ensemble = next(k for k, v in models.items() if v.startswith("iid-update/ens"))
-        print(f"\n{store}\nold model: iid/vanilla#0; {len(seeds)} seeds of each update; ensemble "
-              f"{models[ensemble]} = vote of iid-update/vanilla#{seeds[0]}…#{seeds[-1]}")
+        ensembles = sorted((k for k, v in models.items() if v.startswith("iid-update/ens")), key=models.__getitem__)
+        print(f"\n{store}\nold model: iid/vanilla#0; {len(seeds)} seeds of each update; ensembles "
+              f"{', '.join(models[e] for e in ensembles)} of iid-update/vanilla#{seeds[0]}…#{seeds[-1]} (vote, mean)")
         for source, title in (("iid", "SST-2 D_test"), ("suite", "sentiment T_test cases")):
-            right = _right(con, source, [old, *vanilla, *distill, ensemble])
+            right = _right(con, source, [old, *vanilla, *distill, *ensembles])
             items = Items(right)
             n_items = len(right[old])
             print(f"\n{title} ({n_items} {'examples' if source == 'iid' else 'cases'}): accuracy / pass rate, "
                   "NFR, PFR against the old model (%, 95 % CI)")
             a_old = items.acc(old)
             print(f"  iid/vanilla#0 (old): {100 * a_old[0]:.1f} {ci(a_old[1])}")
-            for mid in [*vanilla, *distill, ensemble]:
+            for mid in [*vanilla, *distill, *ensembles]:
                 a, nf, pf = items.acc(mid), items.nfr(old, mid), items.pfr(old, mid)
                 print(f"  {models[mid]}: {100 * a[0]:.1f} {ci(a[1])} · NFR {100 * nf[0]:.1f} {ci(nf[1])} · PFR "
                       f"{100 * pf[0]:.1f} {ci(pf[1])} · Δacc {100 * (a[0] - a_old[0]):+.1f} {ci(a[1] - a_old[1])}")
-            _findings(items, old, vanilla, distill, ensemble, models, source)
+            _findings(items, old, vanilla, distill, ensembles, models, source)
         _centric(con, old, vanilla, models)
-        _per_group(con, old, vanilla, distill, ensemble)
+        _per_group(con, old, vanilla, distill, ensembles, models)
     finally:
         con.close()
 
@@ -117,7 +117,7 @@ def _right(con: duckdb.DuckDBPyConnection, source: str, ids: list[str]) -> dict[
     return out
 
 
-def _findings(items: Items, old: str, vanilla: list[str], distill: list[str], ensemble: str,
+def _findings(items: Items, old: str, vanilla: list[str], distill: list[str], ensembles: list[str],
               models: dict[str, str], source: str) -> None:
     single_nfr = np.mean([items.nfr(old, m)[1] for m in vanilla], axis=0)
     single_point = float(np.mean([items.nfr(old, m)[0] for m in vanilla]))
@@ -146,10 +146,13 @@ def _findings(items: Items, old: str, vanilla: list[str], distill: list[str], en
                                       rng=np.random.default_rng(SEED))
         print(f"      seed {models[v].split('#')[1]}: NFR {100 * test.nfr_a:.1f} (plain) vs {100 * test.nfr_b:.1f} "
               f"(distilled), paired randomization p = {test.p_value:.4f}")
-    e_point, e_boot = items.nfr(old, ensemble)
-    print(f"    ensembles lower NFR: ensemble {100 * e_point:.1f} vs mean single {100 * single_point:.1f}, "
-          f"difference {100 * (single_point - e_point):+.1f} {ci(single_nfr - e_boot)}: "
-          f"{verdict(single_nfr - e_boot)}")
+    for ensemble in ensembles:
+        e_point, e_boot = items.nfr(old, ensemble)
+        note = " (its INV / DIR cases read vote shares as confidences)" if source == "suite" and \
+            not models[ensemble].endswith("mean") else ""
+        print(f"    ensembles lower NFR ({models[ensemble]}{note}): {100 * e_point:.1f} vs mean single "
+              f"{100 * single_point:.1f}, difference {100 * (single_point - e_point):+.1f} "
+              f"{ci(single_nfr - e_boot)}: {verdict(single_nfr - e_boot)}")
 
 
 def _centric(con: duckdb.DuckDBPyConnection, old: str, vanilla: list[str], models: dict[str, str]) -> None:
@@ -176,9 +179,9 @@ def _first_half(n: int) -> list[int]:
 
 
 def _per_group(con: duckdb.DuckDBPyConnection, old: str, vanilla: list[str], distill: list[str],
-               ensemble: str) -> None:
+               ensembles: list[str], models: dict[str, str]) -> None:
     by: dict[str, dict[str, tuple[int, int]]] = {}
-    for mid in [*vanilla, *distill, ensemble]:
+    for mid in [*vanilla, *distill, *ensembles]:
         for group, n, neg in con.execute("""SELECT c.scoring_group, count(*) FILTER (WHERE f.flip <> 'skip'),
                                                    count(*) FILTER (WHERE f.flip = 'negative')
                                             FROM flips_between(?, ?) f
@@ -194,8 +197,9 @@ def _per_group(con: duckdb.DuckDBPyConnection, old: str, vanilla: list[str], dis
     print("\nT_test NFR per functionality (%, pooled over seeds; the functionalities where plain updates flip most):")
     ranked = sorted(by, key=lambda g: -(pooled(g, vanilla) or 0))[:10]
     for g in ranked:
-        cells = [pooled(g, ids) for ids in (vanilla, distill, [ensemble])]
-        print(f"  {g}: plain {_p(cells[0])} · distilled {_p(cells[1])} · ensemble {_p(cells[2])}")
+        cells = [pooled(g, ids) for ids in (vanilla, distill, *([e] for e in ensembles))]
+        names = ["plain", "distilled", *(models[e].split("/")[1] for e in ensembles)]
+        print(f"  {g}: " + " · ".join(f"{n} {_p(c)}" for n, c in zip(names, cells, strict=True)))
 
 
 def _p(v: float | None) -> str:

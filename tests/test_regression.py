@@ -362,3 +362,44 @@ def test_dry_run_prints_what_keeping_costs(capsys: pytest.CaptureFixture[str]) -
     text = " ".join(out.split())
     assert code == 0, err
     assert "keep_probabilities: ≈" in text and 'keep_weights = "seen": 9 model(s) kept beside the store, ≈' in text
+
+
+# ------------------------------------------------------------------------------------------ README
+
+def _readme_blocks(language: str) -> list[str]:
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Regression between model versions"):]
+    section = section[:section.index("\n## ", 10)]
+    return re.findall(rf"^```{language} tested:regression\n(.*?)^```", section, re.M | re.S)
+
+
+def test_the_readme_regression_blocks_run(regression_store: tuple[Path, str], tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import shlex
+    import shutil
+
+    from beluga_core.config.load import parse_config
+
+    store, _ = regression_store
+    (tmp_path / "runs").mkdir()
+    copy = tmp_path / "runs" / "regression.duckdb"
+    shutil.copy(store, copy)
+    shutil.copytree(store.with_name(store.name + ".cache"), copy.with_name(copy.name + ".cache"))
+    monkeypatch.chdir(tmp_path)
+    (config,) = _readme_blocks("toml")
+    cfg = parse_config('name = "readme"\n' + config + '[[tasks]]\nname = "sentiment"\nsuite = "builtin:sentiment"\n'
+                       'iid = "builtin:sst2"\n', tmp_path / "regression.toml")
+    assert cfg.store_spec.keep_probabilities and cfg.ensembles[0].members == ["iid-update/vanilla"]
+    (sql,) = _readme_blocks("sql")
+    statements = [s for s in sql.split(";") if s.strip()]
+    assert len(statements) == 2 and all(query(copy, s) for s in statements)
+    (commands,) = _readme_blocks("sh")
+    for line in filter(str.strip, commands.splitlines()):
+        argv = shlex.split(line)
+        assert argv[0] == "beluga"
+        code, _, err = run_cli(capsys, *argv[1:])
+        assert code == 0, f"{line}\n{err}"
+    assert (tmp_path / "exported-iid" / "model.safetensors").exists()
+    assert query(copy, "SELECT count(*) FROM models WHERE method = 'ens-mean'")[0][0] == 1

@@ -79,6 +79,28 @@ INVARIANTS: tuple[Invariant, ...] = (
                  FULL JOIN (SELECT model_id, suite, count(*) AS n_outcomes FROM cross_outcomes GROUP BY ALL) o
                         ON o.model_id = e.model_id AND o.suite = e.suite
                  WHERE e.n_cases IS DISTINCT FROM coalesce(o.n_outcomes, 0)"""),
+    Invariant("kept probabilities match the predictions",
+              "a model's iid_probs cover exactly its iid_predictions examples, and their argmax is its prediction "
+              "(a vote ensemble's tie aside)",
+              """SELECT coalesce(p.model_id, q.model_id) AS model_id, coalesce(p.split, q.split) AS split,
+                        coalesce(p.example_idx, q.example_idx) AS example_idx, q.pred,
+                        list_position(p.probs, list_max(p.probs)) - 1 AS argmax
+                 FROM iid_probs p
+                 FULL JOIN (SELECT * FROM iid_predictions WHERE model_id IN (SELECT model_id FROM iid_probs)) q
+                        ON q.model_id = p.model_id AND q.split = p.split AND q.example_idx = p.example_idx
+                 WHERE p.model_id IS NULL OR q.model_id IS NULL
+                    OR ((list_position(p.probs, list_max(p.probs)) - 1)::VARCHAR <> q.pred
+                        -- a vote ensemble's vector is the vote share: a tie's argmax need not be its prediction
+                        AND p.model_id NOT IN (SELECT model_id FROM models WHERE hparams->>'vote_share' = 'true'))"""),
+    Invariant("no duplicate kept case predictions", "a model has at most one case_predictions row per input",
+              """SELECT model_id, suite, case_id, input_idx, count(*) AS n FROM case_predictions GROUP BY ALL
+                 HAVING count(*) > 1"""),
+    Invariant("ensemble members are models of the store", "every id in an ensemble's hparams.members is a done "
+              "model",
+              """SELECT e.model_id, m.member FROM models e,
+                        unnest(from_json(e.hparams->'members', '["VARCHAR"]')) AS m(member)
+                 WHERE e.hparams->>'ensemble' IS NOT NULL AND e.status = 'done'
+                   AND m.member NOT IN (SELECT model_id FROM models WHERE status = 'done')"""),
     Invariant("held-out folds judged on their mapped eval cases",
               "a held-out fold is evaluated only on the eval cases mapped to its held-out group (cross_maps)",
               """SELECT o.model_id, m.heldout_level, m.heldout_group, o.suite, o.case_id, x.train_group

@@ -114,7 +114,8 @@ def parameter_count(name: str, config_overrides: dict[str, Any] | None = None, n
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     try:
-        config = AutoConfig.from_pretrained(resolve_model_path(name), num_labels=num_labels,
+        # Only what is on this machine: a dry run never reaches for the hub.
+        config = AutoConfig.from_pretrained(resolve_model_path(name), num_labels=num_labels, local_files_only=True,
                                             **(config_overrides or {}))
         with torch.device("meta"):
             model = AutoModelForSequenceClassification.from_config(config)
