@@ -403,3 +403,19 @@ def test_the_readme_regression_blocks_run(regression_store: tuple[Path, str], tm
         assert code == 0, f"{line}\n{err}"
     assert (tmp_path / "exported-iid" / "model.safetensors").exists()
     assert query(copy, "SELECT count(*) FROM models WHERE method = 'ens-mean'")[0][0] == 1
+
+
+def test_an_ensemble_of_a_held_out_scenario_has_one_row_per_group(tmp_path: Path) -> None:
+    writer = _writer(tmp_path / "s.duckdb")
+    _model(writer, "iid", "iid", outcomes={c.id: "pass" for c in CASES})
+    for seed in (0, 1):
+        for group, ids in (("g1", ["c0", "c1", "c2", "c3"]), ("g2", ["c4", "c5", "c6", "c7"])):
+            _model(writer, f"f{seed}{group}", "iid-then-t", seed=seed, scenario="skill", group=group, parent="iid",
+                   outcomes=dict.fromkeys(ids, "pass"), case_probs={c: [0.3, 0.7] for c in ids})
+    ids = build_ensemble(tmp_path / "s.duckdb", EnsembleSpec("ens", ("iid-then-t/vanilla@skill",), "mean"))
+    rows = query(tmp_path / "s.duckdb", "SELECT heldout_group, count(*) FROM outcomes JOIN models USING (model_id) "
+                                        "WHERE method = 'ens' GROUP BY ALL ORDER BY ALL")
+    assert len(ids) == 2 and rows == [("g1", 4), ("g2", 4)]
+    # The two rows form one held-out scenario of the ensemble: one outcome per case.
+    (n,) = query(tmp_path / "s.duckdb", "SELECT n_cases FROM suite_scores WHERE method = 'ens'")[0]
+    assert n == 8
