@@ -14,6 +14,8 @@ expectation kind       ``beluga.expectations``    ``ExpectationKind`` (``evaluat
                                                   (``input_results``), with a pydantic ``Params``
 training configuration ``beluga.training_configs`` ``TrainingConfiguration`` (``start``, ``uses_iid``,
                                                   ``uses_suite``)
+attribution            ``beluga.attributions``    ``Attribution`` (``attribute``: one score per token of an input, from
+                                                  the ``AttributionContext``'s objectives)
 executor               ``beluga.executors``       ``Executor`` (``open``: the ``Backend`` that runs jobs —
                                                   ``idle``, ``submit``, ``events`` reporting ``Finished``,
                                                   ``Failed`` or ``Lost`` jobs; the shared dispatch loop
@@ -27,6 +29,15 @@ when it is loaded, with the missing member named. The README has a short example
 
 from __future__ import annotations
 
+from beluga_core.contracts.attributions import (
+    Attribution,
+    AttributionContext,
+    Target,
+    TokenAttribution,
+    TokenizedInput,
+    normalize,
+    word_scores,
+)
 from beluga_core.contracts.configurations import TrainingConfiguration
 from beluga_core.contracts.expectations import (
     FAIL,
@@ -42,7 +53,7 @@ from beluga_core.contracts.expectations import (
 )
 from beluga_core.contracts.losses import Alignment, ClassLoss, Loss, PairLoss, SpanLogits, SpanPairLoss
 from beluga_core.contracts.methods import TRAINING_KEYS, EnvironmentMethod, Method, Stage
-from beluga_core.contracts.registries import CONFIGURATIONS, EXPECTATIONS, LOSSES, METHODS, TASKS
+from beluga_core.contracts.registries import ATTRIBUTIONS, CONFIGURATIONS, EXPECTATIONS, LOSSES, METHODS, TASKS
 from beluga_core.contracts.tasks import (
     GroupOf,
     IIDScores,
@@ -87,6 +98,7 @@ from beluga_core.planning.plan import Plan
 from beluga_core.tasks.classification import ClassificationTask
 
 __all__ = [
+    "ATTRIBUTIONS",
     "CONFIGURATIONS",
     "EXECUTORS",
     "EXPECTATIONS",
@@ -101,6 +113,8 @@ __all__ = [
     "TASKS",
     "TRAINING_KEYS",
     "Alignment",
+    "Attribution",
+    "AttributionContext",
     "Backend",
     "Batch",
     "BatchOutput",
@@ -145,8 +159,11 @@ __all__ = [
     "Stage",
     "StepFn",
     "SuiteHeader",
+    "Target",
     "Task",
     "TaskSettings",
+    "TokenAttribution",
+    "TokenizedInput",
     "TrainSet",
     "Trainer",
     "TrainingConfiguration",
@@ -154,7 +171,9 @@ __all__ = [
     "ValidationMetric",
     "Worker",
     "first_labels",
+    "normalize",
     "order_jobs",
     "results_from",
+    "word_scores",
     "worker_class",
 ]

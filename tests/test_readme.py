@@ -1,4 +1,4 @@
-"""The README's code blocks marked ``tested`` work: its shell commands run, and its six plugin examples (one per
+"""The README's code blocks marked ``tested`` work: its shell commands run, and its seven plugin examples (one per
 kind) pass their kinds' checks and then run together in one small benchmark through the real code path."""
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ def plugins() -> Iterator[types.ModuleType]:
 
 
 def test_the_readme_has_a_tested_example_of_every_plugin_kind(plugins: types.ModuleType) -> None:
-    assert len(blocks("python")) == 6
+    assert len(blocks("python")) == 7
     names = {"LearningWithoutForgetting": "method", "JSInvariance": "loss", "ConfidentEq": "expectation kind",
              "SuiteOnly": "training configuration", "MacroF1Classification": "task",
-             "InlineExecutor": "executor"}
+             "InlineExecutor": "executor", "GradientTimesInput": "attribution"}
     for cls, kind in names.items():
         ALL[kind].check(getattr(plugins, cls), cls)  # raises, naming the member, if one is missing
     assert set(names.values()) == set(ALL)
@@ -82,7 +82,7 @@ def _suite_with_the_plugins(path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_the_six_examples_run_together(plugins: types.ModuleType, tmp_path: Path) -> None:
+def test_the_seven_examples_run_together(plugins: types.ModuleType, tmp_path: Path) -> None:
     suite = _suite_with_the_plugins(tmp_path / "suite.jsonl")
     config = tmp_path / "readme.toml"
     config.write_text(f"""
@@ -108,6 +108,9 @@ suite_test_per_group = 4
 learning_rate = 5e-5
 batch_size = 16
 epochs = 1
+[attributions]
+methods = ["{MODULE}:GradientTimesInput", "ig"]
+cap_per_fold = 3
 [executor]
 name = "{MODULE}:InlineExecutor"
 threads = 2
@@ -127,3 +130,6 @@ threads = 2
     outcomes = dict(query(store, "SELECT c.test_type, count(*) FILTER (WHERE o.outcome <> 'skip') FROM outcomes o "
                                  "JOIN cases c USING (suite, case_id) GROUP BY 1"))
     assert outcomes["MFT"] > 0 and outcomes["INV"] > 0
+    # The README's attribution method scored the inputs of both models, as the built-in ig did.
+    attributed = dict(query(store, "SELECT method, count(*) FROM attributions GROUP BY 1"))
+    assert attributed == {f"{MODULE}:GradientTimesInput": 6, "ig": 6}

@@ -332,6 +332,11 @@ TARBALL_ERRORS = {
     "a pickle of something else": ({"s.pkl": __import__("pickle").dumps({"tests": []})},
                                    ["holds", "not a CheckList TestSuite"]),
     "a truncated pickle": ({"s.pkl": b"\x80\x04\x95"}, ["neither a tarball nor a readable pickle"]),
+    # Hand-written opcodes: a TestSuite object whose state lacks `tests`, or whose `tests` is empty.
+    "a TestSuite without tests": ({"s.pkl": b"\x80\x02cchecklist.test_suite\nTestSuite\n)\x81}b."},
+                                  ["has no 'tests' mapping"]),
+    "a TestSuite with no tests": ({"s.pkl": b"\x80\x02cchecklist.test_suite\nTestSuite\n)\x81}"
+                                            b"X\x05\x00\x00\x00tests}sb."}, ["the CheckList suite has no tests"]),
 }
 
 

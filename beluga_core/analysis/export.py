@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import duckdb
 
 from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.contracts.tasks import Task
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.io import Suite
 from beluga_core.data.suite.schema import SuiteHeader
@@ -36,26 +38,49 @@ def _run_config(con: duckdb.DuckDBPyConnection, run_id: str | None) -> Benchmark
         return None
 
 
-def export_model(store: Path, selector: str, out: Path) -> Path:
-    """Write the model ``selector`` names as a checkpoint folder ``out`` (weights, config with label names,
-    tokenizer, README.md model card); returns ``out``."""
-    with open_store(store) as con:
-        m = select_one(con, selector, where=str(store))
-        mid = m["model_id"]
-        weights = weights_path(cache_dir_of(store), mid)
-        if not weights.exists():
-            raise BelugaError(f"model {mid[:12]} ({m['config']}/{m['method']}@{m['scenario']}) has no kept weights in "
-                              f"{weights.parent}: keep them with [store] keep_weights (\"seen\" or \"all\"; the IID "
-                              "models' are always kept) and re-run")
-        run_id = con.execute("SELECT run_id FROM models WHERE model_id = ?", [mid]).fetchall()[0][0]
-        cfg = _run_config(con, run_id)
-        suite_row = con.execute("SELECT label_space::VARCHAR, levels::VARCHAR, scoring_level, input_kind FROM suites "
-                                "WHERE suite = ?", [m["suite"]]).fetchall()
-        scores = con.execute("""SELECT scenario, s_suite, s_iid, g FROM g_scores WHERE task = ? AND config = ?
-                                AND method = ? AND seed IS NOT DISTINCT FROM ? ORDER BY scenario""",
-                             [m["task"], m["config"], m["method"], m["seed"]]).fetchall()
-        metrics = con.execute("SELECT split, metric, value FROM iid_metrics WHERE model_id = ? ORDER BY ALL",
-                              [mid]).fetchall()
+@dataclass
+class StoredModel:
+    """A stored model whose weights were kept, ready to use: its row, the task told its suite, the run's config and
+    the model with its weights (built on demand)."""
+
+    row: dict[str, Any]
+    task: Task[Any]
+    config: BenchmarkConfig
+    weights: Path
+
+    def build(self) -> Any:
+        import torch
+
+        overrides = self.config.model.config_overrides
+        model = self.task.build_model(self.row["model_name"], seed=0, config_overrides=overrides)
+        model.load_state_dict(torch.load(self.weights, map_location="cpu", weights_only=True))
+        return model.eval()
+
+    @property
+    def max_length(self) -> int:
+        options = getattr(self.task, "options", None)
+        if self.task.head_labels is None and isinstance(options, dict) and "max_length" in options:
+            return int(options["max_length"])   # a span model reads windows of its own length
+        return self.config.model.max_length
+
+
+def has_kept_weights(store: Path, model_id: str) -> bool:
+    return weights_path(cache_dir_of(store), model_id).exists()
+
+
+def stored_model(con: duckdb.DuckDBPyConnection, store: Path, m: dict[str, Any]) -> StoredModel:
+    """The stored model ``m`` (a row of ``select_models``); an error naming what is missing when its weights
+    were not kept or its run's config is not in the store."""
+    mid = m["model_id"]
+    weights = weights_path(cache_dir_of(store), mid)
+    if not weights.exists():
+        raise BelugaError(f"model {mid[:12]} ({m['config']}/{m['method']}@{m['scenario']}) has no kept weights in "
+                          f"{weights.parent}: keep them with [store] keep_weights (\"seen\" or \"all\"; the IID "
+                          "models' are always kept) and re-run")
+    run_id = con.execute("SELECT run_id FROM models WHERE model_id = ?", [mid]).fetchall()[0][0]
+    cfg = _run_config(con, run_id)
+    suite_row = con.execute("SELECT label_space::VARCHAR, levels::VARCHAR, scoring_level, input_kind FROM suites "
+                            "WHERE suite = ?", [m["suite"]]).fetchall()
     if cfg is None or not suite_row:
         raise BelugaError(f"model {mid[:12]}: the store does not hold the config of the run that trained it")
     spec = next((t for t in cfg.tasks if t.name == m["task"]), None)
@@ -64,20 +89,30 @@ def export_model(store: Path, selector: str, out: Path) -> Path:
     space, levels, scoring, input_kind = suite_row[0]
     header = SuiteHeader(name=m["suite"], levels=json.loads(levels), scoring_level=scoring, input_kind=input_kind,
                          label_space=json.loads(space) if space else None)
-    task = make_task(spec, Suite(header, []))
-    model_name = m["model_name"]
-    import torch
+    return StoredModel(m, make_task(spec, Suite(header, [])), cfg, weights)
 
-    model: Any = task.build_model(model_name, seed=0, config_overrides=cfg.model.config_overrides)
-    model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
-    labels = task.head_labels
+
+def export_model(store: Path, selector: str, out: Path) -> Path:
+    """Write the model ``selector`` names as a checkpoint folder ``out`` (weights, config with label names,
+    tokenizer, README.md model card); returns ``out``."""
+    with open_store(store) as con:
+        m = select_one(con, selector, where=str(store))
+        sm = stored_model(con, store, m)
+        mid = m["model_id"]
+        scores = con.execute("""SELECT scenario, s_suite, s_iid, g FROM g_scores WHERE task = ? AND config = ?
+                                AND method = ? AND seed IS NOT DISTINCT FROM ? ORDER BY scenario""",
+                             [m["task"], m["config"], m["method"], m["seed"]]).fetchall()
+        metrics = con.execute("SELECT split, metric, value FROM iid_metrics WHERE model_id = ? ORDER BY ALL",
+                              [mid]).fetchall()
+    model = sm.build()
+    labels = sm.task.head_labels
     if labels is not None and hasattr(model, "config"):
         model.config.id2label = dict(enumerate(labels))
         model.config.label2id = {name: i for i, name in enumerate(labels)}
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
-    load_tokenizer(model_name).save_pretrained(out)
-    (out / "README.md").write_text(model_card(m, cfg, scores, metrics, store), encoding="utf-8")
+    load_tokenizer(m["model_name"]).save_pretrained(out)
+    (out / "README.md").write_text(model_card(m, sm.config, scores, metrics, store), encoding="utf-8")
     return out
 
 

@@ -11,6 +11,7 @@ from rich.markup import escape
 from beluga_core.cli import (
     analyze_cmd,
     ensemble_cmd,
+    explain_cmd,
     export_cmd,
     plugins_cmd,
     regress_cmd,
@@ -42,6 +43,7 @@ app.command("select")(select_cmd.select)
 app.command("regress")(regress_cmd.regress)
 app.command("ensemble")(ensemble_cmd.ensemble)
 app.command("export")(export_cmd.export)
+app.command("explain")(explain_cmd.explain)
 suite_app.command("info")(suite_info_cmd.info)
 suite_app.command("check")(suite_check_cmd.check_cmd)
 suite_app.command("import-checklist")(suite_import_cmd.import_checklist_cmd)

@@ -11,8 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from beluga_core.analysis.selection.criteria import check_criterion
-from beluga_core.config.load import load_config, with_config_line
-from beluga_core.contracts.registries import METHODS
+from beluga_core.config.load import attribution_options, load_config, with_config_line
+from beluga_core.contracts.registries import ATTRIBUTIONS, METHODS
 from beluga_core.core.constants import ONLY_PREFIX
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import human_size
@@ -81,6 +81,7 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
             n_strict += strict
         _print_cross_cost(plan, tp, console, rates)
         _print_kept(plan, tp, console)
+        _print_attributions(plan, tp, console, rates)
         _print_availability(tp, console)
     n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
     total = n_folds + n_grid
@@ -172,6 +173,43 @@ def _print_kept(plan: Plan, tp: TaskPlan, console: Console) -> None:
         f", ≈ {human_size(4 * params * len(kept))} ({params / 1e6:.1f}M parameters each)"
     console.print(f"  \\[store] keep_weights = \"{spec.keep_weights}\": {len(kept)} model(s) kept beside the store"
                   f"{weights}", highlight=False)
+
+
+def _print_attributions(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) -> None:
+    """How many inputs each model attributes in the run, and what that costs."""
+    spec = plan.config.attributions
+    if not spec.methods:
+        return
+    jobs = [j for j in tp.jobs if j.kind != "grid"] + list(tp.pending)
+    counts = []
+    words = 0.0
+    for job in jobs:
+        cases = [tp.suite.case(c) for c in job.fold.eval_ids]
+        if isinstance(spec.cases, list):
+            names = set(spec.cases)
+            cases = [c for c in cases if names & {*c.groups.values(), c.test_type}]
+        inputs = [x for c in cases for x in (c.inputs[:1] if spec.inputs == "first" else c.inputs)]
+        n = min(len(inputs), spec.cap_per_fold) if spec.cap_per_fold else len(inputs)
+        counts.append(n)
+        words += sum(len(" ".join([x] if isinstance(x, str) else list(x)).split()) for x in inputs[:n])
+    total = sum(counts)
+    tokens = 1.3 * words / max(total, 1) + 3   # word pieces per input, special tokens included
+    forwards = 0.0
+    for name in spec.methods:
+        o = attribution_options(plan.config, name, run=True)
+        o = {**ATTRIBUTIONS.get(name).defaults, **o}
+        if "steps" in o:
+            forwards += 3 * int(o["steps"])              # a forward and a backward pass per step
+        elif "samples" in o:
+            forwards += float(o["samples"] or min(2 * tokens + 2048, 2 ** tokens - 2))
+        else:
+            forwards += tokens                            # one forward per occluded token
+    upper = " at most" if spec.cases == "failing" else ""
+    console.print(f"  \\[attributions] {', '.join(spec.methods)}:{upper} {min(counts, default=0)}–"
+                  f"{max(counts, default=0)} inputs per model, {total:,} in all (cases: "
+                  f"{spec.cases if isinstance(spec.cases, str) else ', '.join(spec.cases)}, {spec.inputs} input, cap "
+                  f"{spec.cap_per_fold}): {describe(total * forwards / rates.eval)} "
+                  f"(≈ {forwards:,.0f} forward passes per input)", highlight=False)
 
 
 def _print_availability(tp: TaskPlan, console: Console) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from beluga_core.config.schema import BenchmarkConfig, TaskSpec
-from beluga_core.contracts.registries import CONFIGURATIONS, METHODS, TASKS
+from beluga_core.contracts.registries import ATTRIBUTIONS, CONFIGURATIONS, METHODS, TASKS
 from beluga_core.core.constants import SEEN
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import Registry, unknown_name_message
@@ -49,6 +49,15 @@ def parse_config(text: str, path: Path) -> BenchmarkConfig:
     return _resolve_references(cfg, text, path)
 
 
+def attribution_options(cfg: BenchmarkConfig, name: str, *, run: bool) -> dict[str, Any]:
+    """The options of attribution method ``name`` in a run: its cheaper run budget (``run``), then
+    ``[attributions.options.NAME]``, then the section's ``target``."""
+    cls = ATTRIBUTIONS.get(name)
+    spec = cfg.attributions
+    return {**(cls.run_budget if run else {}), **spec.options.get(name, {}),
+            **({"target": spec.target} if spec.target else {})}
+
+
 def _toml_error_line(exc: tomllib.TOMLDecodeError) -> int | None:
     lineno = getattr(exc, "lineno", None)
     if lineno:
@@ -69,11 +78,20 @@ def _check_plugins(cfg: BenchmarkConfig, text: str, path: Path) -> None:
     checks += [(METHODS, [m], ("method", m)) for m in cfg.methods_hparams]
     checks += [(METHODS, [m], ("grid", "methods", m)) for m in cfg.grid.methods]
     checks += [(TASKS, [t], ("grid", "tasks", t)) for t in cfg.grid.tasks]
+    checks += [(ATTRIBUTIONS, cfg.attributions.methods, ("attributions", "methods"))]
+    checks += [(ATTRIBUTIONS, [m], ("attributions", "options", m)) for m in cfg.attributions.options]
     for registry, wanted, loc in checks:
         for name in wanted:
             if name not in registry:
                 raise BelugaError(unknown_name_message(registry.kind, name, registry.names()), source=path,
                                   line=locate_key(text, loc), field=".".join(map(str, loc)))
+    for name in cfg.attributions.methods:
+        try:
+            ATTRIBUTIONS.get(name)(attribution_options(cfg, name, run=True))
+        except (BelugaError, ValueError, TypeError) as exc:
+            message = exc.message if isinstance(exc, BelugaError) else str(exc)
+            raise BelugaError(message, source=path, line=locate_key(text, ("attributions", "options", name)),
+                              field=f"attributions.options.{name}") from None
     for i, scenario in enumerate(cfg.scenarios):
         if not scenario:
             raise BelugaError("empty scenario name", source=path, line=locate_key(text, ("scenarios", i)),

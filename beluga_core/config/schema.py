@@ -208,6 +208,26 @@ class StoreSpec(_Strict):
         "writes a kept model as a Hugging Face checkpoint."))
 
 
+class AttributionsSpec(_Strict):
+    """``[attributions]``: token attributions computed inside a run, before each fold's weights are discarded."""
+
+    methods: list[str] = Field(default_factory=list, description=(
+        "Attribution plugins (beluga.attributions): ig, ig-diagnose, tokig, occlusion, lime, shap, or a plugin's; "
+        "empty: no attributions."))
+    cases: Literal["heldout_test", "failing"] | list[str] = Field("heldout_test", description=(
+        "Which of a model's evaluated cases: all (heldout_test: a fold's held-out T_test cases, a standard or "
+        "seen model's T_test), those it fails, or those in the named groups (any level, or a test type)."))
+    inputs: Literal["first", "all"] = Field("first", description="Every case's first input, or all of them.")
+    cap_per_fold: int = Field(50, ge=0, description=(
+        "At most this many inputs per model (a seeded sample; 0: no cap)."))
+    target: Literal["predicted", "gold"] | None = Field(None, description=(
+        "The class explained: the model's prediction or the gold label (default: each method's own, the "
+        "prediction except for ig-diagnose)."))
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
+        "Per method, its options (budgets: ig steps, lime / shap samples; baseline, scale, aggregate, objective, "
+        "normalize, seed). A run uses cheaper budgets than beluga explain unless set here."))
+
+
 class EnsembleConfig(_Strict):
     """``[[ensembles]]``: an ensemble the run builds from its own models once they are trained."""
 
@@ -247,6 +267,8 @@ class BenchmarkConfig(_Strict):
         description="Per-method hyper-parameter overrides, e.g. [method.l2] weight_decay = 0.1.")
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
     grid: GridSpec = Field(default_factory=GridSpec, description="Hyper-parameter search (off by default).")
+    attributions: AttributionsSpec = Field(default_factory=AttributionsSpec, description=(
+        "Token attributions inside the run (off by default; they never change a training job's identity)."))
     ensembles: list[EnsembleConfig] = Field(default_factory=list, description=(
         "Ensembles built from the run's models at the end of the run (beluga ensemble does the same afterwards)."))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from beluga_core.contracts.attributions import Attribution
 from beluga_core.contracts.configurations import TrainingConfiguration
 from beluga_core.contracts.expectations import ExpectationKind
 from beluga_core.contracts.losses import Loss
@@ -18,3 +19,4 @@ CONFIGURATIONS: Registry[TrainingConfiguration] = Registry(
     "training configuration", "beluga.training_configs", TrainingConfiguration)
 METHODS: Registry[Method] = Registry("method", "beluga.methods", Method)
 EXPECTATIONS: Registry[ExpectationKind] = Registry("expectation kind", "beluga.expectations", ExpectationKind)
+ATTRIBUTIONS: Registry[Attribution] = Registry("attribution", "beluga.attributions", Attribution)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from beluga_core.attributions.compute import AttributedInput
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.core.constants import FIXED_SCENARIOS, IID_SPLITS, MODEL_STATUSES, OUTCOMES, only_scenario, parse_only
 
@@ -224,6 +225,7 @@ class JobResult:
     validation: list[ValidationRow] = field(default_factory=list)
     cross: list[CrossResult] = field(default_factory=list)
     predictions: list[CasePredictions] = field(default_factory=list)
+    attributions: list[AttributedInput] = field(default_factory=list)
 
     @property
     def id(self) -> str:

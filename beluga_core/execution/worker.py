@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from beluga_core.attributions.compute import AttributedInput, attribute, make_methods, select_items, tokenizer_id
+from beluga_core.config.load import attribution_options
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.contracts.methods import Method
@@ -227,6 +229,8 @@ class Worker:
         if keep and predictions is not None:
             kept.append(CasePredictions(suite.header.name, [c.id for c in eval_cases], predictions))
         cross = self._cross(job, state, model, encoder, kept if keep else None) if job.kind != "grid" else []
+        attributed = (self._attribute(job, task, model, encoder, eval_cases, outcomes)
+                      if self.cfg.attributions.methods and job.kind != "grid" else [])
         iid_results = []
         if job.score_iid:
             test = iid_test_examples(self.cfg, iid.test)
@@ -257,7 +261,20 @@ class Worker:
             record = ModelRecord(**_fields(common), model_id=job.id, scenario=job.fold.scenario,
                                  heldout_level=job.fold.heldout_level, heldout_group=job.fold.heldout_group,
                                  trained_level=job.fold.trained_level, trained_group=job.fold.trained_group)
-        return JobResult(record, outcomes, iid_results, validation, cross, kept)
+        return JobResult(record, outcomes, iid_results, validation, cross, kept, attributed)
+
+    def _attribute(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder, cases: list[Case],
+                   outcomes: Outcomes) -> list[AttributedInput]:
+        """The ``[attributions]`` of this model, computed before its weights are discarded."""
+        spec = self.cfg.attributions
+        items = select_items(cases, dict(zip(outcomes.case_id, outcomes.outcome, strict=True)),
+                             self.tasks[job.task].plan.suite.header.name, task, which=spec.cases, inputs=spec.inputs,
+                             cap=spec.cap_per_fold, seed_key=f"{self.cfg.split.seed}|attributions|{job.id}")
+        methods = make_methods(spec.methods, {m: attribution_options(self.cfg, m, run=True) for m in spec.methods})
+        tokenizer = getattr(encoder, "tokenizer")  # noqa: B009 - every built-in encoder keeps its tokenizer
+        rows, _ = attribute(model, tokenizer, tokenizer_id(job.model, tokenizer, encoder.max_length), self.device,
+                            items, methods, max_length=encoder.max_length, span=task.head_labels is None)
+        return rows
 
     def _cross(self, job: Job, state: _TaskState, model: torch.nn.Module, encoder: Encoder,
                kept: list[CasePredictions] | None) -> list[CrossResult]:

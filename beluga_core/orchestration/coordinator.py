@@ -58,6 +58,26 @@ def required_evaluations(plan: Plan) -> dict[str, dict[str, str]]:
     return {job.id: tp.eval_digests(job.fold) for tp in plan.tasks if tp.evals for job in tp.jobs}
 
 
+def _note_unattributed(finished: list[Job], writer: StoreWriter, cache_dir: Path, plan: Plan,
+                       console: Console) -> None:
+    """Say which finished models the ``[attributions]`` of this run will not reach: a model attributes while it
+    trains (a fold's weights are discarded after it), so one finished without them keeps lacking them."""
+    methods = plan.config.attributions.methods
+    if not methods or not finished:
+        return
+    have = writer.attributed_ids(methods)
+    lacking = [j for j in finished if j.id not in have]
+    if not lacking:
+        return
+    kept = sum(1 for j in lacking if weights_path(cache_dir, j.id).exists())
+    console.print(f"[yellow]{len(lacking)} of the {len(finished)} models already in the store have no stored "
+                  f"attributions of {', '.join(methods)}[/] (they finished before [attributions] named them, or none "
+                  f"of their cases was selected). Attributions are computed while a model trains, so this run does "
+                  f"not add them; {kept} of them kept their weights and `beluga explain` can attribute those; the "
+                  f"others get them when trained again: delete their rows from `models` (the next run re-trains "
+                  f"them to the same results) or run into a new store.", soft_wrap=True, highlight=False)
+
+
 def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Path:
     """Run what the store lacks. A reader holding the store open makes each commit wait (saying every 10 s
     who holds it) up to ``lock_timeout`` seconds; then the run stops with what it finished committed."""
@@ -93,6 +113,7 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         todo = retrain + todo
         console.print(f"{len(jobs)} trainings planned{what}, {len(jobs) - len(todo) + len(retrain)} already in "
                       f"{store_path}; running {len(todo)}")
+        _note_unattributed([j for j in jobs if j.kind != "grid" and j.id in done], writer, cache_dir, plan, console)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=console, transient=False) as bar:
             executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir))

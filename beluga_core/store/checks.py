@@ -101,6 +101,21 @@ INVARIANTS: tuple[Invariant, ...] = (
                         unnest(from_json(e.hparams->'members', '["VARCHAR"]')) AS m(member)
                  WHERE e.hparams->>'ensemble' IS NOT NULL AND e.status = 'done'
                    AND m.member NOT IN (SELECT model_id FROM models WHERE status = 'done')"""),
+    Invariant("attributions reference existing cases and tokenizations",
+              "every attribution row's case is in `cases`, its input in `attribution_inputs` with one score per token, "
+              "and its model scored that case",
+              """SELECT a.model_id, a.suite, a.case_id, a.method, c.case_id IS NULL AS no_case,
+                        i.input_digest IS NULL AS no_input, len(a.scores) AS n_scores,
+                        json_array_length(i.tokens) AS n_tokens
+                 FROM attributions a
+                 LEFT JOIN cases c ON c.suite = a.suite AND c.case_id = a.case_id
+                 LEFT JOIN attribution_inputs i ON i.tokenizer = a.tokenizer AND i.input_digest = a.input_digest
+                 WHERE c.case_id IS NULL OR i.input_digest IS NULL
+                    OR len(a.scores) <> json_array_length(i.tokens)
+                    OR NOT EXISTS (SELECT 1 FROM outcomes o WHERE o.model_id = a.model_id AND o.suite = a.suite
+                                   AND o.case_id = a.case_id)
+                       AND NOT EXISTS (SELECT 1 FROM cross_outcomes x WHERE x.model_id = a.model_id
+                                       AND x.suite = a.suite AND x.case_id = a.case_id)"""),
     Invariant("held-out folds judged on their mapped eval cases",
               "a held-out fold is evaluated only on the eval cases mapped to its held-out group (cross_maps)",
               """SELECT o.model_id, m.heldout_level, m.heldout_group, o.suite, o.case_id, x.train_group

@@ -35,6 +35,7 @@ MIGRATIONS = (
     Migration(7, "task_heads"),
     Migration(8, "cross_suites"),
     Migration(9, "regression"),
+    Migration(10, "attributions"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -14,7 +14,7 @@ TABLES = ("beluga_meta", "runs", "suites", "cases", "splits", "case_splits", "ta
           "iid_predictions", "iid_metrics", "outcomes", "g_exclusions", "grid_points", "grid_outcomes",
           "grid_metrics", "grid_selections", "significance_tests", "cross_outcomes", "cross_evaluations",
           "cross_maps", "cross_significance_tests", "iid_probs", "case_predictions", "case_specs",
-          "regression_tests")
+          "regression_tests", "attribution_inputs", "attributions")
 
 
 def canonical_json(value: Any) -> str | None:

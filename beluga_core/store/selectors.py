@@ -1,9 +1,10 @@
 """Model selectors: how a user names models of a store on the command line and in configs.
 
-``CONFIG/METHOD[@SCENARIO][#SEED]`` — e.g. ``iid/vanilla@standard#0``, ``iid-update/distill#1``,
-``iid-then-t/vanilla@functionality`` (every fold model of that scenario) — or a model id (or a unique prefix of
-at least 8 characters). ``METHOD`` defaults to vanilla; without ``@SCENARIO``, the models that hold nothing out
-are meant (standard, seen), which is one model per seed for most configurations.
+``CONFIG/METHOD[@SCENARIO[=GROUP]][#SEED]`` — e.g. ``iid/vanilla@standard#0``, ``iid-update/distill#1``,
+``iid-then-t/vanilla@functionality`` (every fold model of that scenario), ``iid-then-t/vanilla@class=Negation``
+(the fold that held Negation out; an ``only:LEVEL=g`` scenario is named whole) — or a model id (or a unique
+prefix of at least 8 characters). ``METHOD`` defaults to vanilla; without ``@SCENARIO``, the models that hold
+nothing out are meant (standard, seen), which is one model per seed for most configurations.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Selector:
     method: str | None = None
     scenario: str | None = None
     seed: int | None = None
+    group: str | None = None      # the held-out group of a fold scenario
     model_id: str | None = None   # a bare word: a model id (or prefix) if one matches, else a configuration
 
     @classmethod
@@ -43,8 +45,11 @@ class Selector:
             raise BelugaError(f"model selector '{text}': expected CONFIG/METHOD[@SCENARIO][#SEED] (e.g. "
                               "iid/vanilla@standard#0) or a model id")
         seed = m.group("seed")
-        return cls(text, m.group("config"), m.group("method") or "vanilla", m.group("scenario"),
-                   int(seed) if seed is not None else None)
+        scenario, group = m.group("scenario"), None
+        if scenario is not None and "=" in scenario and not scenario.startswith("only:"):
+            scenario, group = scenario.split("=", 1)
+        return cls(text, m.group("config"), m.group("method") or "vanilla", scenario,
+                   int(seed) if seed is not None else None, group)
 
     def __str__(self) -> str:
         return self.text
@@ -72,6 +77,9 @@ def select_models(con: duckdb.DuckDBPyConnection, selector: Selector | str, *, w
         if sel.scenario is not None:
             conditions.append("scenario = ?")
             params.append(sel.scenario)
+            if sel.group is not None:
+                conditions.append("heldout_group = ?")
+                params.append(sel.group)
         else:
             conditions.append("heldout_level IS NULL AND trained_group IS NULL")
         if sel.seed is not None:
@@ -100,5 +108,5 @@ def select_one(con: duckdb.DuckDBPyConnection, selector: Selector | str, *, wher
                             f"{'' if r['heldout_group'] is None else ' ' + str(r['heldout_group'])}"
                             f"{'' if r['seed'] is None else ' #' + str(r['seed'])})" for r in rows[:6])
         raise BelugaError(f"model selector '{selector}' names {len(rows)} models in {where}; name one (add "
-                          f"@SCENARIO or #SEED, or give its id): {listing}{' …' if len(rows) > 6 else ''}")
+                          f"@SCENARIO[=GROUP] or #SEED, or give its id): {listing}{' …' if len(rows) > 6 else ''}")
     return rows[0]

@@ -29,6 +29,7 @@ from beluga_core.execution.results import (
     Outcomes,
     TrainingRecord,
 )
+from beluga_core.store.attribution_rows import write_attributions
 from beluga_core.store.connection import (
     DEFAULT_LOCK_TIMEOUT_S,
     STORAGE_COMPATIBILITY,
@@ -169,6 +170,15 @@ class StoreWriter(PlanRecords):
         return {mid for mid in done
                 if mid not in wanted or all(have.get(mid, {}).get(s) == d for s, d in wanted[mid].items())}
 
+    def attributed_ids(self, methods: Sequence[str]) -> set[str]:
+        """Ids of the models with stored attributions of every one of ``methods``."""
+        if not methods:
+            return set()
+        with self.store.connection(read_only=True) as con:
+            rows = con.execute("SELECT model_id FROM attributions WHERE list_contains(?, method) GROUP BY model_id "
+                               "HAVING count(DISTINCT method) = ?", [list(methods), len(set(methods))]).fetchall()
+        return {r[0] for r in rows}
+
     def commit(self, result: JobResult, run_id: str | None = None) -> None:
         """Write a finished job with all its rows in one transaction (replacing an earlier row of its id)."""
         with self.store.transaction() as con:
@@ -182,7 +192,7 @@ class StoreWriter(PlanRecords):
         assert isinstance(record, ModelRecord)
         mid = record.model_id
         for table in ("outcomes", "iid_predictions", "iid_metrics", "iid_probs", "cross_outcomes", "cross_evaluations",
-                      "case_predictions", "models"):
+                      "case_predictions", "attributions", "models"):
             con.execute(f"DELETE FROM {table} WHERE model_id = ?", [mid])
         con.execute(f"INSERT INTO models (run_id, {', '.join(MODEL_COLUMNS)}) "
                     f"VALUES ({', '.join('?' * (len(MODEL_COLUMNS) + 1))})",
@@ -210,6 +220,8 @@ class StoreWriter(PlanRecords):
             self._insert_outcomes(con, "cross_outcomes", "model_id", mid, cross.suite, cross.outcomes)
         for kept in result.predictions:
             _insert_arrow(con, "case_predictions", mid, _case_prediction_rows(kept))
+        if result.attributions:
+            write_attributions(con, mid, result.attributions)
 
     def _write_grid_point(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
         record = result.record

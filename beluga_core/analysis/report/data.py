@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from beluga_core.store.connection import aggregate_row, utc_now
+from beluga_core.store.connection import aggregate_row, table_names, utc_now
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import has_cross, has_regression, has_significance
 
@@ -73,6 +73,7 @@ class ReportData:
     only_matrix_summary: list[dict[str, Any]] = field(default_factory=list)
     regression: list[dict[str, Any]] = field(default_factory=list)           # regression_summary
     vote_share: set[tuple[str, str]] = field(default_factory=set)            # (config, method) of vote ensembles
+    failing_words: list[dict[str, Any]] = field(default_factory=list)        # failing_words (attributions)
 
     @property
     def running(self) -> list[dict[str, Any]]:
@@ -151,6 +152,8 @@ def read_report_data(store: str | Path, *, figures: bool = True) -> ReportData:
             data.regression = _dicts(con, "SELECT * FROM regression_summary ORDER BY ALL")
             data.vote_share = {(r[0], r[1]) for r in con.execute(
                 "SELECT DISTINCT config, method FROM models WHERE hparams->>'vote_share' = 'true'").fetchall()}
+        if figures and "failing_words" in table_names(con):
+            data.failing_words = _dicts(con, "SELECT * FROM failing_words ORDER BY ALL")
         if figures:
             data.columns = _dicts(con, "SELECT * FROM report_columns ORDER BY ALL")
             data.scenario_scores = _dicts(con, "SELECT * FROM scenario_summary ORDER BY ALL")

@@ -7,6 +7,7 @@ import base64
 from html import escape
 from pathlib import Path
 
+from beluga_core.analysis.report.attributions import ATTRIBUTION_NOTE, word_list
 from beluga_core.analysis.report.content import (
     CROSS_NOTE,
     MARKERS,
@@ -177,6 +178,12 @@ def render_html(content: ReportContent) -> str:
 
     parts += _cross_html(content)
     parts += _regression_html(content)
+    if content.failing:
+        rows = [[escape(g.config), escape(g.method), escape(g.scenario), escape(g.group), escape(g.attribution),
+                 str(g.n_cases), escape(word_list(g.most)), escape(word_list(g.least))] for g in content.failing]
+        parts += ["<h2>Attributions of failing groups</h2>", f'<p class="note">{escape(ATTRIBUTION_NOTE)}</p>',
+                  _simple_table(["configuration", "method", "scenario", "group", "attribution", "failing cases",
+                                 "most attributed", "least attributed"], rows)]
 
     parts += ["<h2>Degeneracy check</h2>", f'<p class="note">{escape(degeneracy_rule(content))}</p>']
     if content.degeneracy:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from beluga_core.analysis.report.attributions import ATTRIBUTION_NOTE, word_list
 from beluga_core.analysis.report.content import (
     CROSS_NOTE,
     MARKERS,
@@ -151,6 +152,12 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
 
     lines += cross_markdown(content, out_dir)
     lines += regression_markdown(content, out_dir)
+    if content.failing:
+        lines += ["", "## Attributions of failing groups", "", ATTRIBUTION_NOTE, ""]
+        rows = [[_esc(g.config), _esc(g.method), _esc(g.scenario), _esc(g.group), _esc(g.attribution), str(g.n_cases),
+                 _esc(word_list(g.most)), _esc(word_list(g.least))] for g in content.failing]
+        lines += _table(["configuration", "method", "scenario", "group", "attribution", "failing cases",
+                         "most attributed", "least attributed"], rows, right_from=99)
 
     lines += ["", "## Degeneracy check", "", degeneracy_rule(content), ""]
     if content.degeneracy:

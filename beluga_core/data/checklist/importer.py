@@ -40,13 +40,17 @@ def convert_suite(loaded: LoadedSuite, name: str | None = None,
                   expectations: Mapping[str, TestSpec] | None = None) -> ImportResult:
     """Convert a loaded CheckList suite; tests are kept in suite order, cases in ``test.data`` order."""
     suite_name = name or default_suite_name(loaded.file_name)
-    tests = raw_tests(loaded.suite)
+    source = loaded.path or loaded.file_name
+    try:
+        tests = raw_tests(loaded.suite)
+    except BelugaError as exc:
+        raise BelugaError(exc.message, source=source) from None
     if not tests:
-        raise BelugaError("the CheckList suite has no tests", source=loaded.file_name)
+        raise BelugaError("the CheckList suite has no tests", source=source)
     try:
         specs, profile = resolve_specs(tests, expectations)
     except BelugaError as exc:
-        raise BelugaError(str(exc), source=loaded.file_name) from None
+        raise BelugaError(str(exc), source=source) from None
     losses = profile.losses if profile else dict(DEFAULT_LOSSES)
     cases: list[Case] = []
     for test in tests:

@@ -37,6 +37,7 @@ class LoadedSuite:
     file_name: str
     sha256: str
     member: str | None = None
+    path: Path | None = None     # where it was read from, for error messages
 
 
 def _sha256(path: Path) -> str:
@@ -97,7 +98,7 @@ def read_checklist_file(path: str | Path) -> LoadedSuite:
             obj = _unpickle(fh, path)
     if not isinstance(obj, standin_class("checklist.test_suite.TestSuite")):
         raise BelugaError(f"the pickle holds {_describe(obj)}, not a CheckList TestSuite", source=path)
-    return LoadedSuite(suite=obj, file_name=path.name, sha256=digest, member=member_name)
+    return LoadedSuite(suite=obj, file_name=path.name, sha256=digest, member=member_name, path=path)
 
 
 def _describe(obj: Any) -> str:

@@ -1,0 +1,245 @@
+"""The built-in attribution estimators (plugins of ``beluga.attributions``).
+
+- ``ig``: integrated gradients (captum's ``IntegratedGradients``) of the objective with respect to the word
+  embeddings or the embedding layer's output, from a zero or all-mask baseline; per token, the sum over embedding
+  dimensions of (x − baseline) ⊙ the path-averaged gradient, signed or absolute. Presets:
+  ``ig-diagnose`` (DiagnoseRE: word embeddings scaled from 0, 8 steps with both ends — captum's trapezoid rule
+  over α = i/8, where the released code weighs the 9 points equally —, cross-entropy on the gold label, absolute,
+  min–max normalised; its counterfactual generator's 0.2 threshold is defined on these scores) and ``tokig``
+  (the few-shot paper's group: all-mask baseline, 300 left Riemann steps α = i/300, the predicted class's
+  probability, signed).
+- ``occlusion``: f(x) − f(x with token i masked), one token at a time (captum's ``FeatureAblation``).
+- ``lime``: captum's ``Lime`` with the few-shot paper's group's choices: a sample switches k ~ U{1..d} random
+  tokens to the mask token, kernel √exp(−d²/25²) on 100 × the cosine distance, ridge regression (α = 1).
+- ``shap``: Kernel SHAP with its own sampler (complete coalition sizes while the budget allows, then sizes drawn
+  ∝ (d − 1)/(s(d − s)) with paired complements) and weighted least squares without intercept on
+  f(z) − f(∅), budget min(2d + 2¹¹, 2^d − 2).
+
+The perturbation estimators treat non-special tokens as the features (special tokens stay, score 0).
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from beluga_core.contracts.attributions import Attribution, AttributionContext, Target, TokenizedInput
+from beluga_core.core.errors import BelugaError
+
+RULES = {"riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid", "gausslegendre"}
+
+
+def _choice(options: dict[str, Any], key: str, allowed: tuple[str, ...], method: str) -> str:
+    value = str(options[key])
+    if value not in allowed:
+        raise BelugaError(f"attribution {method}: {key} '{value}', expected one of {', '.join(allowed)}",
+                          field=f"attributions.options.{method}.{key}")
+    return value
+
+
+class IntegratedGradients(Attribution):
+    defaults: ClassVar[dict[str, Any]] = {"steps": 300, "baseline": "mask", "scale": "word_embeddings",
+                                          "aggregate": "signed", "objective": "prob", "rule": "riemann_left"}
+    run_budget: ClassVar[dict[str, Any]] = {"steps": 16}
+    spans: ClassVar[bool] = True
+    name = "ig"
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        o = self.options
+        _choice(o, "baseline", ("zero", "mask"), self.name)
+        _choice(o, "scale", ("word_embeddings", "embedding_output"), self.name)
+        _choice(o, "aggregate", ("signed", "abs"), self.name)
+        _choice(o, "objective", ("prob", "logit", "ce"), self.name)
+        _choice(o, "rule", tuple(sorted(RULES)), self.name)
+        if int(o["steps"]) < 1:
+            raise BelugaError(f"attribution {self.name}: steps must be ≥ 1", field=f"attributions.options.{self.name}")
+
+    def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,
+                  rng: np.random.Generator) -> np.ndarray:
+        from captum.attr import IntegratedGradients as CaptumIG
+
+        o = self.options
+        value, base = ctx.layer_input(x, o["scale"], o["baseline"])
+        f = ctx.objective_from_layer(x, o["scale"], target, o["objective"])
+        ig = CaptumIG(f)
+        attr = ig.attribute(value, baselines=base, n_steps=int(o["steps"]), method=o["rule"],
+                            internal_batch_size=min(int(o["steps"]), 64))
+        per_token = attr[0].sum(-1) if o["aggregate"] == "signed" else attr[0].abs().sum(-1)
+        return per_token.detach().cpu().double().numpy()
+
+
+class IGDiagnose(IntegratedGradients):
+    defaults: ClassVar[dict[str, Any]] = {"steps": 9, "baseline": "zero", "scale": "word_embeddings",
+                                          "aggregate": "abs", "objective": "ce", "rule": "riemann_trapezoid",
+                                          "target": "gold", "normalize": "minmax"}
+    run_budget: ClassVar[dict[str, Any]] = {}
+    name = "ig-diagnose"
+
+
+class TokIG(IntegratedGradients):
+    defaults: ClassVar[dict[str, Any]] = {"steps": 300, "baseline": "mask", "scale": "word_embeddings",
+                                          "aggregate": "signed", "objective": "prob", "rule": "riemann_left"}
+    run_budget: ClassVar[dict[str, Any]] = {"steps": 16}
+    name = "tokig"
+
+
+def _features(x: TokenizedInput) -> np.ndarray:
+    """Positions of the tokens that are features (every non-special token)."""
+    return np.flatnonzero(~x.special)
+
+
+class Occlusion(Attribution):
+    defaults: ClassVar[dict[str, Any]] = {"objective": "prob"}
+    spans: ClassVar[bool] = True
+
+    def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,
+                  rng: np.random.Generator) -> np.ndarray:
+        from captum.attr import FeatureAblation
+
+        f = ctx.objective_from_ids(x, target, self.options["objective"])
+        features = _features(x)
+        # Each feature token its own group; the special tokens one group more, whose score is dropped.
+        mask = torch.full((1, len(x)), len(features), dtype=torch.long)
+        mask[0, torch.as_tensor(features, dtype=torch.long)] = torch.arange(len(features))
+        ids = ctx.ids(x)
+        attr = FeatureAblation(f).attribute(ids, baselines=ctx.mask_id, feature_mask=mask.to(ids.device),
+                                           perturbations_per_eval=32)
+        out = attr[0].detach().cpu().double().numpy()
+        out[x.special] = 0.0
+        return out
+
+
+def _masked(ctx: AttributionContext, x: TokenizedInput, keep: np.ndarray) -> torch.Tensor:
+    """Rows of ``x``'s ids with the features where ``keep`` is False replaced by the mask token."""
+    features = _features(x)
+    ids = np.tile(np.asarray(x.input_ids, dtype=np.int64), (len(keep), 1))
+    for r, row in enumerate(keep):
+        ids[r, features[~row]] = ctx.mask_id
+    return torch.as_tensor(ids, device=ctx.device)
+
+
+class Lime(Attribution):
+    defaults: ClassVar[dict[str, Any]] = {"samples": 5000, "objective": "prob", "kernel_width": 25.0}
+    run_budget: ClassVar[dict[str, Any]] = {"samples": 256}
+
+    def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,
+                  rng: np.random.Generator) -> np.ndarray:
+        from captum._utils.models.linear_model import SkLearnRidge
+        from captum.attr import Lime as CaptumLime
+
+        features = _features(x)
+        d = len(features)
+        out = np.zeros(len(x))
+        if d == 0:
+            return out
+        width = float(self.options["kernel_width"])
+        f = ctx.objective_from_ids(x, target, self.options["objective"])
+        generator = np.random.default_rng(rng.integers(2**63))
+
+        def perturb(_inp: torch.Tensor, **_kwargs: Any) -> torch.Tensor:
+            # Switch k ~ U{1..d} random features off; the special tokens' group (the last) always stays on.
+            row = np.ones(d + 1, dtype=np.float32)
+            k = int(generator.integers(1, d + 1))
+            row[generator.choice(d, size=k, replace=False)] = 0.0
+            return torch.from_numpy(row)[None]
+
+        def similarity(_orig: Any, _pert: Any, interp: torch.Tensor, **_kwargs: Any) -> torch.Tensor:
+            z = interp[0, :d].double()
+            cos = float(z.sum()) / (math.sqrt(float(z.sum())) * math.sqrt(d)) if float(z.sum()) > 0 else 0.0
+            distance = 100.0 * (1.0 - cos)
+            return torch.tensor(math.sqrt(math.exp(-(distance ** 2) / width ** 2)))
+
+        mask = torch.full((1, len(x)), d, dtype=torch.long)
+        mask[0, torch.as_tensor(features, dtype=torch.long)] = torch.arange(d)
+        lime = CaptumLime(f, interpretable_model=SkLearnRidge(alpha=1.0), similarity_func=similarity,
+                          perturb_func=perturb)
+        ids = ctx.ids(x)
+        attr = lime.attribute(ids, baselines=ctx.mask_id, feature_mask=mask.to(ids.device),
+                              n_samples=int(self.options["samples"]), perturbations_per_eval=32,
+                              return_input_shape=False)
+        out[features] = attr[0, :d].detach().cpu().double().numpy()
+        return out
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        if int(self.options["samples"]) < 2:
+            raise BelugaError("attribution lime: samples must be ≥ 2", field="attributions.options.lime.samples")
+
+
+def shap_coalitions(d: int, budget: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Kernel SHAP's coalitions ``[m, d]`` (True: the feature is present) and their weights: every coalition of
+    a size (and of its complement size) while the budget allows, in order of kernel mass; then sizes drawn ∝ the
+    remaining sizes' mass, each sample with its complement, weighted equally to share that mass."""
+    if d < 2:
+        return np.zeros((0, d), dtype=bool), np.zeros(0)
+    sizes = list(range(1, d))
+    mass = np.array([(d - 1) / (s * (d - s)) for s in sizes])   # total kernel weight of all coalitions of size s
+    mass /= mass.sum()
+    rows: list[np.ndarray] = []
+    weights: list[float] = []
+    remaining = budget
+    done: set[int] = set()
+    for s in range(1, d // 2 + 1):
+        pair = {s, d - s}
+        count = sum(math.comb(d, t) for t in pair)
+        if count > remaining:
+            break
+        for t in sorted(pair):
+            per = mass[t - 1] / math.comb(d, t)
+            for members in combinations(range(d), t):
+                z = np.zeros(d, dtype=bool)
+                z[list(members)] = True
+                rows.append(z)
+                weights.append(per)
+        remaining -= count
+        done |= pair
+    left = [s for s in sizes if s not in done]
+    if left and remaining >= 2:
+        left_mass = mass[[s - 1 for s in left]]
+        n_pairs = remaining // 2
+        per = left_mass.sum() / (2 * n_pairs)
+        draws = rng.choice(len(left), size=n_pairs, p=left_mass / left_mass.sum())
+        for i in draws:
+            z = np.zeros(d, dtype=bool)
+            z[rng.choice(d, size=left[i], replace=False)] = True
+            rows += [z, ~z]
+            weights += [per, per]
+    return np.array(rows, dtype=bool).reshape(len(rows), d), np.array(weights)
+
+
+def shap_values(coalitions: np.ndarray, weights: np.ndarray, values: np.ndarray, empty: float) -> np.ndarray:
+    """Weighted least squares without intercept of f(z) − f(∅) on the coalitions."""
+    w = np.sqrt(weights)[:, None]
+    solution, *_ = np.linalg.lstsq(coalitions.astype(np.float64) * w, (values - empty)[:, None] * w, rcond=None)
+    return np.asarray(solution[:, 0])
+
+
+class KernelShap(Attribution):
+    defaults: ClassVar[dict[str, Any]] = {"samples": None, "objective": "prob"}
+    run_budget: ClassVar[dict[str, Any]] = {"samples": 256}
+
+    def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,
+                  rng: np.random.Generator) -> np.ndarray:
+        features = _features(x)
+        d = len(features)
+        out = np.zeros(len(x))
+        if d == 0:
+            return out
+        f = ctx.objective_from_ids(x, target, self.options["objective"])
+        with torch.no_grad():
+            empty = float(f(_masked(ctx, x, np.zeros((1, d), dtype=bool)))[0])
+            if d == 1:
+                out[features] = float(f(ctx.ids(x))[0]) - empty
+                return out
+            cap = 2 ** d - 2 if d < 60 else 2**62
+            budget = self.options["samples"]
+            budget = min(2 * d + 2**11, cap) if budget is None else min(int(budget), cap)
+            coalitions, weights = shap_coalitions(d, budget, rng)
+            values = f(_masked(ctx, x, coalitions)).detach().cpu().double().numpy()
+        out[features] = shap_values(coalitions, weights, values, empty)
+        return out

@@ -1,0 +1,330 @@
+"""Token attributions: the estimators' known answers (integrated gradients' completeness on the embedded MiniLM,
+Kernel SHAP and LIME on an additive function), word aggregation and offsets, determinism, and attributions
+computed inside a run against the same computed afterwards by ``beluga explain``."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from helpers import DATA, config_with, query, run_benchmark, run_cli
+
+from beluga_core.attributions.compute import Item, attribute, make_methods, select_items, tokenizer_id
+from beluga_core.attributions.context import ModelContext, tokenize
+from beluga_core.attributions.estimators import IntegratedGradients, KernelShap, Lime, shap_coalitions
+from beluga_core.config.load import attribution_options, load_config
+from beluga_core.contracts.attributions import TokenizedInput, normalize, word_scores
+from beluga_core.core.errors import BelugaError
+from beluga_core.training.models import load_sequence_classifier, load_tokenizer
+
+# ------------------------------------------------------------------------------------------ known answers
+
+
+@pytest.fixture(scope="module")
+def minilm() -> tuple[torch.nn.Module, Any]:
+    torch.manual_seed(0)
+    model = load_sequence_classifier("embedded:minilm", 2, seed=0)
+    with torch.no_grad():   # a head that separates the classes, so that outputs move with the input
+        model.classifier.weight.mul_(40.0)
+    return model.eval(), load_tokenizer("embedded:minilm")
+
+
+SINGLES = ["a gripping , beautifully shot film", "the plot is thin and the acting wooden", "i loved every minute",
+           "dull , predictable and far too long", "a small miracle of a movie", "it never quite comes together",
+           "the best film of the year", "an utter waste of time", "funny and touching", "not worth the ticket"]
+PAIRS = [("is the food good ?", "the meal was tasty"), ("how do i learn python ?", "what is the best way to "
+         "learn python ?"), ("who won the game ?", "which team won the match ?"), ("is it cold outside ?",
+         "what time is it ?"), ("can dogs eat grapes ?", "are grapes safe for dogs ?"), ("why is the sky blue ?",
+         "what colour is the sea ?"), ("where is paris ?", "what is the capital of france ?")]
+
+
+@pytest.mark.parametrize("inputs", [SINGLES, PAIRS], ids=["single texts", "text pairs"])
+def test_integrated_gradients_complete_at_300_steps(minilm: tuple[torch.nn.Module, Any], inputs: list[Any]) -> None:
+    model, tok = minilm
+    ctx = ModelContext(model, tok, torch.device("cpu"))
+    ig = IntegratedGradients({"steps": 300, "baseline": "mask", "aggregate": "signed", "normalize": "none"})
+    checked = 0
+    for text in inputs:
+        x = tokenize(tok, text, 64)
+        target = ctx.predict(x)
+        f = ctx.objective_from_ids(x, target)
+        with torch.no_grad():
+            gap = float(f(ctx.ids(x))[0]) - float(f(ctx.masked_ids(x))[0])
+        if abs(gap) < 0.1:
+            continue
+        total = float(ig.attribute(ctx, x, target, np.random.default_rng(0)).sum())
+        assert abs(total - gap) <= 0.02 * abs(gap), (text, total, gap)
+        checked += 1
+        if checked == 5:
+            break
+    assert checked == 5, "fewer than 5 inputs with |f(x) − f(baseline)| ≥ 0.1"
+
+
+class AdditiveContext:
+    """f(ids) = w · (token present) + c over the non-special tokens: an exactly additive function."""
+
+    device = torch.device("cpu")
+    mask_id = 103
+    objective = "prob"
+
+    def __init__(self, w: np.ndarray, c: float = 0.3) -> None:
+        self.w, self.c = torch.tensor(w, dtype=torch.float64), c
+
+    def ids(self, x: TokenizedInput) -> torch.Tensor:
+        return torch.tensor([x.input_ids])
+
+    def objective_from_ids(self, x: TokenizedInput, target: Any,
+                           objective: Any = None) -> Callable[[torch.Tensor], torch.Tensor]:
+        features = torch.tensor([s >= 0 for s in x.segment_ids])
+
+        def f(ids: torch.Tensor) -> torch.Tensor:
+            present = (ids[:, features] != self.mask_id).double()
+            return present @ self.w + self.c
+
+        return f
+
+
+def toy_input(d: int) -> TokenizedInput:
+    ids = (101, *range(2000, 2000 + d), 102)
+    return TokenizedInput(ids, tuple(f"t{i}" for i in ids), ((0, 0), *((i, i + 1) for i in range(d)), (0, 0)),
+                          (-1, *([0] * d), -1), (-1, *range(d), -1))
+
+
+def test_kernel_shap_recovers_an_additive_function() -> None:
+    w = np.array([0.5, -1.0, 2.0, 0.0, 0.25, -0.75, 1.5, 0.1])
+    ctx = AdditiveContext(w)
+    out = KernelShap().attribute(ctx, toy_input(len(w)), 0, np.random.default_rng(0))  # type: ignore[arg-type]
+    assert out[0] == 0 and out[-1] == 0
+    assert np.allclose(out[1:-1], w, atol=1e-6)
+    # With a budget below every coalition, sampled sizes (paired complements) still recover it.
+    sampled = KernelShap({"samples": 60}).attribute(ctx, toy_input(len(w)), 0,  # type: ignore[arg-type]
+                                                    np.random.default_rng(1))
+    assert np.allclose(sampled[1:-1], w, atol=1e-6)
+
+
+def test_shap_sampler_enumerates_complete_sizes_then_pairs_complements() -> None:
+    z, weights = shap_coalitions(6, 2 * 6 + 2 * 15 + 10, np.random.default_rng(0))
+    sizes = z.sum(axis=1)
+    # Sizes 1 and 5 (6 + 6 coalitions) and 2 and 4 (15 + 15) complete; the rest sampled in complementary pairs.
+    assert np.bincount(sizes[:42], minlength=7).tolist() == [0, 6, 15, 0, 15, 6, 0]
+    rest = z[42:]
+    assert len(rest) == 10 and all((rest[i] == ~rest[i + 1]).all() for i in range(0, 10, 2))
+    assert weights.min() > 0
+
+
+def test_lime_recovers_the_sign_order_of_an_additive_function() -> None:
+    w = np.array([1.5, -2.0, 0.6, -0.4, 3.0])
+    out = Lime({"samples": 2000}).attribute(AdditiveContext(w), toy_input(len(w)), 0,  # type: ignore[arg-type]
+                                            np.random.default_rng(0))
+    assert list(np.argsort(out[1:-1])) == list(np.argsort(w))
+    assert np.all(np.sign(out[1:-1]) == np.sign(w))
+
+
+def test_same_seed_same_lime_and_shap_scores(minilm: tuple[torch.nn.Module, Any]) -> None:
+    model, tok = minilm
+    items = [Item("s", "c1", 0, "the plot is thin and the acting wooden")]
+    methods = make_methods(["lime", "shap"], {"lime": {"samples": 64}, "shap": {"samples": 64}})
+    runs = [attribute(model, tok, "t", torch.device("cpu"), items, methods, max_length=64)[0] for _ in range(2)]
+    assert all(np.array_equal(a.scores, b.scores) for a, b in zip(*runs, strict=True))
+    other = make_methods(["lime"], {"lime": {"samples": 64, "seed": 1}})
+    moved = attribute(model, tok, "t", torch.device("cpu"), items, other, max_length=64)[0]
+    assert not np.array_equal(moved[0].scores, runs[0][0].scores)
+
+
+def test_words_sum_their_pieces_and_keep_offsets_in_a_pair() -> None:
+    # "is it ta ##sty ?" [SEP] "yes": the word "tasty" is two pieces.
+    x = TokenizedInput((101, 1, 2, 3, 4, 5, 102, 6, 102), ("[CLS]", "is", "it", "ta", "##sty", "?", "[SEP]", "yes",
+                       "[SEP]"), ((0, 0), (0, 2), (3, 5), (6, 8), (8, 11), (12, 13), (0, 0), (0, 3), (0, 0)),
+                       (-1, 0, 0, 0, 0, 0, -1, 1, -1), (-1, 0, 1, 2, 2, 3, -1, 4, -1))
+    scores = np.array([0.0, 0.1, 0.2, 0.3, 0.4, -0.5, 0.0, 0.7, 0.0])
+    assert word_scores(x, scores) == [(-1, 0, 0, 0.0), (0, 0, 2, 0.1), (0, 3, 5, 0.2), (0, 6, 11, pytest.approx(0.7)),
+                                      (0, 12, 13, -0.5), (-1, 0, 0, 0.0), (1, 0, 3, 0.7), (-1, 0, 0, 0.0)]
+    # The real tokenizer gives the same structure: "tasty" → ta ##sty, one word, offsets into each text.
+    real = tokenize(load_tokenizer("embedded:minilm"), ("is it tasty ?", "yes"), 32)
+    assert real.tokens == ("[CLS]", "is", "it", "ta", "##sty", "?", "[SEP]", "yes", "[SEP]")
+    assert real.offsets == x.offsets and real.segment_ids == x.segment_ids and real.word_ids == x.word_ids
+
+
+def test_normalisations() -> None:
+    s = np.array([-1.0, 3.0, 0.0])
+    assert normalize(s, "l1").tolist() == [-0.25, 0.75, 0.0]
+    assert normalize(s, "max").tolist() == [-1 / 3, 1.0, 0.0]
+    assert normalize(s, "minmax").tolist() == [0.0, 1.0, 0.25]
+    assert normalize(np.zeros(3), "minmax").tolist() == [0.0, 0.0, 0.0]
+
+
+# ------------------------------------------------------------------------------------------ inside a run
+
+RUN = """
+[attributions]
+methods = ["ig", "occlusion", "lime", "shap"]
+cap_per_fold = 5
+[attributions.options.lime]
+samples = 64
+[attributions.options.shap]
+samples = 64
+"""
+
+
+@pytest.fixture(scope="module")
+def attribution_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    tmp = tmp_path_factory.mktemp("attributions")
+    (tmp / "runs").mkdir()
+    config = config_with(DATA / "tiny-sentiment.toml", tmp, append=RUN)
+    store = tmp / "runs" / "attributions.duckdb"
+    return config, store, run_benchmark(config, store)
+
+
+def test_fold_rows_match_their_case_list_and_cap(attribution_store: tuple[Path, Path, str]) -> None:
+    from beluga_core.planning.plan import build_plan, make_task
+
+    config, store, _ = attribution_store
+    cfg = load_config(config).with_store_path(str(store))
+    plan = build_plan(cfg, config.resolve())
+    (tp,) = plan.tasks
+    task = make_task(tp.spec, tp.suite)
+    stored = query(store, """SELECT a.model_id, a.case_id, a.input_idx, a.method FROM attributions a""")
+    methods = {r[3] for r in stored}
+    assert methods == {"ig", "occlusion", "lime", "shap"}
+    for job in tp.jobs:
+        outcomes = dict(query(store, "SELECT case_id, outcome FROM outcomes WHERE model_id = ?", [job.id]))
+        expected = select_items([tp.suite.case(c) for c in job.fold.eval_ids], outcomes, "sentiment", task,
+                                which="heldout_test", inputs="first", cap=5,
+                                seed_key=f"{cfg.split.seed}|attributions|{job.id}")
+        for method in methods:
+            got = sorted((c, i) for m, c, i, me in stored if m == job.id and me == method)
+            assert got == sorted((it.case_id, it.input_idx) for it in expected), (job.scenario, method)
+        assert len(expected) == min(5, len(job.fold.eval_ids))
+
+
+def test_in_run_attributions_equal_explain_afterwards(attribution_store: tuple[Path, Path, str]) -> None:
+    from beluga_core.analysis.explain import explain_store
+
+    config, store, _ = attribution_store
+    cfg = load_config(config)
+    rows = query(store, """SELECT a.case_id, a.input_idx, a.method, a.scores FROM attributions a
+                           JOIN models m USING (model_id) WHERE m.config = 'iid' ORDER BY ALL""")
+    case_ids = sorted({r[0] for r in rows})
+    options = {m: attribution_options(cfg, m, run=True) for m in cfg.attributions.methods}
+    explained = explain_store(store, ["iid/vanilla"], case_ids=case_ids, group=None, methods=list(options),
+                              options=options, max_inputs=100)
+    assert explained[0].source == "computed now"
+    # explain shows words; compare at the word level with the stored rows' words.
+    words = query(store, """SELECT w.case_id, w.input_idx, w.method, list(w.score ORDER BY w.first_token)
+                            FROM attribution_words w JOIN models m USING (model_id) WHERE m.config = 'iid'
+                            GROUP BY ALL ORDER BY ALL""")
+    recomputed = {(x.case_id, x.input_idx, x.method): [s for _, s, _ in x.words] for x in explained[0].inputs}
+    assert len(words) == len(recomputed) == len(rows)
+    for case_id, idx, method, scores in words:
+        assert np.allclose(scores, recomputed[(case_id, idx, method)], atol=1e-5), (case_id, method)
+
+
+def test_explain_renders_html_and_says_when_a_fold_has_nothing(
+        attribution_store: tuple[Path, Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, store, _ = attribution_store
+    (case_id,) = query(store, """SELECT case_id FROM attributions a JOIN models m USING (model_id)
+                                 WHERE m.config = 'iid' LIMIT 1""")[0]
+    code, out, err = run_cli(capsys, "explain", store, "--case", case_id, "--model", "iid/vanilla",
+                             "--model", "iid-then-t/vanilla@test_type=DIR", "--out", tmp_path)
+    assert code == 0, err
+    page = (tmp_path / "explain.html").read_text()
+    assert "iid/vanilla@standard#42" in page and "<span class=\"w" in page and "predicted <b>" in page
+    text = " ".join(out.split())
+    assert "attributions computed now" in text
+    assert "has no stored attributions for these cases" in text or "stored by the run" in text
+    code, _, err = run_cli(capsys, "explain", store, "--case", "no-such-case")
+    assert code == 2 and "no case 'no-such-case'" in " ".join(err.split())
+
+
+def test_a_run_with_attributions_passes_the_store_check_and_reports_failing_words(
+        attribution_store: tuple[Path, Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config, store, _ = attribution_store
+    assert run_cli(capsys, "store", "check", store)[0] == 0
+    code, out, _ = run_cli(capsys, "run", config, "--store", store, "--dry-run")
+    assert code == 0 and "[attributions] ig, occlusion, lime, shap: 5–5 inputs per model" in " ".join(out.split())
+    code, _, _ = run_cli(capsys, "report", store, "--format", "md", "--out", tmp_path)
+    assert code == 0
+    report = (tmp_path / "report.md").read_text()
+    if query(store, "SELECT count(*) FROM failing_words")[0][0]:
+        assert "## Attributions of failing groups" in report
+
+
+def test_attributions_leave_job_ids_alone_and_a_rerun_names_models_without_them(
+        sentiment_store: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    from beluga_core.planning.plan import build_plan
+
+    config = config_with(DATA / "tiny-sentiment.toml", tmp_path, append=RUN)
+
+    def job_ids(path: Path) -> list[str]:
+        return sorted(j.id for tp in build_plan(load_config(path), path.resolve()).tasks for j in tp.jobs)
+
+    assert job_ids(config) == job_ids(DATA / "tiny-sentiment.toml")
+    store = tmp_path / "copy.duckdb"
+    shutil.copy(sentiment_store[0], store)     # trained without [attributions]
+    code, out, err = run_cli(capsys, "run", config, "--store", store)
+    out = " ".join(out.split())
+    n = query(store, "SELECT count(*) FROM models WHERE status = 'done' AND config <> 'external'")[0][0]
+    assert code == 0, err
+    assert "running 0" in out and f"{n} of the {n} models already in the store have no stored attributions" in out
+    assert "0 of them kept their weights" in out    # the copy has no weights cache beside it
+    assert query(store, "SELECT count(*) FROM attributions")[0][0] == 0
+
+
+@pytest.mark.parametrize(("append", "fragments"), [
+    ('[attributions]\nmethods = ["gi"]\n', ["unknown attribution 'gi'", "did you mean 'ig'"]),
+    ('[attributions]\nmethods = ["ig"]\n[attributions.options.ig]\nbaseline = "noise"\n',
+     ["attributions.options.ig", "baseline 'noise'", "zero, mask"]),
+    ('[attributions]\nmethods = ["lime"]\n[attributions.options.lime]\nsamples = 1\n', ["samples must be ≥ 2"]),
+])
+def test_attribution_config_mistakes_exit_2(append: str, fragments: list[str], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = config_with(DATA / "tiny-sentiment.toml", tmp_path, append=append)
+    code, _, err = run_cli(capsys, "run", path, "--dry-run")
+    err = " ".join(err.split())
+    assert code == 2 and str(path) in err, err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+
+
+def test_span_models_refuse_lime_and_shap() -> None:
+    with pytest.raises(BelugaError, match="explains classifiers only"):
+        attribute(torch.nn.Linear(1, 1), load_tokenizer("embedded:minilm"), "t", torch.device("cpu"),
+                  [Item("s", "c", 0, ("context", "question"))], make_methods(["lime"], {}), max_length=32, span=True)
+
+
+def test_tokenizer_ids_differ_by_truncation() -> None:
+    tok = load_tokenizer("embedded:minilm")
+    assert tokenizer_id("m", tok, 64) != tokenizer_id("m", tok, 128)
+
+
+# ------------------------------------------------------------------------------------------ README
+
+def _readme_blocks(language: str) -> list[str]:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Attributions"):]
+    section = section[:section.index("\n## ", 10)]
+    return re.findall(rf"^```{language} tested:attributions\n(.*?)^```", section, re.M | re.S)
+
+
+def test_the_readme_attribution_blocks_run(attribution_store: tuple[Path, Path, str], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, store, _ = attribution_store
+    (toml,) = _readme_blocks("toml")
+    path = config_with(DATA / "tiny-sentiment.toml", tmp_path, append=toml)
+    assert load_config(path).attributions.cases == "failing"
+    monkeypatch.chdir(store.parent.parent)
+    (commands,) = _readme_blocks("sh")
+    for line in filter(str.strip, commands.splitlines()):
+        argv = shlex.split(line)
+        code, _, err = run_cli(capsys, *argv[1:])
+        assert code == 0, f"{line}\n{err}"
+    assert (store.parent.parent / "explain-iid" / "explain.html").exists()
+    assert (store.parent.parent / "explain-two" / "explain.html").exists()
