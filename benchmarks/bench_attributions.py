@@ -19,6 +19,8 @@ size per 1,000 attributed inputs, and `beluga explain`'s HTML page in headless C
 from __future__ import annotations
 
 import argparse
+import csv
+import lzma
 import subprocess
 import sys
 import tempfile
@@ -35,7 +37,7 @@ from bench_quick import forced_config, run_once
 from screenshot_report import Skip, ensure_chromium, screenshot
 
 from beluga_core.analysis.export import stored_model
-from beluga_core.attributions.compute import Item, attribute, make_methods, tokenizer_id
+from beluga_core.attributions.compute import Item, attribute, gold_class, make_methods, tokenizer_id
 from beluga_core.data.suite.io import load_suite
 from beluga_core.store.attribution_rows import write_attributions
 from beluga_core.store.reader import open_store
@@ -53,12 +55,22 @@ RUN_BUDGETS: list[tuple[str, dict[str, Any]]] = [("ig", {"steps": 16}), ("ig-dia
 FULL_BUDGETS: list[tuple[str, dict[str, Any]]] = [("ig", {}), ("lime", {}), ("shap", {})]
 
 
-def sample_inputs(suite_spec: str, n: int, seed: int = 0) -> list[Item]:
-    """The first inputs of n seeded-sampled cases of a suite (its MFT cases carry a gold label)."""
+def sample_inputs(suite_spec: str, n: int, task: Any = None, seed: int = 0) -> list[Item]:
+    """The first inputs of n seeded-sampled MFT cases of a suite, with their gold class under ``task`` (else the
+    case's label as it stands: the pair model's head is untrained, only the cost matters)."""
     suite = load_suite(suite_spec)
-    cases = [c for c in suite.cases if c.test_type == "MFT"] or list(suite.cases)
+    cases = [c for c in suite.cases if c.test_type == "MFT"]
     picked = np.random.default_rng(seed).choice(len(cases), size=min(n, len(cases)), replace=False)
-    return [Item(suite.header.name, cases[i].id, 0, cases[i].inputs[0]) for i in sorted(picked)]
+    return [Item(suite.header.name, cases[i].id, 0, cases[i].inputs[0],
+                 gold_class(task, cases[i], 0) if task is not None else int(cases[i].label or 0))  # type: ignore[arg-type]
+            for i in sorted(picked)]
+
+
+def sst2_sentences(n: int) -> list[Item]:
+    """The first n sentences of the shipped SST-2 dev set (longer than the suite's templates), with gold."""
+    with lzma.open(REPO / "beluga_core" / "data" / "builtin" / "sst2" / "dev.tsv.xz", "rt", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [Item("sst2-dev", str(i), 0, r["sentence"], int(r["label"])) for i, r in enumerate(rows[:n])]
 
 
 def throughput(model: torch.nn.Module, tokenizer: Any, items: list[Item], name: str,
@@ -133,22 +145,25 @@ def main() -> int:
         iid = stored_model(rcon, store, row)
     sentiment = iid.build()
     tokenizer = load_tokenizer("embedded:minilm")
-    singles = sample_inputs("builtin:sentiment", max(args.inputs, args.store_inputs) + 1, seed=1)
+    singles = sample_inputs("builtin:sentiment", max(args.inputs, args.store_inputs) + 1, iid.task, seed=1)
+    sst2 = sst2_sentences(args.inputs + 1)
     pairs = sample_inputs("builtin:qqp", args.inputs + 1, seed=1)
     pair_model = load_sequence_classifier("embedded:minilm", 2, seed=0).eval()
     print(f"\nattributions per second (torch threads: {torch.get_num_threads()}; inputs per figure: "
-          f"{args.inputs} at the in-run budgets, {args.full_inputs} at the full ones)")
-    print(f"  {'estimator':<12} {'budget':<16} {'single sentences':>26} {'question pairs':>26}")
+          f"{args.inputs} at the in-run budgets, {args.full_inputs} at the full ones; mean tokens in brackets)")
+    print(f"  {'estimator':<12} {'budget':<15} {'suite sentences':>21} {'SST-2 sentences':>21} "
+          f"{'QQP suite pairs':>21}")
     for budgets, n in ((RUN_BUDGETS, args.inputs), (FULL_BUDGETS, args.full_inputs)):
         for name, options in budgets:
             budget = ", ".join(f"{k} {v}" for k, v in options.items()) or (
                 "9 points" if name == "ig-diagnose" else "one per token" if name == "occlusion"
                 else "default (full)")
             figures = []
-            for model, items in ((sentiment, singles[:n + 1]), (pair_model, pairs[:n + 1])):
+            for model, items in ((sentiment, singles[:n + 1]), (sentiment, sst2[:n + 1]),
+                                 (pair_model, pairs[:n + 1])):
                 rate, tokens = throughput(model, tokenizer, items, name, options, iid.max_length)
-                figures.append(f"{rate:8.2f}/s ({tokens:4.1f} tokens)")
-            print(f"  {name:<12} {budget:<16} {figures[0]:>26} {figures[1]:>26}", flush=True)
+                figures.append(f"{rate:7.2f}/s ({tokens:4.1f})")
+            print(f"  {name:<12} {budget:<15} {figures[0]:>21} {figures[1]:>21} {figures[2]:>21}", flush=True)
 
     # 3. Store size per 1,000 attributed inputs.
     items = singles[1:args.store_inputs + 1]
