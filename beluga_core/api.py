@@ -51,9 +51,18 @@ from beluga_core.contracts.expectations import (
     PerInputKind,
     results_from,
 )
+from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
 from beluga_core.contracts.losses import Alignment, ClassLoss, Loss, PairLoss, SpanLogits, SpanPairLoss
 from beluga_core.contracts.methods import TRAINING_KEYS, EnvironmentMethod, Method, Stage
-from beluga_core.contracts.registries import ATTRIBUTIONS, CONFIGURATIONS, EXPECTATIONS, LOSSES, METHODS, TASKS
+from beluga_core.contracts.registries import (
+    ATTRIBUTIONS,
+    CONFIGURATIONS,
+    EXPECTATIONS,
+    GENERATORS,
+    LOSSES,
+    METHODS,
+    TASKS,
+)
 from beluga_core.contracts.tasks import (
     GroupOf,
     IIDScores,
@@ -103,6 +112,7 @@ __all__ = [
     "EXECUTORS",
     "EXPECTATIONS",
     "FAIL",
+    "GENERATORS",
     "IID_ENV",
     "IID_STREAM",
     "LOSSES",
@@ -135,6 +145,7 @@ __all__ = [
     "Failed",
     "Finished",
     "FlatPredictions",
+    "Generator",
     "GroupOf",
     "IIDData",
     "IIDExample",
@@ -150,10 +161,13 @@ __all__ = [
     "Method",
     "PairLoss",
     "PerInputKind",
+    "Perturbed",
     "Plan",
     "Progress",
     "Registry",
     "ResultFn",
+    "Source",
+    "SourceInstance",
     "SpanLogits",
     "SpanPairLoss",
     "Stage",

@@ -21,6 +21,7 @@ from beluga_core.cli import (
     store_check_cmd,
     suite_check_cmd,
     suite_from_table_cmd,
+    suite_generate_cmd,
     suite_import_cmd,
     suite_info_cmd,
 )
@@ -48,6 +49,7 @@ suite_app.command("info")(suite_info_cmd.info)
 suite_app.command("check")(suite_check_cmd.check_cmd)
 suite_app.command("import-checklist")(suite_import_cmd.import_checklist_cmd)
 suite_app.command("from-table")(suite_from_table_cmd.from_table_cmd)
+suite_app.command("generate")(suite_generate_cmd.generate_cmd)
 plugins_app.command("list")(plugins_cmd.list_plugins)
 store_app.command("check")(store_check_cmd.check_cmd)
 store_app.command("info")(export_cmd.info)

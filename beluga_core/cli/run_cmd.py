@@ -130,7 +130,7 @@ def _print_cross_cost(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) 
         levels = sorted({f"{ONLY_PREFIX}{s.fold.trained_level}" for s in only})
         console.print(f"  {', '.join(levels)}: {len(only)} more trainings (one per group and configuration-method"
                       f"-seed), each evaluated on all {len(tp.split.test):,} T_test cases: "
-                      f"{describe(seconds(rates, train, only_eval))}", highlight=False)
+                      f"{describe(seconds(rates, train, only_eval))}", highlight=False, emoji=False)
     models = [*(j for j in tp.jobs if j.kind in ("fold", "iid")), *tp.pending]
     for ep in tp.evals:
         eval_inputs = {c.id: len(c.inputs) for c in ep.suite.cases}

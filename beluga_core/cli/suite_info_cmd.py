@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter, defaultdict
 
 import typer
@@ -29,6 +30,17 @@ def info(
     console.print(f"levels: {' ⊃ '.join(h.levels)} (scoring level: {h.scoring_level}); "
                   f"test_type can be held out too")
     console.print(f"label space: {', '.join(h.label_space) if h.label_space else 'free text (answers)'}")
+    gens = h.source.get("generators") if isinstance(h.source, dict) else None
+    if gens:
+        made = ", ".join(f"{g.get('name')} v{g.get('version')} {json.dumps(g.get('options', {}), sort_keys=True)}"
+                         for g in gens)
+        console.print(f"generated from {h.source.get('from')} (seed {h.source.get('seed')}; donors "
+                      f"{h.source.get('donors') or '—'}; against model {h.source.get('model') or '— (model-free)'}) "
+                      f"by {made}", highlight=False, markup=False)
+    elif h.source:
+        console.print(f"source: {json.dumps(h.source, sort_keys=True)}", highlight=False, markup=False)
+    if h.split_by:
+        console.print(f"split by: cases sharing meta.{h.split_by} stay in one part of every split", highlight=False)
     if n_corrected:
         console.print(f"{n_corrected:,} case(s) carry a documented correction (applied here; see --as-released)")
     for name, counter in (("test types", Counter(c.test_type for c in suite.cases)),

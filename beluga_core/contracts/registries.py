@@ -8,6 +8,7 @@ from typing import Any
 from beluga_core.contracts.attributions import Attribution
 from beluga_core.contracts.configurations import TrainingConfiguration
 from beluga_core.contracts.expectations import ExpectationKind
+from beluga_core.contracts.generators import Generator
 from beluga_core.contracts.losses import Loss
 from beluga_core.contracts.methods import Method
 from beluga_core.contracts.tasks import Task
@@ -20,3 +21,4 @@ CONFIGURATIONS: Registry[TrainingConfiguration] = Registry(
 METHODS: Registry[Method] = Registry("method", "beluga.methods", Method)
 EXPECTATIONS: Registry[ExpectationKind] = Registry("expectation kind", "beluga.expectations", ExpectationKind)
 ATTRIBUTIONS: Registry[Attribution] = Registry("attribution", "beluga.attributions", Attribution)
+GENERATORS: Registry[Generator] = Registry("generator", "beluga.generators", Generator)

@@ -57,12 +57,19 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
     by_group: dict[str, list[str]] = defaultdict(list)
     for case in suite.cases:
         by_group[case.groups[level]].append(case.id)
+    unit_parts = _unit_parts(suite, seed, ratios) if suite.header.split_by else None
     chosen: dict[str, set[str]] = {name: set() for name in SPLITS}
     part_of: dict[str, str] = {}
     for group, ids in by_group.items():
         order = sorted(ids)
         _rng(seed, "split", group).shuffle(order)
-        counts = split_counts(len(order), ratios)
+        if unit_parts is not None:
+            # Tied cases take their unit's part; the order within a part stays the group's seeded one.
+            parts = [[cid for cid in order if unit_parts[cid] == name] for name in SPLITS]
+            order = [cid for part in parts for cid in part]
+            counts: tuple[int, ...] = tuple(len(part) for part in parts)
+        else:
+            counts = split_counts(len(order), ratios)
         start = 0
         test_cap = (test_per_group_of or {}).get(group)
         caps = per_group if test_cap is None else (*per_group[:2], test_cap)
@@ -77,6 +84,24 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
             chosen[name].update(part)
     ordered = {name: tuple(c.id for c in suite.cases if c.id in chosen[name]) for name in SPLITS}
     return SuiteSplit(**ordered, parts={c.id: part_of[c.id] for c in suite.cases})
+
+
+def _unit_parts(suite: Suite, seed: int, ratios: tuple[float, float, float]) -> dict[str, str]:
+    """Per case, the part of its unit (the value of its ``split_by`` meta key; else the case alone): the units
+    are split by the ratios as a whole, so that cases made from one source never straddle two parts. Every
+    scoring group then gets about the ratios of its cases, not exactly."""
+    key = suite.header.split_by
+    assert key is not None
+    unit_of = {c.id: f"k\x1f{c.meta[key]}" if key in c.meta else f"c\x1f{c.id}" for c in suite.cases}
+    units = sorted(set(unit_of.values()))
+    _rng(seed, "split", "units").shuffle(units)
+    counts = split_counts(len(units), ratios)
+    part_of_unit: dict[str, str] = {}
+    start = 0
+    for name, count in zip(SPLITS, counts, strict=True):
+        part_of_unit.update(dict.fromkeys(units[start:start + count], name))
+        start += count
+    return {cid: part_of_unit[unit] for cid, unit in unit_of.items()}
 
 
 def sample_indices(n: int, k: int, seed: int, *parts: str) -> list[int]:

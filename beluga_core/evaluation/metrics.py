@@ -27,3 +27,16 @@ def macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
         return float("nan")
     classes = np.union1d(np.unique(gold), np.unique(pred))
     return float(np.mean([f1_of_class(pred, gold, int(c)) for c in classes]))
+
+
+def micro_f1_excluding(pred: np.ndarray, gold: np.ndarray, na: int) -> float:
+    """Micro-F1 over every class but ``na`` (OpenNRE's relation-extraction metric): P = correct non-NA
+    predictions / non-NA predictions, R = correct non-NA predictions / non-NA gold labels, F1 = 2PR / (P + R);
+    0 when nothing non-NA is predicted or correct. With no NA in the data and none predicted it is accuracy."""
+    if not len(gold):
+        return float("nan")
+    correct = float(((pred == gold) & (gold != na)).sum())
+    predicted, actual = float((pred != na).sum()), float((gold != na).sum())
+    p = correct / predicted if predicted else 0.0
+    r = correct / actual if actual else 0.0
+    return 2 * p * r / (p + r) if p + r else 0.0

@@ -223,7 +223,7 @@ class Worker:
             progress("eval", 0, 1)
         eval_cases = [suite.case(cid) for cid in job.fold.eval_ids]
         predictions = task.predict_cases(model, encoder, eval_cases, self.device) if eval_cases else None
-        outcomes = _outcomes(eval_cases, predictions)
+        outcomes = _outcomes(eval_cases, predictions, suite.header.label_space)
         keep = self.cfg.store_spec.keep_probabilities and job.kind != "grid"
         kept: list[CasePredictions] = []
         if keep and predictions is not None:
@@ -286,7 +286,8 @@ class Worker:
             assert state.eval_tasks is not None
             predictions = (state.eval_tasks[ep.name].predict_cases(model, encoder, cases, self.device)
                            if cases else None)
-            out.append(CrossResult(ep.name, ep.digest(job.fold), _outcomes(cases, predictions)))
+            out.append(CrossResult(ep.name, ep.digest(job.fold),
+                                   _outcomes(cases, predictions, ep.suite.header.label_space)))
             if kept is not None and predictions is not None:
                 kept.append(CasePredictions(ep.name, [c.id for c in cases], predictions))
         return out
@@ -353,10 +354,12 @@ def _fields(record: TrainingRecord) -> dict[str, Any]:
     return {name: getattr(record, name) for name in TrainingRecord.columns()}
 
 
-def _outcomes(cases: list[Case], predictions: FlatPredictions | None) -> Outcomes:
+def _outcomes(cases: list[Case], predictions: FlatPredictions | None,
+              label_space: Sequence[str] | None) -> Outcomes:
+    """Judge the cases; ``label_space`` reads labels given by name (a generated suite's)."""
     if predictions is None:
         return Outcomes.of([], [])
-    codes = evaluate_cases(cases, predictions)
+    codes = evaluate_cases(cases, predictions, label_space=label_space)
     return Outcomes.of([c.id for c in cases], [OUTCOME_NAMES[int(o)] for o in codes], first_labels(predictions))
 
 

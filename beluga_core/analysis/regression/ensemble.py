@@ -17,6 +17,7 @@ members' common parent if they share one, else the IID baseline of the first mem
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -193,6 +194,11 @@ def _cases(con: duckdb.DuckDBPyConnection, ids: list[str], rule: str) -> dict[st
     return out
 
 
+def _label_space(con: duckdb.DuckDBPyConnection, suite: str) -> list[str] | None:
+    rows = con.execute("SELECT label_space::VARCHAR FROM suites WHERE suite = ?", [suite]).fetchall()
+    return json.loads(rows[0][0]) if rows and rows[0][0] else None
+
+
 def _specs(con: duckdb.DuckDBPyConnection, suite: str, case_ids: list[str]) -> list[Case]:
     rows = dict(con.execute("SELECT case_id, spec::VARCHAR FROM case_specs WHERE suite = ?", [suite]).fetchall())
     missing = [c for c in case_ids if c not in rows]
@@ -233,7 +239,7 @@ def build_ensemble(store: str | Path, spec: EnsembleSpec, *, run_id: str | None 
             cross: list[CrossResult] = []
             kept: list[CasePredictions] = []
             for suite, (case_ids, flat) in combined.items():
-                codes = evaluate_cases(_specs(con, suite, case_ids), flat)
+                codes = evaluate_cases(_specs(con, suite, case_ids), flat, label_space=_label_space(con, suite))
                 o = Outcomes.of(case_ids, [OUTCOME_NAMES[int(c)] for c in codes],
                                 [None] * len(case_ids) if flat.probs is None else
                                 [str(int(np.argmax(flat.probs[flat.offsets[i]]))) for i in range(len(case_ids))])

@@ -169,7 +169,7 @@ def _from_predictions(store: Path, path: Path) -> str:
             flat = read_predictions(subset, suite)
         except BelugaError as exc:
             raise BelugaError(exc.message.replace(str(subset), str(path)), source=path) from None
-    codes = evaluate_cases(suite.cases, flat)
+    codes = evaluate_cases(suite.cases, flat, label_space=suite.header.label_space)
     outcomes = Outcomes.of(test, [OUTCOME_NAMES[int(c)] for c in codes])
     record = ModelRecord(model_id="external-" + digest([str(path.resolve()), name])[:32], task=task, suite=name,
                          model_name=path.name, config=EXTERNAL_CONFIG, method=EXTERNAL_METHOD, scenario=STANDARD,

@@ -118,6 +118,9 @@ class SuiteHeader(BaseModel):
         "negations: negative\"}}. A config's eval_suites entry may replace it."))
     maps_from: str | None = Field(None, description=(
         "The level of this suite whose groups maps_to names (default: the scoring level)."))
+    split_by: str | None = Field(None, min_length=1, description=(
+        "A key of the cases' meta whose value ties cases together: cases with the same value (e.g. generated from "
+        "one source instance) always fall in the same part of a split. A case without it is a unit of its own."))
 
     @field_validator("format_version")
     @classmethod

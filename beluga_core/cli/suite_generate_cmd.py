@@ -1,0 +1,147 @@
+"""``beluga suite generate GENERATOR… --source SRC --out FILE [--seed N] [--option k=v…] [--limit N] [--dry-run]
+[--audit N]``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+
+def parse_options(values: list[str], names: list[str],
+                  defaults: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``[GENERATOR.]KEY=VALUE`` → per generator its options (values read as JSON where they parse, else text).
+    A key without a generator goes to every generator that takes it; one that none takes is an error."""
+    from beluga_core.core.errors import BelugaError
+
+    out: dict[str, dict[str, Any]] = {n: {} for n in names}
+    for text in values:
+        key, sep, raw = text.partition("=")
+        if not sep or not key:
+            raise BelugaError(f"--option {text!r}: expected [GENERATOR.]KEY=VALUE, e.g. "
+                              "context.functions='[\"add_typos\"]' or k=0.5", field="option")
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        target, dot, name = key.rpartition(".")
+        if dot and target not in out:
+            raise BelugaError(f"--option {text!r}: '{target}' is not one of the generators given "
+                              f"({', '.join(names)})", field="option")
+        takers = [target] if dot else [n for n in names if key in defaults[n]]
+        if not takers:
+            raise BelugaError(f"--option {text!r}: no generator given takes '{key}'; they take: "
+                              + "; ".join(f"{n}: {', '.join(sorted(defaults[n])) or 'nothing'}" for n in names),
+                              field="option")
+        for n in takers:
+            out[n][name if dot else key] = value
+    return out
+
+
+def generate_cmd(
+    generator: Annotated[list[str], typer.Argument(
+        help="Generator plugin(s) (`beluga plugins list`), e.g. entity-swap context only-entity masked-entity "
+             "cue-removal; several make one suite.")],
+    source: Annotated[str, typer.Option("--source", help=(
+        "builtin:fewrel16[#pool|train|val], builtin:sst2[#train|val|test] (also sst3, sst5, qqp-fixture), a "
+        "relation data file (FewRel / TACRED JSON, OpenNRE JSON Lines) or a suite file."))],
+    out: Annotated[Path | None, typer.Option("--out", help="Suite file to write (.jsonl or .jsonl.gz).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
+    option: Annotated[list[str] | None, typer.Option(
+        "--option", help="[GENERATOR.]KEY=VALUE (repeatable); VALUE is JSON where it parses.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the source's first N instances.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="Suite name (default: from the output file).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be generated; write nothing.")] = False,
+    audit: Annotated[int | None, typer.Option("--audit", min=1, help=(
+        "Also write N sampled (original, perturbed, label, perturbation) rows as CSV beside the suite "
+        "(FILE.audit.csv), for a person to check that the labels still hold."))] = None,
+) -> None:
+    """Generate a diagnostic suite from a source by rule: every generated input is an MFT case (the gold label
+    on the perturbed input) and, where the rule keeps the label, an INV case [original, perturbed]; levels
+    family ⊃ perturbation; cases from one source instance share a split_key, which a split never separates.
+    The same source, options and seed give a byte-identical file."""
+    from beluga_core.contracts.registries import GENERATORS
+    from beluga_core.core.errors import BelugaError
+    from beluga_core.core.io import atomic_write
+    from beluga_core.data.suite.io import write_suite
+    from beluga_core.generators.build import audit_csv, by_family, family_shares, generate
+    from beluga_core.generators.sources import read_source
+
+    console = Console()
+    if out is None and not dry_run:
+        raise BelugaError("give --out FILE (or --dry-run to only count)", field="out")
+    if out is not None and not out.name.endswith((".jsonl", ".jsonl.gz")):
+        raise BelugaError("the suite file must end in .jsonl or .jsonl.gz", source=out, field="out")
+    if len(set(generator)) != len(generator):
+        raise BelugaError(f"a generator is named twice: {generator}", field="generator")
+    classes = {g: GENERATORS.get(g) for g in generator}
+    options = parse_options(option or [], generator, {g: dict(c.defaults) for g, c in classes.items()})
+    gens = []
+    for g, cls in classes.items():
+        try:
+            gens.append((g, cls(options[g])))
+        except ValueError as exc:
+            raise BelugaError(f"generator '{g}': {exc}", field="option") from None
+    src = read_source(source)
+    suite_name = name or (out.name.removesuffix(".gz").removesuffix(".jsonl") if out else "generated")
+    with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        n = min(limit, len(src.instances)) if limit else len(src.instances)
+        task = bar.add_task("generate", total=n)
+        made = generate(src, gens, seed=seed, name=suite_name, limit=limit,
+                        progress=lambda i: bar.update(task, completed=i) if i % 100 == 0 or i == n else None)
+    _print_counts(console, made, by_family(made), family_shares(made))
+    if dry_run:
+        console.print("dry run: nothing written")
+        return
+    assert out is not None
+    path = write_suite(out, made.header, made.cases)
+    console.print(f"{len(made.cases):,} cases from {made.instances:,} instances of {escape(src.name)} → {path}",
+                  highlight=False)
+    if audit:
+        audit_path = out.with_name(out.name.removesuffix(".gz").removesuffix(".jsonl") + ".audit.csv")
+        atomic_write(audit_path, audit_csv(made, audit, seed))
+        console.print(f"audit sample ({audit} rows; fill in label_kept) → {audit_path}", highlight=False)
+
+
+def _print_counts(console: Console, made: object, families: dict[str, dict[str, dict[str, int]]],
+                  shares: dict[str, float]) -> None:
+    from beluga_core.generators.build import Generated
+
+    assert isinstance(made, Generated)
+    table = Table(title=f"{made.instances:,} source instances", title_justify="left")
+    for col in ("family", "perturbation", "MFT", "INV", "duplicates", "family yield"):
+        table.add_column(col, justify="left" if col in ("family", "perturbation") else "right")
+    for family in sorted(families):
+        first = True
+        for perturbation, c in sorted(families[family].items()):
+            table.add_row(family if first else "", perturbation, f"{c.get('MFT', 0):,}", f"{c.get('INV', 0):,}",
+                          f"{c.get('duplicates', 0):,}", f"{100 * shares.get(family, 0):.1f} %" if first else "")
+            first = False
+    for family, share in sorted(shares.items()):
+        if family not in families:
+            table.add_row(family, "(none)", "0", "0", "0", f"{100 * share:.1f} %")
+    console.print(table)
+    labels = sorted({label for _, label in made.per_label})
+    per = Table(title="MFT cases per label", title_justify="left")
+    per.add_column("label")
+    fams = sorted(families)
+    for f in fams:
+        per.add_column(f, justify="right")
+    for label in labels:
+        per.add_row(label, *(f"{made.per_label[(f, label)]:,}" for f in fams))
+    console.print(per)
+    if made.reports:
+        rep = Table(title="generator reports", title_justify="left")
+        for col in ("generator", "what", "group", "value"):
+            rep.add_column(col, justify="right" if col == "value" else "left")
+        for gen, what, group, value in made.reports:
+            shown = f"{100 * value:.1f} %" if what.startswith("share") else f"{value:g}"
+            rep.add_row(gen, what, group, shown)
+        console.print(rep)

@@ -1,0 +1,110 @@
+"""The generator plugin kind: a rule that builds test cases from source instances.
+
+A plugin (``beluga.generators``) is one family of perturbations (entity swaps, context changes, masked entities,
+…). beluga reads the source (an i.i.d. dataset, a relation dataset, a suite's MFT cases), hands the generator
+every instance with a ``random.Random`` seeded by (seed, generator, instance id), and turns what it returns into
+suite cases: an MFT case judged against the gold label on the perturbed input and, for a label-preserving
+perturbation, an INV case ``[original, perturbed]``. Levels are ``family ⊃ perturbation``; every case of one
+source instance carries the instance id as its ``split_key`` so that a split never separates them.
+
+A generator sees the whole source first (``prepare``: statistics such as cue words or pair frequencies, or a
+choice made over all instances, are computed there) and may draw from ``Source.donors`` (e.g. entities of the
+same relation from the training data), never from the instances it perturbs.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from beluga_core.data.iid.relation import RelationInstance
+from beluga_core.data.suite.schema import Input
+
+SourceKind = Literal["text", "text_pair", "relation"]
+
+
+@dataclass(frozen=True)
+class SourceInstance:
+    """One instance of a source: its id (unique in the source), model input, gold label name and, for
+    relation data, its structured form (tokens, entity spans)."""
+
+    id: str
+    input: Input
+    label: str
+    relation: RelationInstance | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """Whitespace tokens of a single-text input (a relation instance's own tokens)."""
+        if self.relation is not None:
+            return self.relation.tokens
+        if not isinstance(self.input, str):
+            raise TypeError(f"instance {self.id} is a pair; it has no single token sequence")
+        return tuple(self.input.split())
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a generator reads: the instances to perturb, the donors it may draw replacements from (never the
+    instances themselves), the label space, and a description for the suite's provenance."""
+
+    name: str
+    kind: SourceKind
+    instances: tuple[SourceInstance, ...]
+    label_space: tuple[str, ...]
+    donors: tuple[SourceInstance, ...] = ()
+    donors_name: str | None = None
+    task: str | None = None
+
+
+@dataclass(frozen=True)
+class Perturbed:
+    """One generated input: which perturbation made it, the input, its label (None: the original's — a
+    label-preserving perturbation) and a JSON-serialisable note of what changed."""
+
+    perturbation: str
+    input: Input
+    label: str | None = None
+    note: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Generator(ABC):
+    """Base of every generator plugin: ``perturb`` is the one member to implement.
+
+    ``family`` names the family level of the cases; ``perturbations`` the perturbation groups it can emit (for
+    the dry run's table); ``kinds`` the source kinds it understands; ``defaults`` its options (unknown option
+    names are an error); ``version`` is recorded in the suite header, so bump it when the output changes.
+    ``invariant``: emit an INV twin ``[original, perturbed]`` beside the MFT case of a label-preserving input.
+    """
+
+    family: ClassVar[str]
+    perturbations: ClassVar[tuple[str, ...]] = ()
+    kinds: ClassVar[tuple[SourceKind, ...]] = ("text", "text_pair", "relation")
+    defaults: ClassVar[dict[str, Any]] = {}
+    version: ClassVar[str] = "1"
+    invariant: ClassVar[bool] = True
+    requires_model: ClassVar[bool] = False
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        unknown = sorted(set(options or {}) - set(self.defaults))
+        if unknown:
+            takes = ", ".join(sorted(self.defaults)) or "no options"
+            raise ValueError(f"unknown option(s) {', '.join(unknown)}; it takes {takes}")
+        self.options: dict[str, Any] = {**self.defaults, **(options or {})}
+
+    def prepare(self, source: Source, seed: int) -> None:
+        """Read the whole source before the first ``perturb`` (statistics, choices over all instances)."""
+        return None
+
+    @abstractmethod
+    def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
+        """The inputs generated from one instance (none where the rule does not apply)."""
+
+    def report(self) -> list[tuple[str, str, float]]:
+        """Rows (what, group, value) the dry run prints beside the counts, e.g. the share of instances that
+        yielded a swap per relation and role. Filled during ``perturb``."""
+        return []

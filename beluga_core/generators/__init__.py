@@ -1,0 +1,1 @@
+"""Test-case generators: perturbation functions that build suite cases from source instances."""
