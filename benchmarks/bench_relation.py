@@ -1,0 +1,186 @@
+"""Run benchmarks/quick-relation.toml at a forced precision and print DiagnoseRE's orderings at MiniLM scale, each
+with a 95 % bootstrap interval (2,000 seeded rounds) and "holds" only where the interval of the difference
+excludes 0.
+
+    python benchmarks/bench_relation.py                      # fp32 forced, one run, then the figures
+    python benchmarks/bench_relation.py --analyze STORE      # the figures of an existing store, no run
+
+Figures (MFT cases: the gold relation on the perturbed sentence, DiagnoseRE's metric; T_test only):
+1. The IID model: micro-F1 on D_test; per family, accuracy on the originals of its T_test cases (predicted now
+   from the kept IID weights) against the pass rate on their perturbed versions — perturbed < original?
+2. The drop (original − perturbed) of the entity family against the context family — entity swaps hurt more?
+3. Per family F, the pass rate of the model trained on F alone (only:family=F, DA(F)), of the seen model (DA(all))
+   and of the model that held F out (trained on the other families) against the IID model, on F's cases —
+   augmenting with a family recovers it? does augmenting with the others transfer?
+4. G per held-out family: the harmonic mean of the fold's s_T on its family and its micro-F1 on D_test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_quick import forced_config, run_once
+
+from beluga_core.analysis.export import stored_model
+from beluga_core.store.reader import open_store
+from beluga_core.store.selectors import select_one
+from beluga_core.training.models import load_tokenizer
+from beluga_core.training.precision import machine_line
+from beluga_core.training.predict import predict_probs
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIG = REPO / "benchmarks" / "quick-relation.toml"
+ROUNDS = 2000
+SEED = 0
+FAMILIES = ("entity", "context", "semantic-bias", "selection-bias")
+
+
+def ci(x: np.ndarray, scale: float = 100.0) -> str:
+    lo, hi = np.percentile(x, [2.5, 97.5])
+    return f"[{scale * lo:.1f}, {scale * hi:.1f}]"
+
+
+def verdict(x: np.ndarray) -> str:
+    lo, hi = np.percentile(x, [2.5, 97.5])
+    return "holds" if lo > 0 else ("reversed" if hi < 0 else "not resolved at this size")
+
+
+def boot_mean(v: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return v[rng.integers(0, len(v), size=(ROUNDS, len(v)))].mean(axis=1)
+
+
+def mft_outcomes(con: duckdb.DuckDBPyConnection, where: str) -> dict[str, dict[str, float]]:
+    """family → case id → 1 pass / 0 fail, over the evaluated MFT cases of the models ``where`` selects."""
+    rows = con.execute(f"""
+        SELECT c.groups->>'family', o.case_id, (o.outcome = 'pass')::INT
+        FROM outcomes o JOIN models m USING (model_id) JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+        WHERE m.status = 'done' AND o.outcome <> 'skip' AND c.test_type = 'MFT' AND {where}""").fetchall()
+    out: dict[str, dict[str, float]] = {}
+    for family, case_id, passed in rows:
+        out.setdefault(family, {})[case_id] = float(passed)
+    return out
+
+
+def originals_correct(store: Path, con: duckdb.DuckDBPyConnection, case_ids: list[str]) -> dict[str, float]:
+    """Per MFT case, whether the IID model (its kept weights) predicts the gold relation on the unperturbed
+    source sentence."""
+    from beluga_core.data.suite.schema import Case
+
+    specs = dict(con.execute("SELECT case_id, spec::VARCHAR FROM case_specs WHERE case_id IN (SELECT unnest(?))",
+                             [case_ids]).fetchall())
+    cases = [Case.model_validate_json(specs[c]) for c in case_ids]
+    with open_store(store) as rcon:
+        sm = stored_model(rcon, store, select_one(rcon, "iid/vanilla", where=str(store)))
+    model = sm.build()
+    encoder = sm.task.make_encoder(load_tokenizer(sm.row["model_name"]), sm.max_length)
+    labels = json.loads(con.execute("SELECT labels::VARCHAR FROM task_heads").fetchall()[0][0])
+    probs = predict_probs(model, encoder, [c.meta["original"] for c in cases], torch.device("cpu"))
+    gold = np.array([labels.index(str(c.label)) for c in cases])
+    return dict(zip(case_ids, (probs.argmax(axis=1) == gold).astype(float), strict=True))
+
+
+def report(store: Path) -> None:
+    rng = np.random.default_rng(SEED)
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        iid = con.execute("""SELECT list(p.correct ORDER BY p.example_idx), count(*) FILTER (WHERE p.pred = (
+                                 SELECT (json_array_length(labels) - 1)::VARCHAR FROM task_heads))
+                             FROM iid_predictions p JOIN models m USING (model_id)
+                             WHERE m.config = 'iid' AND p.split = 'test'""").fetchall()[0]
+        correct = np.asarray(iid[0], dtype=float)
+        f1 = con.execute("""SELECT value FROM iid_metrics JOIN models USING (model_id)
+                            WHERE config = 'iid' AND split = 'test' AND metric = 'micro_f1'""").fetchall()[0][0]
+        print(f"\n1. IID model: micro-F1 on D_test {100 * f1:.1f} {ci(boot_mean(correct, rng))} (n = {len(correct)}; "
+              f"it predicts no_relation {iid[1]} times, so micro-F1 = accuracy)")
+        base = mft_outcomes(con, "m.config = 'iid'")
+        all_ids = sorted({c for fam in base.values() for c in fam})
+        orig = originals_correct(store, con, all_ids)
+        drops: dict[str, np.ndarray] = {}
+        print("   family: accuracy on the originals → pass rate on the perturbed (MFT, T_test), difference")
+        for family in FAMILIES:
+            ids = sorted(base.get(family, {}))
+            if not ids:
+                continue
+            o = np.array([orig[i] for i in ids])
+            p = np.array([base[family][i] for i in ids])
+            idx = rng.integers(0, len(ids), size=(ROUNDS, len(ids)))
+            d = (o[idx] - p[idx]).mean(axis=1)
+            drops[family] = d
+            print(f"   {family:<15} {100 * o.mean():5.1f} → {100 * p.mean():5.1f}  drop {100 * (o - p).mean():+5.1f} "
+                  f"{ci(d)} (n = {len(ids)}): perturbed < original {verdict(d)}")
+        if "entity" in drops and "context" in drops:
+            diff = drops["entity"] - drops["context"]
+            point = np.mean(drops["entity"]) - np.mean(drops["context"])
+            print(f"\n2. entity drop − context drop: {100 * point:+.1f} {ci(diff)}: entity swaps hurt more than "
+                  f"context changes {verdict(diff)}")
+        print("\n3. per family F, pass rate on F's MFT cases (T_test), against the IID model (paired)")
+        for family in FAMILIES:
+            b = base.get(family, {})
+            for label, where in ((f"trained on {family} alone (DA)", f"m.scenario = 'only:family={family}'"),
+                                 ("trained on every family (DA all, seen)", "m.scenario = 'seen'"),
+                                 (f"{family} held out (the others)", f"m.scenario = 'family' AND "
+                                                                     f"m.heldout_group = '{family}'")):
+                other = mft_outcomes(con, f"m.config <> 'iid' AND {where}").get(family, {})
+                ids = sorted(b.keys() & other.keys())
+                if not ids:
+                    continue
+                a, z = np.array([other[i] for i in ids]), np.array([b[i] for i in ids])
+                idx = rng.integers(0, len(ids), size=(ROUNDS, len(ids)))
+                d = (a[idx] - z[idx]).mean(axis=1)
+                print(f"   {family:<15} {label:<40} {100 * a.mean():5.1f} vs IID {100 * z.mean():5.1f}: "
+                      f"{100 * (a - z).mean():+5.1f} {ci(d)} {verdict(d)}")
+        print("\n4. G per held-out family: the fold's s_T on its family's T_test cases (mean of its perturbations' "
+              "pass rates, MFT and INV) and s_iid, the micro-F1 of the configuration's seen model, as BeLUGA's G")
+        s_iid, seen_correct = con.execute("""
+            SELECT i.s_iid, list(p.correct ORDER BY p.example_idx) FROM iid_scores i
+            JOIN iid_predictions p ON p.model_id = i.model_id AND p.split = 'test'
+            WHERE i.config <> 'iid' GROUP BY ALL""").fetchall()[0]
+        boot_iid = boot_mean(np.asarray(seen_correct, dtype=float), rng)
+        rows = con.execute("""
+            SELECT m.heldout_group, c.scoring_group, list((o.outcome = 'pass')::INT)
+            FROM outcomes o JOIN models m USING (model_id) JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+            WHERE m.scenario = 'family' AND m.config <> 'iid' AND o.outcome <> 'skip'
+            GROUP BY ALL ORDER BY ALL""").fetchall()
+        folds: dict[str, list[np.ndarray]] = {}
+        for family, _, passed in rows:
+            folds.setdefault(family, []).append(np.asarray(passed, dtype=float))
+        for family, groups in sorted(folds.items()):
+            s_t = float(np.mean([g.mean() for g in groups]))
+            boot_t = np.mean([boot_mean(g, rng) for g in groups], axis=0)
+            g = 2 * s_t * s_iid / (s_t + s_iid)
+            boot_g = 2 * boot_t * boot_iid / (boot_t + boot_iid)
+            print(f"   {family:<15} s_T {100 * s_t:5.1f} {ci(boot_t)}, s_iid {100 * s_iid:5.1f}, G {100 * g:5.1f} "
+                  f"{ci(boot_g)}")
+    finally:
+        con.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32")
+    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-relation")
+    parser.add_argument("--analyze", type=Path, help="only print the figures of this store")
+    args = parser.parse_args()
+    if args.analyze:
+        report(args.analyze)
+        return
+    print(machine_line(args.precision, torch.device("cpu")))
+    args.out.mkdir(parents=True, exist_ok=True)
+    store = args.out / f"quick-relation-{args.precision}-{time.strftime('%Y%m%d-%H%M%S')}.duckdb"
+    wall, printed = run_once(forced_config(CONFIG, args.precision), store)
+    own = next((line for line in printed.splitlines() if line.startswith("wall time")), "?")
+    print(f"run: {wall:.1f} s from outside; {own}")
+    report(store)
+
+
+if __name__ == "__main__":
+    main()
