@@ -4,10 +4,12 @@ excludes 0.
 
     python benchmarks/bench_relation.py                      # fp32 forced, one run, then the figures
     python benchmarks/bench_relation.py --analyze STORE      # the figures of an existing store, no run
+    python benchmarks/bench_relation.py --me                 # benchmarks/relation-me.toml instead: ME(K%)
 
 Figures (MFT cases: the gold relation on the perturbed sentence, DiagnoseRE's metric; T_test only):
 1. The IID model: micro-F1 on D_test; per family, accuracy on the originals of its T_test cases (predicted now
-   from the kept IID weights) against the pass rate on their perturbed versions — perturbed < original?
+   from the kept IID weights, in fp32: compare with a run in fp32, whose outcomes are fp32 predictions too)
+   against the pass rate on their perturbed versions — perturbed < original?
 2. The drop (original − perturbed) of the entity family against the context family — entity swaps hurt more?
 3. Per family F, the pass rate of the model trained on F alone (only:family=F, DA(F)), of the seen model (DA(all))
    and of the model that held F out (trained on the other families) against the IID model, on F's cases —
@@ -138,6 +140,17 @@ def report(store: Path) -> None:
                 d = (a[idx] - z[idx]).mean(axis=1)
                 print(f"   {family:<15} {label:<40} {100 * a.mean():5.1f} vs IID {100 * z.mean():5.1f}: "
                       f"{100 * (a - z).mean():+5.1f} {ci(d)} {verdict(d)}")
+            # The same recipe with and without F: what training on F itself adds.
+            alone = mft_outcomes(con, f"m.config <> 'iid' AND m.scenario = 'only:family={family}'").get(family, {})
+            held = mft_outcomes(con, f"m.config <> 'iid' AND m.scenario = 'family' AND "
+                                     f"m.heldout_group = '{family}'").get(family, {})
+            ids = sorted(alone.keys() & held.keys())
+            if ids:
+                a, z = np.array([alone[i] for i in ids]), np.array([held[i] for i in ids])
+                idx = rng.integers(0, len(ids), size=(ROUNDS, len(ids)))
+                d = (a[idx] - z[idx]).mean(axis=1)
+                print(f"   {family:<15} {'alone − held out (same recipe, with vs without F)':<40} "
+                      f"{100 * (a - z).mean():+5.1f} {ci(d)} {verdict(d)}")
         print("\n4. G per held-out family: the fold's s_T on its family's T_test cases (mean of its perturbations' "
               "pass rates, MFT and INV) and s_iid, the micro-F1 of the configuration's seen model, as BeLUGA's G")
         s_iid, seen_correct = con.execute("""
@@ -164,22 +177,65 @@ def report(store: Path) -> None:
         con.close()
 
 
+def report_me(store: Path) -> None:
+    """benchmarks/relation-me.toml: each model trained on one perturbation (IID→T: 100 % of its stage's instances
+    perturbed; IID→(IID+T): half) on the semantic-bias perturbations and the cue-removal set, against the IID
+    model (paired over the same T_test MFT cases), beside its micro-F1."""
+    rng = np.random.default_rng(SEED)
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        rows = con.execute("""
+            SELECT m.config, m.scenario, c.groups->>'perturbation', o.case_id, (o.outcome = 'pass')::INT
+            FROM outcomes o JOIN models m USING (model_id) JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+            WHERE m.status = 'done' AND o.outcome <> 'skip' AND c.test_type = 'MFT'
+              AND c.groups->>'perturbation' IN ('masked entity', 'only entity', 'cue removal')""").fetchall()
+        by: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+        for config, scenario, pert, case_id, passed in rows:
+            by.setdefault((config, scenario), {}).setdefault(pert, {})[case_id] = float(passed)
+        f1 = dict(((c, s), v) for c, s, v in con.execute("""
+            SELECT m.config, m.scenario, i.value FROM iid_metrics i JOIN models m USING (model_id)
+            WHERE i.split = 'test' AND i.metric = 'micro_f1'""").fetchall())
+        base = by[("iid", "standard")]
+        perts = ("masked entity", "only entity", "cue removal")
+        print(f"\n   IID model: micro-F1 {100 * f1[('iid', 'standard')]:.1f}; MFT pass rates "
+              + ", ".join(f"{p} {100 * np.mean(list(base[p].values())):.1f}" for p in perts))
+        for key in sorted(k for k in by if k[0] != "iid"):
+            if key[1] not in ("seen", "only:perturbation=masked entity", "only:perturbation=only entity",
+                              "only:perturbation=cue removal"):
+                continue
+            parts = []
+            for p in perts:
+                ids = sorted(base[p].keys() & by[key].get(p, {}).keys())
+                a = np.array([by[key][p][i] for i in ids])
+                z = np.array([base[p][i] for i in ids])
+                idx = rng.integers(0, len(ids), size=(ROUNDS, len(ids)))
+                d = (a[idx] - z[idx]).mean(axis=1)
+                parts.append(f"{p} {100 * a.mean():.1f} ({100 * (a - z).mean():+.1f} {ci(d)})")
+            score = f1.get(key)
+            print(f"   {key[0]} {key[1]}: " + "; ".join(parts)
+                  + (f"; micro-F1 {100 * score:.1f}" if score is not None else ""))
+    finally:
+        con.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-relation")
     parser.add_argument("--analyze", type=Path, help="only print the figures of this store")
+    parser.add_argument("--me", action="store_true", help="run (or, with --analyze, read) benchmarks/relation-me.toml")
     args = parser.parse_args()
     if args.analyze:
-        report(args.analyze)
+        (report_me if args.me else report)(args.analyze)
         return
     print(machine_line(args.precision, torch.device("cpu")))
     args.out.mkdir(parents=True, exist_ok=True)
-    store = args.out / f"quick-relation-{args.precision}-{time.strftime('%Y%m%d-%H%M%S')}.duckdb"
-    wall, printed = run_once(forced_config(CONFIG, args.precision), store)
+    config = CONFIG.with_name("relation-me.toml") if args.me else CONFIG
+    store = args.out / f"{config.stem}-{args.precision}-{time.strftime('%Y%m%d-%H%M%S')}.duckdb"
+    wall, printed = run_once(forced_config(config, args.precision), store)
     own = next((line for line in printed.splitlines() if line.startswith("wall time")), "?")
     print(f"run: {wall:.1f} s from outside; {own}")
-    report(store)
+    (report_me if args.me else report)(store)
 
 
 if __name__ == "__main__":

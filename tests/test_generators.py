@@ -33,9 +33,9 @@ from beluga_core.generators.sources import read_source
 
 # "Australia had its first Catholic prime minister Joseph Lyons , who led Australia ." — the tail (Australia,
 # mentioned twice) comes before the head (Joseph Lyons): the case DiagnoseRE's released code duplicated text on.
-LYONS = RelationInstance("r/0", tuple("Australia had its first Catholic prime minister Joseph Lyons , who led "
-                                      "Australia .".split()),
-                         Entity("Joseph Lyons", ((7, 9),), "Q1"), Entity("Australia", ((0, 1), (11, 12)), "Q2"),
+LYONS_TEXT = "Australia had its first Catholic prime minister Joseph Lyons , who led Australia ."
+LYONS = RelationInstance("r/0", tuple(LYONS_TEXT.split(" ")),
+                         Entity("Joseph Lyons", ((7, 9),), "Q1"), Entity("Australia", ((0, 1), (12, 13)), "Q2"),
                          "citizen of")
 
 
@@ -64,7 +64,7 @@ def test_entity_swap_with_the_tail_before_the_head_replaces_every_mention() -> N
     assert out["swap tail"].input == ("[E2] New Zealand [/E2] had its first Catholic prime minister [E1] Joseph Lyons "
                                       "[/E1] , who led New Zealand .")
     tokens, head, tail = parse_marked(str(out["swap tail"].input))
-    assert (head, tail) == ((8, 10), (0, 2)) and len(tokens) == 14
+    assert (head, tail) == ((8, 10), (0, 2)) and len(tokens) == 16
     assert tokens.count("Australia") == 0 and tokens.count("Lyons") == 1   # nothing duplicated, nothing left
     assert dict(out["swap tail"].note) == {"from": "Australia", "to": "New Zealand", "type": "citizen of tail"}
 
@@ -91,7 +91,7 @@ def test_only_entity_and_masked_entity_spans() -> None:
     assert oe.tokens == ("Australia", "Joseph", "Lyons") and oe.tail.span == (0, 1) and oe.head.span == (1, 3)
     assert oe.marked_text() == "[E2] Australia [/E2] [E1] Joseph Lyons [/E1]"
     me = masked_entity(LYONS)
-    assert me.tokens == tuple("had its first Catholic prime minister , who led Australia .".split())
+    assert " ".join(me.tokens) == "had its first Catholic prime minister , who led Australia ."
     assert me.head.span == (6, 6) and me.tail.span == (0, 0)
     assert me.marked_text() == "[E2] [/E2] had its first Catholic prime minister [E1] [/E1] , who led Australia ."
 
@@ -122,9 +122,12 @@ def test_tfidf_cue_words_known_answer() -> None:
                  enumerate(corpus)]
     rules = tfidf_rules([r for r in instances if r is not None], num_rules=3)
     ln = math.log
-    assert rules["r1"] == pytest.approx([("at", 0.5 * ln(1.5)), ("born", 0.0), ("in", 0.0)])
-    assert rules["r2"] == pytest.approx([("married", ln(1.5)), ("born", 0.0), ("the", ln(0.75))])
-    assert rules["r3"][0] == pytest.approx(("city", ln(1.5)))
+    expected = {"r1": [("at", 0.5 * ln(1.5)), ("born", 0.0), ("in", 0.0)],
+                "r2": [("married", ln(1.5)), ("born", 0.0), ("the", ln(0.75))],
+                "r3": [("city", ln(1.5)), ("in", 0.0), ("the", ln(0.75))]}
+    for relation, words in expected.items():
+        assert [w for w, _ in rules[relation]] == [w for w, _ in words]
+        assert [v for _, v in rules[relation]] == pytest.approx([v for _, v in words])
     # Cue removal drops the relation's rule words outside the mentions, keeps the spans right.
     donors = tuple(SourceInstance(r.id, r.marked_text(), r.relation, r) for r in instances if r is not None)
     gen = CueRemoval({"num_rules": 1})
@@ -221,7 +224,7 @@ def test_a_generated_sst2_suite_runs_with_the_sentiment_task(tmp_path: Path, cap
                            "--limit", "120", "--out", suite)
     assert code == 0, err
     base = (DATA / "tiny-sentiment.toml").read_text().replace('suite = "builtin:sentiment"', f'suite = "{suite}"')
-    base = base.replace('scenarios = ["standard", "seen", "test_type"]', 'scenarios = ["standard", "family"]')
+    base = base.replace('scenarios = ["standard", "seen", "test_type"]', 'scenarios = ["standard", "seen", "family"]')
     config = tmp_path / "tiny.toml"
     config.write_text(base)
     store = tmp_path / "s.duckdb"

@@ -1,5 +1,6 @@
-"""The README's code blocks marked ``tested`` work: its shell commands run, and its seven plugin examples (one per
-kind) pass their kinds' checks and then run together in one small benchmark through the real code path."""
+"""The README's code blocks marked ``tested`` work: its shell commands run, and its eight plugin examples (one per
+kind) pass their kinds' checks; seven then run together in one small benchmark through the real code path, and
+the generator makes a suite."""
 
 from __future__ import annotations
 
@@ -40,10 +41,10 @@ def plugins() -> Iterator[types.ModuleType]:
 
 
 def test_the_readme_has_a_tested_example_of_every_plugin_kind(plugins: types.ModuleType) -> None:
-    assert len(blocks("python")) == 7
+    assert len(blocks("python")) == 8
     names = {"LearningWithoutForgetting": "method", "JSInvariance": "loss", "ConfidentEq": "expectation kind",
              "SuiteOnly": "training configuration", "MacroF1Classification": "task",
-             "InlineExecutor": "executor", "GradientTimesInput": "attribution"}
+             "InlineExecutor": "executor", "GradientTimesInput": "attribution", "ShoutOneWord": "generator"}
     for cls, kind in names.items():
         ALL[kind].check(getattr(plugins, cls), cls)  # raises, naming the member, if one is missing
     assert set(names.values()) == set(ALL)
@@ -63,6 +64,22 @@ def test_the_readme_shell_commands_run(tmp_path: Path, capsys: pytest.CaptureFix
         code, _, err = run_cli(capsys, *argv[1:])
         assert code == 0, f"{line}\n{err}"
     assert (tmp_path / "my-suite.jsonl.gz").exists()
+
+
+def test_the_readme_generator_makes_a_suite(plugins: types.ModuleType, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from beluga_core.data.suite.io import load_suite
+
+    out = tmp_path / "shout.jsonl"
+    code, _, err = run_cli(capsys, "suite", "generate", f"{MODULE}:ShoutOneWord", "--source", "builtin:sst2#val",
+                           "--limit", "40", "--option", "min_length=4", "--out", out)
+    assert code == 0, err
+    suite = load_suite(out)
+    mft = [c for c in suite.cases if c.test_type == "MFT"]
+    assert len(mft) == 40 and len(suite.cases) == 80 and suite.header.levels == ["family", "perturbation"]
+    for case in mft:
+        word = case.meta["note"]["word"]
+        assert len(word) >= 4 and word.upper() in str(case.inputs[0]).split()
 
 
 def _suite_with_the_plugins(path: Path) -> Path:
