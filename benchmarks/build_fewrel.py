@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.iid.relation import OVERLAP, RelationInstance, read_fewrel, write_opennre
+from beluga_core.data.iid.relation import RelationInstance
+from beluga_core.data.iid.relation_data import OVERLAP, read_fewrel, write_opennre
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 OUT_DIR = REPO_ROOT / "beluga_core" / "data" / "builtin" / "fewrel16"

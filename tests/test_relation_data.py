@@ -21,14 +21,11 @@ import pytest
 from conftest import require_shared
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.iid.relation import (
-    NA_LABEL,
+from beluga_core.data.iid.relation import NA_LABEL, Entity, RelationInstance, parse_marked
+from beluga_core.data.iid.relation_data import (
     OVERLAP,
-    Entity,
-    RelationInstance,
     fewrel16_relation_names,
     load_fewrel16,
-    parse_marked,
     read_fewrel,
     read_opennre,
     read_relations,

@@ -65,7 +65,7 @@ def test_the_label_space_must_end_with_the_na_label() -> None:
 
 
 def test_fewrel16_iid_data_is_renumbered_into_the_head() -> None:
-    from beluga_core.data.iid.relation import fewrel16_relation_names
+    from beluga_core.data.iid.relation_data import fewrel16_relation_names
 
     names = sorted(fewrel16_relation_names().values())
     task = _task()

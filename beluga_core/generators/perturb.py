@@ -1,5 +1,8 @@
 """CheckList's context perturbation functions, re-implemented on plain word tokens.
 
+Long: the seven functions share the lexicon indexes and the name / place recognisers, which only make sense
+together; split apart, each part would import the others' private helpers.
+
 A suite generator calls these on (a) the words between the two entities of a relation-extraction sentence or
 (b) a whole sentence (SST-2 and the like). Each function takes a token sequence (whitespace tokens, FewRel/PTB
 style: punctuation is its own token; contractions either PTB-split, ``["is", "n't"]``, or CheckList text style,

@@ -24,14 +24,8 @@ from beluga_core.contracts.generators import Source, SourceInstance, SourceKind
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.builtin import BUILTIN_IID, BUILTIN_PREFIX
 from beluga_core.data.iid.classification import load_classification_iid
-from beluga_core.data.iid.relation import (
-    NA_LABEL,
-    OVERLAP,
-    RelationInstance,
-    fewrel16_instances,
-    from_marked,
-    read_relations,
-)
+from beluga_core.data.iid.relation import NA_LABEL, RelationInstance, from_marked
+from beluga_core.data.iid.relation_data import OVERLAP, fewrel16_instances, read_relations
 from beluga_core.data.suite.io import BUILTIN_DIR, load_suite
 
 FEWREL16 = "fewrel16"
