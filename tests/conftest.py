@@ -63,6 +63,18 @@ def sentiment_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str
 
 
 @pytest.fixture(scope="session")
+def relation_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/data/tiny-relation.toml run once: a tiny FewRel-16 run whose IID model's weights are kept (the
+    relation task's tests, and the model the attack and counterfactual generators are tested against). Tests
+    must not write to it."""
+    from helpers import DATA, run_benchmark
+
+    store = tmp_path_factory.mktemp("relation") / "r.duckdb"
+    run_benchmark(DATA / "tiny-relation.toml", store)
+    return store
+
+
+@pytest.fixture(scope="session")
 def executors_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/data/tiny-executors.toml run with the local executor (one torch thread): the reference that the
     parallel executors and a killed-and-resumed run must equal, and the own-levels end-to-end store (the shipped

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import DATA, query, run_benchmark
+from helpers import query
 
 from beluga_core.contracts.registries import TASKS
 from beluga_core.contracts.tasks import TaskSettings
@@ -75,13 +75,6 @@ def test_fewrel16_iid_data_is_renumbered_into_the_head() -> None:
     assert (len(data.train), len(data.val), len(data.test)) == (6400, 800, 800)
     assert data.label_names[-1] == "no_relation" and max(ex.label for ex in data.train) == 15
     assert all(ex.inputs.count("[E1]") == 1 for ex in data.test)
-
-
-@pytest.fixture(scope="module")
-def relation_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("relation") / "r.duckdb"
-    run_benchmark(DATA / "tiny-relation.toml", store)
-    return store
 
 
 def test_a_tiny_relation_run_holds_families_out_and_stores_per_relation_scores(relation_store: Path) -> None:

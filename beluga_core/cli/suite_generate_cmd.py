@@ -1,5 +1,5 @@
-"""``beluga suite generate GENERATOR… --source SRC --out FILE [--seed N] [--option k=v…] [--limit N] [--dry-run]
-[--audit N]``."""
+"""``beluga suite generate GENERATOR… --source SRC --out FILE [--model store:STORE#SELECTOR | path:DIR] [--seed N]
+[--option k=v…] [--limit N] [--dry-run] [--audit N]``."""
 
 from __future__ import annotations
 
@@ -58,6 +58,15 @@ def generate_cmd(
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the source's first N instances.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Suite name (default: from the output file).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be generated; write nothing.")] = False,
+    model: Annotated[str | None, typer.Option("--model", help=(
+        "The trained model that pwws, hotflip, ig-contrast and entity-only-debiased work against: "
+        "store:STORE#SELECTOR (weights kept beside the store, e.g. store:runs/x.duckdb#iid/vanilla) or "
+        "path:DIR (a saved checkpoint). Recorded in the suite header."))] = None,
+    task: Annotated[str | None, typer.Option("--task", help=(
+        "path:DIR models only: the task plugin that reads them (default: relation for relation sources, "
+        "classification otherwise)."))] = None,
+    max_length: Annotated[int, typer.Option("--max-length", min=8, help=(
+        "path:DIR models only: truncation length in tokens."))] = 128,
     audit: Annotated[int | None, typer.Option("--audit", min=1, help=(
         "Also write N sampled (original, perturbed, label, perturbation) rows as CSV beside the suite "
         "(FILE.audit.csv), for a person to check that the labels still hold."))] = None,
@@ -89,13 +98,24 @@ def generate_cmd(
         except ValueError as exc:
             raise BelugaError(f"generator '{g}': {exc}", field="option") from None
     src = read_source(source)
+    target, record = None, None
+    if model is not None:
+        from beluga_core.analysis.target import load_target
+
+        if not any(c.requires_model for c in classes.values()):
+            raise BelugaError(f"--model: none of {', '.join(generator)} works against a model", field="model")
+        target, record = load_target(model, label_space=src.label_space, input_kind=src.kind,
+                                     task_name=task or ("relation" if src.kind == "relation" else "classification"),
+                                     max_length=max_length)
     suite_name = name or (out.name.removesuffix(".gz").removesuffix(".jsonl") if out else "generated")
     with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         n = min(limit, len(src.instances)) if limit else len(src.instances)
-        task = bar.add_task("generate", total=n)
-        made = generate(src, gens, seed=seed, name=suite_name, limit=limit,
-                        progress=lambda i: bar.update(task, completed=i) if i % 100 == 0 or i == n else None)
+        bar_task = bar.add_task("generate", total=n)
+        # Model-dependent generators take seconds per instance: show every step of theirs.
+        every = 1 if target is not None else 100
+        made = generate(src, gens, seed=seed, name=suite_name, limit=limit, model=target, model_record=record,
+                        progress=lambda i: bar.update(bar_task, completed=i) if i % every == 0 or i == n else None)
     _print_counts(console, made, by_family(made), family_shares(made))
     if dry_run:
         console.print("dry run: nothing written")
@@ -116,17 +136,18 @@ def _print_counts(console: Console, made: object, families: dict[str, dict[str, 
 
     assert isinstance(made, Generated)
     table = Table(title=f"{made.instances:,} source instances", title_justify="left")
-    for col in ("family", "perturbation", "MFT", "INV", "duplicates", "family yield"):
+    for col in ("family", "perturbation", "MFT", "INV", "DIR", "duplicates", "family yield"):
         table.add_column(col, justify="left" if col in ("family", "perturbation") else "right")
     for family in sorted(families):
         first = True
         for perturbation, c in sorted(families[family].items()):
             table.add_row(family if first else "", perturbation, f"{c.get('MFT', 0):,}", f"{c.get('INV', 0):,}",
-                          f"{c.get('duplicates', 0):,}", f"{100 * shares.get(family, 0):.1f} %" if first else "")
+                          f"{c.get('DIR', 0):,}", f"{c.get('duplicates', 0):,}",
+                          f"{100 * shares.get(family, 0):.1f} %" if first else "")
             first = False
     for family, share in sorted(shares.items()):
         if family not in families:
-            table.add_row(family, "(none)", "0", "0", "0", f"{100 * share:.1f} %")
+            table.add_row(family, "(none)", "0", "0", "0", "0", f"{100 * share:.1f} %")
     console.print(table)
     labels = sorted({label for _, label in made.per_label})
     per = Table(title="MFT cases per label", title_justify="left")

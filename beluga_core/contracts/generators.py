@@ -10,15 +10,23 @@ source instance carries the instance id as its ``split_key`` so that a split nev
 A generator sees the whole source first (``prepare``: statistics such as cue words or pair frequencies, or a
 choice made over all instances, are computed there) and may draw from ``Source.donors`` (e.g. entities of the
 same relation from the training data), never from the instances it perturbs.
+
+A generator with ``requires_model`` (adversarial attacks, counterfactual masking, the entity-only de-biased set)
+reads a trained model through ``TargetModel`` (``self.model``, set before ``prepare``): probabilities, the loss
+gradient at the word embeddings, token attributions; beluga records which model in the suite header
+(``source.model``, "generated against"), so that a report can tell adaptive robustness (the model attacked is
+the one scored) from transfer robustness (another model's adversarial examples).
 """
 
 from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+import numpy as np
 
 from beluga_core.data.iid.relation import RelationInstance
 from beluga_core.data.suite.schema import Input
@@ -70,6 +78,65 @@ class Perturbed:
     input: Input
     label: str | None = None
     note: Mapping[str, Any] = field(default_factory=dict)
+    # Also emit a DIR case [original, perturbed]: the confidence in the original's gold label must not rise
+    # (counterfactual masking: removing the words the model relied on should not make it surer).
+    dir_twin: bool = False
+    # Emit the MFT case (gold label on the perturbed input); off where no label holds for it (a sentiment
+    # input with its most informative words masked has no gold label; only its DIR twin is a test).
+    mft: bool = True
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """One input as the model reads it, with a score per token: its pieces, the whitespace word of the input
+    each comes from (−1: a special token, an entity marker or the pad of truncation) and the scores."""
+
+    tokens: tuple[str, ...]
+    word_of: tuple[int, ...]
+    scores: np.ndarray
+
+
+@dataclass(frozen=True)
+class WordGradients:
+    """The gradient of the cross-entropy on a label with respect to the word embeddings, per whitespace word
+    of the input: the word, its vocabulary ids (empty where truncation cut it off) and the gradient at its
+    first piece (zeros where it was cut off)."""
+
+    words: tuple[str, ...]
+    ids: tuple[tuple[int, ...], ...]
+    gradients: np.ndarray
+    loss: float
+
+
+@runtime_checkable
+class TargetModel(Protocol):
+    """A trained classifier as a model-dependent generator sees it. Inputs are the suite's own (a relation
+    input is its marked text); labels are names of the head's classes. ``queries`` counts the inputs
+    evaluated (``probabilities``, ``word_gradients``) since the model was loaded: attacks report it per
+    success."""
+
+    name: str
+    labels: tuple[str, ...]
+    queries: int
+    unk_token: str
+
+    def probabilities(self, inputs: Sequence[Input]) -> np.ndarray:
+        """[len(inputs), len(labels)] class probabilities (fp32, eval mode)."""
+        ...
+
+    def word_gradients(self, x: str, label: str) -> WordGradients: ...
+
+    def embeddings(self) -> np.ndarray:
+        """The word-embedding matrix [vocabulary, d]."""
+        ...
+
+    def vocabulary(self) -> Sequence[str]:
+        """The token of every vocabulary id."""
+        ...
+
+    def attribute(self, x: str, label: str, method: str, options: Mapping[str, Any]) -> TokenScores:
+        """Token attributions of ``x`` towards ``label`` by the attribution plugin ``method``."""
+        ...
 
 
 class Generator(ABC):
@@ -88,6 +155,8 @@ class Generator(ABC):
     version: ClassVar[str] = "1"
     invariant: ClassVar[bool] = True
     requires_model: ClassVar[bool] = False
+    # Set by beluga before ``prepare`` when ``requires_model``.
+    model: TargetModel | None = None
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         unknown = sorted(set(options or {}) - set(self.defaults))
@@ -99,6 +168,13 @@ class Generator(ABC):
     def prepare(self, source: Source, seed: int) -> None:
         """Read the whole source before the first ``perturb`` (statistics, choices over all instances)."""
         return None
+
+    @property
+    def target(self) -> TargetModel:
+        """The model a ``requires_model`` generator works against."""
+        if self.model is None:
+            raise ValueError("this generator works against a trained model: give one (--model)")
+        return self.model
 
     @abstractmethod
     def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:

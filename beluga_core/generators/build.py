@@ -4,7 +4,8 @@ Every generator sees every instance (in the source's order) with its own ``rando
 generator, instance id), so the output depends on nothing else: the same source, options and seed give the
 same bytes. A generated input becomes an MFT case (the gold label on the perturbed input: DiagnoseRE's metric)
 and, when the perturbation keeps the label and changes the input, an INV case ``[original, perturbed]``
-(consistency, CheckList's tolerance 0.1). Case ids are ``family/perturbation/TYPE/<sha1 of the case>``; a case
+(consistency, CheckList's tolerance 0.1); a counterfactual input also gets a DIR case ``[original, perturbed]``
+(the confidence in the gold label must not rise). Case ids are ``family/perturbation/TYPE/<sha1 of the case>``; a case
 identical to one already made (two instances perturbed into the same text) is dropped and counted.
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
+from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance, TargetModel
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.schema import Case, Expectation, SuiteHeader
 
@@ -51,13 +52,22 @@ def _case_id(family: str, perturbation: str, test_type: str, inputs: Sequence[An
 
 
 def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, seed: int, name: str,
-             limit: int | None = None, description: str = "",
+             limit: int | None = None, description: str = "", model: TargetModel | None = None,
+             model_record: dict[str, Any] | None = None,
              progress: Callable[[int], None] | None = None) -> Generated:
-    """Run ``generators`` (registry name, instance) over ``source``; ``limit`` keeps its first N instances."""
+    """Run ``generators`` (registry name, instance) over ``source``; ``limit`` keeps its first N instances.
+    ``model`` is what the generators that need one work against; ``model_record`` describes it for the header
+    (default: its name)."""
     for gen_name, gen in generators:
         if source.kind not in gen.kinds:
             raise BelugaError(f"generator '{gen_name}' works on {', '.join(gen.kinds)} sources; {source.name} is a "
                               f"{source.kind} source", field="generator")
+        if gen.requires_model:
+            if model is None:
+                raise BelugaError(f"generator '{gen_name}' works against a trained model: give --model "
+                                  "store:STORE#SELECTOR (a model whose weights the store kept) or path:DIR (a saved "
+                                  "checkpoint)", field="model")
+            gen.model = model
     instances = source.instances[:limit] if limit else source.instances
     used = Source(source.name, source.kind, tuple(instances), source.label_space, source.donors,
                   source.donors_name, source.task)
@@ -67,7 +77,9 @@ def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, see
         except ValueError as exc:
             raise BelugaError(f"generator '{gen_name}': {exc}", field="option") from None
     cases: dict[str, Case] = {}
-    out = Generated(_header(used, generators, seed, name, description), [], len(instances),
+    against = (model_record or {"name": model.name}) if model is not None and any(
+        g.requires_model for _, g in generators) else None
+    out = Generated(_header(used, generators, seed, name, description, against), [], len(instances),
                     yielded={gen.family: set() for _, gen in generators})
     for n, instance in enumerate(instances, 1):
         for gen_name, gen in generators:
@@ -102,7 +114,7 @@ def _cases(gen_name: str, gen: Generator, instance: SourceInstance, p: Perturbed
             **({"note": dict(p.note)} if p.note else {})}
     out = [Case(id=_case_id(gen.family, p.perturbation, "MFT", [p.input], label), groups=groups, test_type="MFT",
                 loss="mft", inputs=[p.input], label=label, expectation=Expectation(kind="eq", target="label"),
-                meta=meta)]
+                meta=meta)] if p.mft else []
     if gen.invariant and p.label is None and p.input != instance.input:
         inputs = [instance.input, p.input]
         out.append(Case(id=_case_id(gen.family, p.perturbation, "INV", inputs, label), groups=groups,
@@ -110,11 +122,19 @@ def _cases(gen_name: str, gen: Generator, instance: SourceInstance, p: Perturbed
                         expectation=Expectation.model_validate({"kind": "inv", "agg": "all_except_first",
                                                                 "level": "pairwise", "tolerance": INV_TOLERANCE}),
                         meta=meta))
+    if p.dir_twin and p.input != instance.input:
+        inputs = [instance.input, p.input]
+        out.append(Case(id=_case_id(gen.family, p.perturbation, "DIR", inputs, instance.label), groups=groups,
+                        test_type="DIR", loss="dir", inputs=inputs, label=instance.label,
+                        expectation=Expectation.model_validate({
+                            "kind": "monotonic", "level": "pairwise", "agg": "all_except_first",
+                            "label": instance.label, "increasing": False, "tolerance": 0.0}),
+                        meta=meta))
     return out
 
 
 def _header(source: Source, generators: Sequence[tuple[str, Generator]], seed: int, name: str,
-            description: str) -> SuiteHeader:
+            description: str, against: dict[str, Any] | None) -> SuiteHeader:
     input_kind = "text" if source.kind == "relation" else source.kind
     return SuiteHeader(
         name=name, description=description or f"generated from {source.name} by "
@@ -122,7 +142,7 @@ def _header(source: Source, generators: Sequence[tuple[str, Generator]], seed: i
         levels=LEVELS, scoring_level="perturbation", task=source.task, input_kind=input_kind,
         label_space=list(source.label_space), split_by=SPLIT_KEY,
         source={"generators": [{"name": g, "version": gen.version, "options": gen.options} for g, gen in generators],
-                "seed": seed, "from": source.name, "donors": source.donors_name, "model": None,
+                "seed": seed, "from": source.name, "donors": source.donors_name, "model": against,
                 "instances": len(source.instances)})
 
 

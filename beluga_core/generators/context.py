@@ -16,14 +16,13 @@ family) and the removal of relation cue words (its selection-bias family).
 from __future__ import annotations
 
 import json
-import math
 import random
-from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
+from beluga_core.data.iid.cues import context_words, tfidf_rules
 from beluga_core.data.iid.relation import Entity, RelationInstance
 from beluga_core.generators.perturb import CONTEXT_FUNCTIONS
 
@@ -73,29 +72,6 @@ def _with_context(r: RelationInstance, start: int, end: int, segment: tuple[str,
         return Entity(entity.name, (span,), entity.id, entity.type)   # other mentions may have changed: dropped
 
     return r.with_tokens(tokens, moved(r.head), moved(r.tail))
-
-
-def context_words(r: RelationInstance) -> list[tuple[int, str]]:
-    """(position, lower-cased word) of the words outside both marked mentions that contain a letter."""
-    inside = set(range(*r.head.span)) | set(range(*r.tail.span))
-    return [(i, w.lower()) for i, w in enumerate(r.tokens) if i not in inside and any(ch.isalpha() for ch in w)]
-
-
-def tfidf_rules(instances: list[RelationInstance], num_rules: int) -> dict[str, list[tuple[str, float]]]:
-    """Per relation, its ``num_rules`` cue words with their tf·idf scores, highest first (ties: alphabetical)."""
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    n_of: Counter[str] = Counter()
-    for r in instances:
-        n_of[r.relation] += 1
-        counts[r.relation].update(w for _, w in context_words(r))
-    n_relations = len(n_of)
-    df: Counter[str] = Counter(w for c in counts.values() for w in c)
-    rules = {}
-    for relation, c in counts.items():
-        scored = [(w, (k / n_of[relation]) * math.log(n_relations / (1 + df[w]))) for w, k in c.items()]
-        scored.sort(key=lambda x: (-x[1], x[0]))
-        rules[relation] = scored[:num_rules]
-    return rules
 
 
 class CueRemoval(Generator):

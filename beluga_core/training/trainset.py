@@ -126,6 +126,24 @@ class TrainSet:
         rng.shuffle(chunks)  # interleaves batch types in proportion to their counts
         return [self._realise(stream, units, rng) for stream, units in chunks]
 
+    def batches_of(self, rng: random.Random, batch_size: int, picks: Sequence[int]) -> list[Batch]:
+        """The batches of the units at ``picks`` (positions in ``units()``; a position may repeat): each stream's
+        picked units, in the order picked, cut into batches of its loss's size; batch types interleaved as
+        ``epoch`` interleaves them. The caller's order is the randomness, so only length grouping reorders."""
+        flat = [(stream, u) for stream, units in self.streams.items() for u in units]
+        per_stream: dict[str, list[SingleUnit | PairUnit]] = defaultdict(list)
+        for i in picks:
+            stream, unit = flat[i]
+            per_stream[stream].append(unit)
+        chunks = []
+        for stream, order in per_stream.items():
+            size = rows_per_batch(self.losses[stream], batch_size)
+            if self.length_of is not None:
+                order = self._length_grouped(order, size)
+            chunks += [(stream, order[i:i + size]) for i in range(0, len(order), size)]
+        rng.shuffle(chunks)
+        return [self._realise(stream, units, rng) for stream, units in chunks]
+
     def batches(self, rng: random.Random, batch_size: int, epochs: float, by_env: bool = False) -> Iterator[Batch]:
         """``epochs`` passes (fractional allowed: the last pass stops early)."""
         per_epoch = self.batches_per_epoch(batch_size, by_env)

@@ -1,0 +1,246 @@
+"""DiagnoseRE's model-dependent families at MiniLM scale, at a forced precision (fp32 by default): attacks,
+counterfactual masking and the training strategies against them, each comparison with a 95 % bootstrap interval
+(2,000 seeded rounds; "holds" only where the interval of the difference excludes 0).
+
+    python benchmarks/bench_adversarial.py            # everything below, wall time printed per step and in all
+
+1. benchmarks/relation-iid.toml: the FewRel-16 IID model M0 (micro-F1 on D_test).
+2. pwws, hotflip and ig-contrast against M0 on FewRel-16's pool sentences (in no i.i.d. split): attacked
+   instances (those M0 classifies correctly; at least 200), attack success rate, queries per success, accuracy
+   under attack; M0 on the contrast cases (labelled no_relation: ≈ 0 by construction, M0's head never saw the
+   class) and on their DIR twins (pass rate, distribution of the drop in gold-relation confidence).
+3. benchmarks/relation-attacks.toml on that suite (families adversarial and counterfactual; scenarios standard,
+   seen, family — only:family is left out here for time): adversarial accuracy and contrast accuracy on T_test
+   before (the run's IID model: transfer, it is a re-training of M0 with another seed) and after training (seen =
+   Adv + CDA), each family held out (does training on the other family carry over?), and micro-F1 on D_test.
+4. benchmarks/sentiment-cda.toml: an SST-2 model, ig-contrast DIR cases on SST-2 validation sentences against
+   it, and the DIR pass rate before and after IID→(IID+T) training on the DIR cases' T_train.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_quick import forced_config, run_once
+
+from beluga_core.analysis.target import load_target
+from beluga_core.data.suite.io import load_suite, write_suite
+from beluga_core.data.wordnet import have_wordnet
+from beluga_core.evaluation.metrics import micro_f1_excluding
+from beluga_core.generators.adversarial import PWWS, HotFlip
+from beluga_core.generators.build import generate
+from beluga_core.generators.counterfactual import IGContrast
+from beluga_core.generators.sources import read_source
+from beluga_core.training.precision import machine_line
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = REPO / "runs" / "bench-adversarial"
+ROUNDS = 2000
+SEED = 0
+POOL = 260            # pool sentences attacked: ≥ 200 of them classified correctly by M0
+SST_LIMIT = 400
+
+
+def interval(x: np.ndarray, scale: float = 100.0) -> str:
+    lo, hi = np.percentile(x, [2.5, 97.5])
+    return f"[{scale * lo:.1f}, {scale * hi:.1f}]"
+
+
+def verdict(x: np.ndarray) -> str:
+    lo, hi = np.percentile(x, [2.5, 97.5])
+    return "holds" if lo > 0 else ("reversed" if hi < 0 else "not resolved at this size")
+
+
+def boot(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return values[rng.integers(0, len(values), size=(ROUNDS, len(values)))].mean(axis=1)
+
+
+def paired(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    idx = rng.integers(0, len(a), size=(ROUNDS, len(a)))
+    return b[idx].mean(axis=1) - a[idx].mean(axis=1)
+
+
+def config_with(config: Path, **replace: str) -> Path:
+    """``config`` at fp32 with top-level or section keys replaced (``scenarios``, ``suite``, ``path``)."""
+    path = forced_config(config, "fp32")
+    text = path.read_text(encoding="utf-8")
+    for key, value in replace.items():
+        text = re.sub(rf"^{key}\s*=.*$", f"{key} = {value}", text, count=1, flags=re.M)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def iid_f1(con: duckdb.DuckDBPyConnection, model_id: str) -> tuple[np.ndarray, np.ndarray, int]:
+    rows = con.execute("SELECT gold, pred FROM iid_predictions WHERE model_id = ? AND split = 'test' "
+                       "ORDER BY example_idx", [model_id]).fetchall()
+    labels = json.loads(con.execute("SELECT labels::VARCHAR FROM task_heads").fetchall()[0][0])
+    gold = np.array([int(g) for g, _ in rows])
+    pred = np.array([int(p) for _, p in rows])
+    return gold, pred, len(labels) - 1
+
+
+def boot_f1(gold: np.ndarray, preds: list[np.ndarray], na: int, rng: np.random.Generator) -> np.ndarray:
+    idx = rng.integers(0, len(gold), size=(ROUNDS, len(gold)))
+    return np.array([[micro_f1_excluding(p[i], gold[i], na) for p in preds] for i in idx])
+
+
+def step(title: str, started: float) -> float:
+    now = time.perf_counter()
+    print(f"   ({title}: {now - started:.0f} s)")
+    return now
+
+
+def main() -> None:
+    rng = np.random.default_rng(SEED)
+    RUNS.mkdir(parents=True, exist_ok=True)
+    for old in RUNS.glob("*"):
+        if old.is_file():
+            old.unlink()
+    t0 = t = time.perf_counter()
+    print(machine_line("fp32", torch.device("cpu")))
+
+    # 1. M0
+    iid_store = RUNS / "relation-iid.duckdb"
+    run_once(config_with(REPO / "benchmarks" / "relation-iid.toml"), iid_store)
+    with duckdb.connect(str(iid_store), read_only=True) as con:
+        m0 = con.execute("SELECT model_id FROM models WHERE config = 'iid'").fetchall()[0][0]
+        gold, pred, na = iid_f1(con, m0)
+    f1 = boot_f1(gold, [pred], na, rng)[:, 0]
+    print(f"\n1. M0 (FewRel-16 IID, 3,200 D_train sentences, 1 epoch): micro-F1 on D_test "
+          f"{100 * micro_f1_excluding(pred, gold, na):.1f} {interval(f1)} (n = {len(gold)})")
+    t = step("trained", t)
+
+    # 2. attacks and counterfactual masking against M0
+    source = read_source("builtin:fewrel16#pool")
+    model, record = load_target(f"store:{iid_store}#iid/vanilla", label_space=source.label_space,
+                                input_kind="relation", task_name="relation", max_length=96)
+    gens: list[tuple[str, object]] = [("hotflip", HotFlip()), ("ig-contrast", IGContrast())]
+    wordnet = have_wordnet()
+    if wordnet:
+        gens.insert(0, ("pwws", PWWS()))
+    made = generate(source, gens, seed=0, name="fewrel16-attacks", limit=POOL, model=model,  # type: ignore[arg-type]
+                    model_record=record)
+    suite_path = RUNS / "fewrel16-attacks.jsonl"
+    write_suite(suite_path, made.header, made.cases)
+    reports = {(g, what): v for g, what, _, v in made.reports}
+    t = step("generated", t)
+    print(f"\n2. Against M0, {POOL} pool sentences:")
+    if not wordnet:
+        print("   pwws: skipped: WordNet missing (apt-get install wordnet-base; pip install 'beluga[wordnet]')")
+    for g in ("pwws", "hotflip"):
+        if (g, "succeeded") not in reports:
+            continue
+        attacked, ok = int(reports[(g, "attacked (correctly classified)")]), int(reports[(g, "succeeded")])
+        wins = np.r_[np.ones(ok), np.zeros(attacked - ok)]
+        survive = np.r_[np.ones(attacked - ok), np.zeros(POOL - attacked + ok)]
+        print(f"   {g}: N = {attacked} attacked (of {POOL}; M0 misclassifies the rest), success rate "
+              f"{100 * ok / attacked:.1f} {interval(boot(wins, rng))}, queries per success "
+              f"{reports.get((g, 'queries per success'), float('nan')):.0f}; accuracy under attack "
+              f"{100 * survive.mean():.1f} {interval(boot(survive, rng))} (original accuracy on these sentences "
+              f"{100 * attacked / POOL:.1f})")
+    contrast = [c for c in made.cases if c.groups["family"] == "counterfactual" and c.test_type == "MFT"]
+    dirs = [c for c in made.cases if c.test_type == "DIR"]
+    probs_mft = model.probabilities([c.inputs[0] for c in contrast])
+    acc = (probs_mft.argmax(axis=1) == model.labels.index("no_relation")).astype(float)
+    print(f"   M0 on the contrast cases (labelled no_relation): accuracy {100 * acc.mean():.1f} "
+          f"{interval(boot(acc, rng))} (n = {len(acc)}): ≈ 0 by construction, its head never trained the class")
+    orig = model.probabilities([c.inputs[0] for c in dirs])
+    masked = model.probabilities([c.inputs[1] for c in dirs])
+    g_idx = np.array([model.labels.index(str(c.label)) for c in dirs])
+    drop = orig[np.arange(len(dirs)), g_idx] - masked[np.arange(len(dirs)), g_idx]
+    passed = (drop >= 0).astype(float)
+    q = np.percentile(drop, [10, 25, 50, 75, 90])
+    print(f"   M0 on the DIR twins: pass rate {100 * passed.mean():.1f} {interval(boot(passed, rng))} "
+          f"(n = {len(dirs)}); drop in gold confidence, percentiles 10/25/50/75/90: "
+          + " / ".join(f"{v:+.3f}" for v in q))
+    t = step("scored", t)
+
+    # 3. adversarial training and CDA, families held out
+    attack_store = RUNS / "relation-attacks.duckdb"
+    run_once(config_with(REPO / "benchmarks" / "relation-attacks.toml", suite=f'"{suite_path}"',
+                         scenarios='["standard", "seen", "family"]'), attack_store)
+    with duckdb.connect(str(attack_store), read_only=True) as con:
+        rows = con.execute("""SELECT m.model_id, m.config, m.scenario, m.heldout_group, o.case_id, o.outcome,
+                                     c.groups->>'family', c.test_type
+                              FROM outcomes o JOIN models m USING (model_id)
+                              JOIN cases c ON c.case_id = o.case_id AND c.suite = o.suite
+                              WHERE o.outcome <> 'skip'""").fetchall()
+        models = con.execute("SELECT model_id, config, scenario, heldout_group FROM models").fetchall()
+        f1s = {(cfg, sc, g): iid_f1(con, mid) for mid, cfg, sc, g in models}
+    outcome: dict[tuple[str, str, str | None], dict[str, tuple[str, str, float]]] = {}
+    for _, cfg, sc, g, case, out, fam, tt in rows:
+        outcome.setdefault((cfg, sc, g), {})[case] = (fam, tt, float(out == "pass"))
+    base = outcome[("iid", "standard", None)]
+    print("\n3. relation-attacks (T_test; before = the run's IID model, a re-training of M0: transfer robustness):")
+    for fam, tt in (("adversarial", "MFT"), ("counterfactual", "MFT"), ("counterfactual", "DIR")):
+        ids = sorted(c for c, v in base.items() if v[0] == fam and v[1] == tt)
+        before = np.array([base[c][2] for c in ids])
+        what = {"adversarial": "adversarial accuracy", "counterfactual": "contrast accuracy"}[fam] \
+            if tt == "MFT" else "DIR pass rate"
+        line = f"   {what} (n = {len(ids)}): IID {100 * before.mean():.1f}"
+        for key, name in ((("iid-then-iid-plus-t", "seen", None), "Adv+CDA (seen)"),
+                          (("iid-then-iid-plus-t", "family", fam), f"{fam} held out")):
+            after_map = outcome.get(key, {})
+            common = [c for c in ids if c in after_map]
+            if not common:
+                continue
+            a = np.array([base[c][2] for c in common])
+            b = np.array([after_map[c][2] for c in common])
+            d = paired(a, b, rng)
+            line += (f"; {name} {100 * b.mean():.1f}, Δ {100 * (b.mean() - a.mean()):+.1f} {interval(d)} "
+                     f"{verdict(d)}")
+        print(line)
+    g0, p0, na = f1s[("iid", "standard", None)]
+    for key, name in ((("iid-then-iid-plus-t", "seen", None), "Adv+CDA (seen)"),
+                      (("iid-then-iid-plus-t", "family", "adversarial"), "CDA only (adversarial held out)"),
+                      (("iid-then-iid-plus-t", "family", "counterfactual"), "Adv only (counterfactual held out)")):
+        if key not in f1s:
+            continue
+        g1, p1, _ = f1s[key]
+        b = boot_f1(g0, [p0, p1], na, rng)
+        d = b[:, 1] - b[:, 0]
+        print(f"   micro-F1 on D_test, {name}: {100 * micro_f1_excluding(p1, g1, na):.1f} against IID "
+              f"{100 * micro_f1_excluding(p0, g0, na):.1f}, Δ {100 * d.mean():+.1f} {interval(d)} {verdict(d)}")
+    t = step("trained and scored", t)
+
+    # 4. sentiment: DIR before and after CDA-style training
+    sst_iid = RUNS / "sentiment-iid.duckdb"
+    run_once(config_with(REPO / "benchmarks" / "sentiment-cda.toml", suite='"builtin:sentiment"',
+                         configurations='["iid"]', scenarios='["standard"]'), sst_iid)
+    sst = read_source("builtin:sst2#val")
+    smodel, srecord = load_target(f"store:{sst_iid}#iid/vanilla", label_space=sst.label_space, input_kind="text",
+                                  task_name="sentiment", max_length=64)
+    smade = generate(sst, [("ig-contrast", IGContrast())], seed=0, name="sst2-contrast", limit=SST_LIMIT,
+                     model=smodel, model_record=srecord)
+    sst_suite = RUNS / "sst2-contrast.jsonl"
+    write_suite(sst_suite, smade.header, smade.cases)
+    n_dir = sum(c.test_type == "DIR" for c in load_suite(sst_suite).cases)
+    sst_store = RUNS / "sentiment-cda.duckdb"
+    run_once(config_with(REPO / "benchmarks" / "sentiment-cda.toml", suite=f'"{sst_suite}"'), sst_store)
+    with duckdb.connect(str(sst_store), read_only=True) as con:
+        srows = con.execute("""SELECT m.config, o.case_id, o.outcome FROM outcomes o JOIN models m USING (model_id)
+                               WHERE o.outcome <> 'skip'""").fetchall()
+    before_map = {c: float(o == "pass") for cfg, c, o in srows if cfg == "iid"}
+    after_map = {c: float(o == "pass") for cfg, c, o in srows if cfg != "iid"}
+    common = sorted(set(before_map) & set(after_map))
+    a = np.array([before_map[c] for c in common])
+    b = np.array([after_map[c] for c in common])
+    d = paired(a, b, rng)
+    print(f"\n4. SST-2 ({SST_LIMIT} validation sentences, {n_dir} DIR cases against an SST-2 model): DIR pass rate "
+          f"on T_test (n = {len(common)}) before {100 * a.mean():.1f} {interval(boot(a, rng))}, after IID→(IID+T) "
+          f"{100 * b.mean():.1f} {interval(boot(b, rng))}, Δ {100 * d.mean():+.1f} {interval(d)} {verdict(d)}")
+    step("sentiment", t)
+    print(f"\nwall time {time.perf_counter() - t0:.0f} s at fp32 ({machine_line('fp32')})")
+
+
+if __name__ == "__main__":
+    main()
