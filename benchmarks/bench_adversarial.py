@@ -5,10 +5,11 @@ counterfactual masking and the training strategies against them, each comparison
     python benchmarks/bench_adversarial.py            # everything below, wall time printed per step and in all
 
 1. benchmarks/relation-iid.toml: the FewRel-16 IID model M0 (micro-F1 on D_test).
-2. pwws, hotflip and ig-contrast against M0 on FewRel-16's pool sentences (in no i.i.d. split): attacked
-   instances (those M0 classifies correctly; at least 200), attack success rate, queries per success, accuracy
-   under attack; M0 on the contrast cases (labelled no_relation: ≈ 0 by construction, M0's head never saw the
-   class) and on their DIR twins (pass rate, distribution of the drop in gold-relation confidence).
+2. pwws and hotflip against M0 on a seeded sample of FewRel-16's pool sentences (in no i.i.d. split),
+   ig-contrast on a larger one: attacked instances (those M0 classifies correctly; at least 200), attack success
+   rate, queries per success, accuracy under attack; M0 on the contrast cases (labelled no_relation: ≈ 0 by
+   construction, M0's head never saw the class) and on their DIR twins (pass rate, distribution of the drop in
+   gold-relation confidence).
 3. benchmarks/relation-attacks.toml on that suite (families adversarial and counterfactual; scenarios standard,
    seen, family — only:family is left out here for time): adversarial accuracy and contrast accuracy on T_test
    before (the run's IID model: transfer, it is a re-training of M0 with another seed) and after training (seen =
@@ -33,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_quick import forced_config, run_once
 
 from beluga_core.analysis.target import load_target
+from beluga_core.contracts.generators import Generator
 from beluga_core.data.suite.io import load_suite, write_suite
 from beluga_core.data.wordnet import have_wordnet
 from beluga_core.evaluation.metrics import micro_f1_excluding
@@ -46,8 +48,9 @@ REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "runs" / "bench-adversarial"
 ROUNDS = 2000
 SEED = 0
-POOL = 260            # pool sentences attacked: ≥ 200 of them classified correctly by M0
-SST_LIMIT = 400
+ATTACKED = 340        # pool sentences attacked (a seeded sample): ≥ 200 of them classified correctly by M0
+MASKED = 700          # pool sentences for counterfactual masking (a seeded sample; CDA needs many)
+SST_SAMPLE = 400
 
 
 def interval(x: np.ndarray, scale: float = 100.0) -> str:
@@ -79,10 +82,14 @@ def config_with(config: Path, **replace: str) -> Path:
     return path
 
 
-def iid_f1(con: duckdb.DuckDBPyConnection, model_id: str) -> tuple[np.ndarray, np.ndarray, int]:
+def iid_f1(con: duckdb.DuckDBPyConnection, model_id: str) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(gold, predicted, NA class) on D_test; None for a fold model (scored on D_test only with
+    score_folds_on_iid_test)."""
     rows = con.execute("SELECT gold, pred FROM iid_predictions WHERE model_id = ? AND split = 'test' "
                        "ORDER BY example_idx", [model_id]).fetchall()
     labels = json.loads(con.execute("SELECT labels::VARCHAR FROM task_heads").fetchall()[0][0])
+    if not rows:
+        return None
     gold = np.array([int(g) for g, _ in rows])
     pred = np.array([int(p) for _, p in rows])
     return gold, pred, len(labels) - 1
@@ -113,9 +120,11 @@ def main() -> None:
     run_once(config_with(REPO / "benchmarks" / "relation-iid.toml"), iid_store)
     with duckdb.connect(str(iid_store), read_only=True) as con:
         m0 = con.execute("SELECT model_id FROM models WHERE config = 'iid'").fetchall()[0][0]
-        gold, pred, na = iid_f1(con, m0)
+        scored = iid_f1(con, m0)
+    assert scored is not None
+    gold, pred, na = scored
     f1 = boot_f1(gold, [pred], na, rng)[:, 0]
-    print(f"\n1. M0 (FewRel-16 IID, 3,200 D_train sentences, 1 epoch): micro-F1 on D_test "
+    print(f"\n1. M0 (FewRel-16 IID, 3,200 D_train sentences, 1 epoch at 1e-4): micro-F1 on D_test "
           f"{100 * micro_f1_excluding(pred, gold, na):.1f} {interval(f1)} (n = {len(gold)})")
     t = step("trained", t)
 
@@ -123,17 +132,26 @@ def main() -> None:
     source = read_source("builtin:fewrel16#pool")
     model, record = load_target(f"store:{iid_store}#iid/vanilla", label_space=source.label_space,
                                 input_kind="relation", task_name="relation", max_length=96)
-    gens: list[tuple[str, object]] = [("hotflip", HotFlip()), ("ig-contrast", IGContrast())]
     wordnet = have_wordnet()
+    attacks: list[tuple[str, Generator]] = [("hotflip", HotFlip())]
     if wordnet:
-        gens.insert(0, ("pwws", PWWS()))
-    made = generate(source, gens, seed=0, name="fewrel16-attacks", limit=POOL, model=model,  # type: ignore[arg-type]
+        attacks.insert(0, ("pwws", PWWS()))
+    made = generate(source, attacks, seed=0, name="fewrel16-attacks", sample=ATTACKED, model=model,
                     model_record=record)
+    masked = generate(source, [("ig-contrast", IGContrast())], seed=0, name="fewrel16-attacks", sample=MASKED,
+                      model=model, model_record=record)
+    # One suite: the attacks' cases and the masked ones (both seeded samples of the pool; a sentence in both
+    # keeps one split_key, so it lands in one part of every split).
+    header = made.header.model_copy(update={
+        "test_types": sorted({c.test_type for c in made.cases + masked.cases}),
+        "losses": sorted({c.loss for c in made.cases + masked.cases}),
+        "source": {**made.header.source, "generators": made.header.source["generators"]
+                   + masked.header.source["generators"], "sample": {"attacks": ATTACKED, "ig-contrast": MASKED}}})
     suite_path = RUNS / "fewrel16-attacks.jsonl"
-    write_suite(suite_path, made.header, made.cases)
-    reports = {(g, what): v for g, what, _, v in made.reports}
+    write_suite(suite_path, header, made.cases + masked.cases)
+    reports = {(g, what): v for g, what, _, v in made.reports + masked.reports}
     t = step("generated", t)
-    print(f"\n2. Against M0, {POOL} pool sentences:")
+    print(f"\n2. Against M0 ({ATTACKED} pool sentences attacked, {MASKED} masked):")
     if not wordnet:
         print("   pwws: skipped: WordNet missing (apt-get install wordnet-base; pip install 'beluga[wordnet]')")
     for g in ("pwws", "hotflip"):
@@ -141,14 +159,14 @@ def main() -> None:
             continue
         attacked, ok = int(reports[(g, "attacked (correctly classified)")]), int(reports[(g, "succeeded")])
         wins = np.r_[np.ones(ok), np.zeros(attacked - ok)]
-        survive = np.r_[np.ones(attacked - ok), np.zeros(POOL - attacked + ok)]
-        print(f"   {g}: N = {attacked} attacked (of {POOL}; M0 misclassifies the rest), success rate "
+        survive = np.r_[np.ones(attacked - ok), np.zeros(ATTACKED - attacked + ok)]
+        print(f"   {g}: N = {attacked} attacked (of {ATTACKED}; M0 misclassifies the rest), success rate "
               f"{100 * ok / attacked:.1f} {interval(boot(wins, rng))}, queries per success "
               f"{reports.get((g, 'queries per success'), float('nan')):.0f}; accuracy under attack "
               f"{100 * survive.mean():.1f} {interval(boot(survive, rng))} (original accuracy on these sentences "
-              f"{100 * attacked / POOL:.1f})")
-    contrast = [c for c in made.cases if c.groups["family"] == "counterfactual" and c.test_type == "MFT"]
-    dirs = [c for c in made.cases if c.test_type == "DIR"]
+              f"{100 * attacked / ATTACKED:.1f})")
+    contrast = [c for c in masked.cases if c.test_type == "MFT"]
+    dirs = [c for c in masked.cases if c.test_type == "DIR"]
     probs_mft = model.probabilities([c.inputs[0] for c in contrast])
     acc = (probs_mft.argmax(axis=1) == model.labels.index("no_relation")).astype(float)
     print(f"   M0 on the contrast cases (labelled no_relation): accuracy {100 * acc.mean():.1f} "
@@ -175,7 +193,7 @@ def main() -> None:
                               JOIN cases c ON c.case_id = o.case_id AND c.suite = o.suite
                               WHERE o.outcome <> 'skip'""").fetchall()
         models = con.execute("SELECT model_id, config, scenario, heldout_group FROM models").fetchall()
-        f1s = {(cfg, sc, g): iid_f1(con, mid) for mid, cfg, sc, g in models}
+        f1s = {(cfg, sc, g): s for mid, cfg, sc, g in models if (s := iid_f1(con, mid)) is not None}
     outcome: dict[tuple[str, str, str | None], dict[str, tuple[str, str, float]]] = {}
     for _, cfg, sc, g, case, out, fam, tt in rows:
         outcome.setdefault((cfg, sc, g), {})[case] = (fam, tt, float(out == "pass"))
@@ -219,7 +237,7 @@ def main() -> None:
     sst = read_source("builtin:sst2#val")
     smodel, srecord = load_target(f"store:{sst_iid}#iid/vanilla", label_space=sst.label_space, input_kind="text",
                                   task_name="sentiment", max_length=64)
-    smade = generate(sst, [("ig-contrast", IGContrast())], seed=0, name="sst2-contrast", limit=SST_LIMIT,
+    smade = generate(sst, [("ig-contrast", IGContrast())], seed=0, name="sst2-contrast", sample=SST_SAMPLE,
                      model=smodel, model_record=srecord)
     sst_suite = RUNS / "sst2-contrast.jsonl"
     write_suite(sst_suite, smade.header, smade.cases)
@@ -235,7 +253,7 @@ def main() -> None:
     a = np.array([before_map[c] for c in common])
     b = np.array([after_map[c] for c in common])
     d = paired(a, b, rng)
-    print(f"\n4. SST-2 ({SST_LIMIT} validation sentences, {n_dir} DIR cases against an SST-2 model): DIR pass rate "
+    print(f"\n4. SST-2 ({SST_SAMPLE} validation sentences, {n_dir} DIR cases against an SST-2 model): DIR pass rate "
           f"on T_test (n = {len(common)}) before {100 * a.mean():.1f} {interval(boot(a, rng))}, after IID→(IID+T) "
           f"{100 * b.mean():.1f} {interval(boot(b, rng))}, Δ {100 * d.mean():+.1f} {interval(d)} {verdict(d)}")
     step("sentiment", t)

@@ -43,7 +43,7 @@ class BagOfWords:
         p = np.array([sigmoid(sum(self.BETA.get(w, 0.0) for w in str(x).split())) for x in inputs])
         return np.stack([1 - p, p], axis=1)
 
-    def word_gradients(self, x: str, label: str) -> WordGradients:
+    def word_gradients(self, xs: Sequence[str], label: str) -> list[WordGradients]:
         raise NotImplementedError
 
     def embeddings(self) -> np.ndarray:
@@ -205,7 +205,7 @@ def test_hotflip_first_order_scores_rank_like_brute_force_on_the_tiny_model(rela
     rhos = []
     for x in instances:
         assert isinstance(x.input, str)
-        wg = model.word_gradients(x.input, x.label)
+        (wg,) = model.word_gradients([x.input], x.label)
         positions = [i for i, (w, ids) in enumerate(zip(wg.words, wg.ids, strict=True)) if hot.swappable(w, ids)]
         cand = hot.candidate_ids[picked]
         est = first_order_scores(wg.gradients[positions], hot.matrix[[wg.ids[i][0] for i in positions]],
@@ -275,3 +275,31 @@ def test_model_dependent_generators_need_a_model_and_pwws_needs_wordnet(monkeypa
             gen.prepare(Source("toy", "text", (), ("neg", "pos")), 0)
     finally:
         wordnet.load_wordnet.cache_clear()
+
+
+def test_the_readme_attack_blocks_run(relation_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """README "Attacks and counterfactual cases", against the tiny FewRel-16 IID model laid out as
+    relation-iid.toml would leave it (runs/relation-iid.duckdb and its kept weights), with the shipped
+    relation-attacks.toml beside it."""
+    import re
+    import shlex
+    import shutil
+
+    from helpers import REPO, run_cli
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    (commands,) = re.findall(r"^```sh tested:attacks\n(.*?)^```", readme, re.M | re.S)
+    (tmp_path / "runs").mkdir()
+    shutil.copy(relation_store, tmp_path / "runs" / "relation-iid.duckdb")
+    shutil.copytree(relation_store.with_name(relation_store.name + ".cache"),
+                    tmp_path / "runs" / "relation-iid.duckdb.cache")
+    (tmp_path / "benchmarks").mkdir()
+    shutil.copy(REPO / "benchmarks" / "relation-attacks.toml", tmp_path / "benchmarks")
+    monkeypatch.chdir(tmp_path)
+    for line in filter(str.strip, commands.splitlines()):
+        argv = shlex.split(line)
+        code, out, err = run_cli(capsys, *argv[1:])
+        assert code == 0, f"{line}\n{out[-2000:]}\n{err}"
+    suite = load_suite(tmp_path / "runs" / "fewrel16-attacks.jsonl")
+    assert suite.header.source["model"]["selector"] == "iid/vanilla"

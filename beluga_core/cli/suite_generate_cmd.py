@@ -1,5 +1,5 @@
 """``beluga suite generate GENERATOR… --source SRC --out FILE [--model store:STORE#SELECTOR | path:DIR] [--seed N]
-[--option k=v…] [--limit N] [--dry-run] [--audit N]``."""
+[--option k=v…] [--limit N] [--sample N] [--dry-run] [--audit N]``."""
 
 from __future__ import annotations
 
@@ -56,6 +56,8 @@ def generate_cmd(
     option: Annotated[list[str] | None, typer.Option(
         "--option", help="[GENERATOR.]KEY=VALUE (repeatable); VALUE is JSON where it parses.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the source's first N instances.")] = None,
+    sample: Annotated[int | None, typer.Option("--sample", min=1, help=(
+        "Only a seeded sample of N of the source's instances (after --limit), kept in source order."))] = None,
     name: Annotated[str | None, typer.Option("--name", help="Suite name (default: from the output file).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be generated; write nothing.")] = False,
     model: Annotated[str | None, typer.Option("--model", help=(
@@ -111,10 +113,12 @@ def generate_cmd(
     with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         n = min(limit, len(src.instances)) if limit else len(src.instances)
+        n = min(n, sample) if sample else n
         bar_task = bar.add_task("generate", total=n)
         # Model-dependent generators take seconds per instance: show every step of theirs.
         every = 1 if target is not None else 100
-        made = generate(src, gens, seed=seed, name=suite_name, limit=limit, model=target, model_record=record,
+        made = generate(src, gens, seed=seed, name=suite_name, limit=limit, sample=sample, model=target,
+                        model_record=record,
                         progress=lambda i: bar.update(bar_task, completed=i) if i % every == 0 or i == n else None)
     _print_counts(console, made, by_family(made), family_shares(made))
     if dry_run:

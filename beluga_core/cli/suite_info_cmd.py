@@ -34,9 +34,13 @@ def info(
     if gens:
         made = ", ".join(f"{g.get('name')} v{g.get('version')} {json.dumps(g.get('options', {}), sort_keys=True)}"
                          for g in gens)
+        against = h.source.get("model")
+        model = "— (model-free)" if not against else (
+            f"{against.get('name')}" + (f", model {str(against['model_id'])[:12]}" if against.get("model_id") else "")
+            if isinstance(against, dict) else str(against))
         console.print(f"generated from {h.source.get('from')} (seed {h.source.get('seed')}; donors "
-                      f"{h.source.get('donors') or '—'}; against model {h.source.get('model') or '— (model-free)'}) "
-                      f"by {made}", highlight=False, markup=False)
+                      f"{h.source.get('donors') or '—'}; against model {model}) by {made}", highlight=False,
+                      markup=False)
     elif h.source:
         console.print(f"source: {json.dumps(h.source, sort_keys=True)}", highlight=False, markup=False)
     if h.split_by:

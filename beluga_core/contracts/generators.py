@@ -124,7 +124,9 @@ class TargetModel(Protocol):
         """[len(inputs), len(labels)] class probabilities (fp32, eval mode)."""
         ...
 
-    def word_gradients(self, x: str, label: str) -> WordGradients: ...
+    def word_gradients(self, xs: Sequence[str], label: str) -> list[WordGradients]:
+        """Per text, the gradient of the cross-entropy on ``label`` at its word embeddings (one batch)."""
+        ...
 
     def embeddings(self) -> np.ndarray:
         """The word-embedding matrix [vocabulary, d]."""

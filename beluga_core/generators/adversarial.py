@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
+from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance, WordGradients
 from beluga_core.data.iid.relation import MARKERS
 
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
@@ -271,10 +271,8 @@ class HotFlip(_Attacker):
         pos = self.wordnet.pos(old.lower())
         return pos is None or self.wordnet.pos(new) == pos
 
-    def flips(self, text: str, label: str, done: frozenset[int]) -> list[tuple[float, int, str]]:
+    def flips(self, wg: WordGradients, done: frozenset[int]) -> list[tuple[float, int, str]]:
         """The beam's best (score, word index, new word) for one text, highest first."""
-        model = self.target
-        wg = model.word_gradients(text, label)
         positions = [i for i, (w, ids) in enumerate(zip(wg.words, wg.ids, strict=True))
                      if i not in done and self.swappable(w, ids)]
         if not positions:
@@ -305,9 +303,10 @@ class HotFlip(_Attacker):
         beam: list[tuple[tuple[str, ...], tuple[tuple[int, str, str], ...]]] = [(tuple(instance.input.split()), ())]
         for _ in range(int(self.options["max_words"])):
             candidates: dict[tuple[str, ...], tuple[tuple[int, str, str], ...]] = {}
-            for words, changed in beam:
+            grads = model.word_gradients([" ".join(words) for words, _ in beam], instance.label)
+            for (words, changed), wg in zip(beam, grads, strict=True):
                 done = frozenset(i for i, _, _ in changed)
-                for _, i, new in self.flips(" ".join(words), instance.label, done):
+                for _, i, new in self.flips(wg, done):
                     swapped = (*words[:i], new, *words[i + 1:])
                     candidates.setdefault(swapped, (*changed, (i, words[i], new)))
             if not candidates:

@@ -52,10 +52,12 @@ def _case_id(family: str, perturbation: str, test_type: str, inputs: Sequence[An
 
 
 def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, seed: int, name: str,
-             limit: int | None = None, description: str = "", model: TargetModel | None = None,
+             limit: int | None = None, sample: int | None = None, description: str = "",
+             model: TargetModel | None = None,
              model_record: dict[str, Any] | None = None,
              progress: Callable[[int], None] | None = None) -> Generated:
-    """Run ``generators`` (registry name, instance) over ``source``; ``limit`` keeps its first N instances.
+    """Run ``generators`` (registry name, instance) over ``source``; ``limit`` keeps its first N instances,
+    ``sample`` a seeded sample of N (in source order: a source ordered by label, as FewRel's, stays balanced).
     ``model`` is what the generators that need one work against; ``model_record`` describes it for the header
     (default: its name)."""
     for gen_name, gen in generators:
@@ -69,6 +71,9 @@ def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, see
                                   "checkpoint)", field="model")
             gen.model = model
     instances = source.instances[:limit] if limit else source.instances
+    if sample and sample < len(instances):
+        keep = sorted(random.Random(f"{seed}\x1fsample").sample(range(len(instances)), sample))
+        instances = tuple(instances[i] for i in keep)
     used = Source(source.name, source.kind, tuple(instances), source.label_space, source.donors,
                   source.donors_name, source.task)
     for gen_name, gen in generators:
@@ -81,6 +86,8 @@ def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, see
         g.requires_model for _, g in generators) else None
     out = Generated(_header(used, generators, seed, name, description, against), [], len(instances),
                     yielded={gen.family: set() for _, gen in generators})
+    if limit or sample:
+        out.header.source.update({k: v for k, v in (("limit", limit), ("sample", sample)) if v})
     for n, instance in enumerate(instances, 1):
         for gen_name, gen in generators:
             rng = random.Random(f"{seed}\x1f{gen_name}\x1f{instance.id}")

@@ -74,27 +74,35 @@ class LoadedModel:
             tokens[i] = token
         return tokens
 
-    def word_gradients(self, x: str, label: str) -> WordGradients:
-        words, word_of, ids = self._pieces(x)
-        self.queries += 1
-        features = self.task.features(self.encoder, [x], self.device)
+    def word_gradients(self, xs: Sequence[str], label: str) -> list[WordGradients]:
+        """One forward and backward pass for all of ``xs``: the summed loss's gradient at a text's embeddings is
+        that text's own (the texts of a batch do not interact)."""
+        if not xs:
+            return []
+        pieces = [self._pieces(x) for x in xs]
+        self.queries += len(xs)
+        features = self.task.features(self.encoder, list(xs), self.device)
         layer = self.task.input_embeddings(self.model)
+        target = torch.full((len(xs),), self.label_id(label), device=self.device)
         with fp32(self.device):
             emb = layer(features["input_ids"]).detach().requires_grad_(True)
             logits = self.task.forward_embeddings(self.model, features, emb)
             assert isinstance(logits, torch.Tensor)
-            loss = torch.nn.functional.cross_entropy(logits.float(), torch.tensor([self.label_id(label)],
-                                                                                  device=self.device))
-        (grad,) = torch.autograd.grad(loss, emb)
-        g = grad[0].float().cpu().numpy()
-        per_word = np.zeros((len(words), g.shape[1]), dtype=np.float32)
-        pieces: list[list[int]] = [[] for _ in words]
-        for pos, w in enumerate(word_of):
-            if w >= 0:
-                if not pieces[w]:
-                    per_word[w] = g[pos]
-                pieces[w].append(ids[pos])
-        return WordGradients(tuple(words), tuple(tuple(p) for p in pieces), per_word, float(loss.detach()))
+            losses = torch.nn.functional.cross_entropy(logits.float(), target, reduction="none")
+        (grad,) = torch.autograd.grad(losses.sum(), emb)
+        out = []
+        for row, (words, word_of, ids) in enumerate(pieces):
+            g = grad[row].float().cpu().numpy()
+            per_word = np.zeros((len(words), g.shape[1]), dtype=np.float32)
+            chosen: list[list[int]] = [[] for _ in words]
+            for pos, w in enumerate(word_of):
+                if w >= 0:
+                    if not chosen[w]:
+                        per_word[w] = g[pos]
+                    chosen[w].append(ids[pos])
+            out.append(WordGradients(tuple(words), tuple(tuple(c) for c in chosen), per_word,
+                                     float(losses[row].detach())))
+        return out
 
     def attribute(self, x: str, label: str, method: str, options: Mapping[str, Any]) -> TokenScores:
         _, word_of, ids = self._pieces(x)

@@ -78,6 +78,23 @@ def _note_unattributed(finished: list[Job], writer: StoreWriter, cache_dir: Path
                   f"them to the same results) or run into a new store.", soft_wrap=True, highlight=False)
 
 
+def _note_generated_against(plan: Plan, console: Console) -> None:
+    """Say of a suite generated against a model (attacks, counterfactual masking) whether this run's models
+    are scored on it adaptively (the attacked model is one of them) or by transfer (every other model)."""
+    ids = {j.id for j in plan.jobs}
+    for tp in plan.tasks:
+        against = tp.suite.header.source.get("model") if isinstance(tp.suite.header.source, dict) else None
+        if not isinstance(against, dict):
+            continue
+        name = against.get("name", "a model")
+        if against.get("model_id") in ids:
+            how = "its cases score that model adaptively and every other model of the run by transfer"
+        else:
+            how = "that model is not one of this run's, so every model here is scored by transfer"
+        console.print(f"suite '{tp.suite.header.name}' was generated against {name}: {how}.", soft_wrap=True,
+                      highlight=False, markup=False)
+
+
 def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Path:
     """Run what the store lacks. A reader holding the store open makes each commit wait (saying every 10 s
     who holds it) up to ``lock_timeout`` seconds; then the run stops with what it finished committed."""
@@ -88,6 +105,7 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
                          on_wait=lambda message: console.print(f"[yellow]{message}[/]", soft_wrap=True))
     cache_dir = cache_dir_for(store_path)
     resolve_teachers(plan)
+    _note_generated_against(plan, console)
     record_plan(plan, writer)
     run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
                               device=plan.config.executor.device)
