@@ -51,7 +51,15 @@ from beluga_core.contracts.expectations import (
     PerInputKind,
     results_from,
 )
-from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
+from beluga_core.contracts.generators import (
+    Generator,
+    Perturbed,
+    Source,
+    SourceInstance,
+    TargetModel,
+    TokenScores,
+    WordGradients,
+)
 from beluga_core.contracts.losses import Alignment, ClassLoss, Loss, PairLoss, SpanLogits, SpanPairLoss
 from beluga_core.contracts.methods import TRAINING_KEYS, EnvironmentMethod, Method, Stage
 from beluga_core.contracts.registries import (
@@ -174,15 +182,18 @@ __all__ = [
     "StepFn",
     "SuiteHeader",
     "Target",
+    "TargetModel",
     "Task",
     "TaskSettings",
     "TokenAttribution",
+    "TokenScores",
     "TokenizedInput",
     "TrainSet",
     "Trainer",
     "TrainingConfiguration",
     "UnitInfo",
     "ValidationMetric",
+    "WordGradients",
     "Worker",
     "first_labels",
     "normalize",

@@ -50,8 +50,8 @@ RUNS = REPO / "runs" / "bench-adversarial"
 ROUNDS = 2000
 SEED = 0
 ATTACKED = 340        # pool sentences attacked (a seeded sample): ≥ 200 of them classified correctly by M0
-MASKED = 700          # pool sentences for counterfactual masking (a seeded sample; CDA needs many)
-SST_SAMPLE = 400
+MASKED = 450          # pool sentences for counterfactual masking (a seeded sample; CDA needs many)
+SST_SAMPLE = 300
 
 
 def interval(x: np.ndarray, scale: float = 100.0) -> str:

@@ -251,6 +251,12 @@ def test_generate_against_a_stored_model_records_it(relation_store: Path, relati
     info = subprocess.run([*BELUGA, "suite", "info", str(out)], capture_output=True, text=True, env=ENV,
                           timeout=120, check=False)
     assert info.returncode == 0, info.stdout + info.stderr
+    assert "against model r.duckdb#iid/vanilla@standard" in info.stdout
+    # EXTENSIONS §1.5 item 7, second half: the IID model fails the contrast set (its head never trained NA).
+    contrast = [c for c in suite.cases if c.groups["family"] == "counterfactual" and c.test_type == "MFT"]
+    assert contrast and {c.label for c in contrast} == {"no_relation"}
+    predicted = relation_model.probabilities([c.inputs[0] for c in contrast]).argmax(axis=1)
+    assert (predicted == relation_model.labels.index("no_relation")).mean() < 0.5
 
 
 def test_model_dependent_generators_need_a_model_and_pwws_needs_wordnet(monkeypatch: pytest.MonkeyPatch,
