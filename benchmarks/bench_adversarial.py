@@ -33,6 +33,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_quick import forced_config, run_once
+from bench_relation import ROUNDS, SEED, verdict
+from bench_relation import boot_mean as boot
+from bench_relation import ci as interval
 
 from beluga_core.analysis.target import load_target
 from beluga_core.contracts.generators import Generator
@@ -47,25 +50,9 @@ from beluga_core.training.precision import machine_line
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "runs" / "bench-adversarial"
-ROUNDS = 2000
-SEED = 0
 ATTACKED = 340        # pool sentences attacked (a seeded sample): ≥ 200 of them classified correctly by M0
 MASKED = 450          # pool sentences for counterfactual masking (a seeded sample; CDA needs many)
 SST_SAMPLE = 300
-
-
-def interval(x: np.ndarray, scale: float = 100.0) -> str:
-    lo, hi = np.percentile(x, [2.5, 97.5])
-    return f"[{scale * lo:.1f}, {scale * hi:.1f}]"
-
-
-def verdict(x: np.ndarray) -> str:
-    lo, hi = np.percentile(x, [2.5, 97.5])
-    return "holds" if lo > 0 else ("reversed" if hi < 0 else "not resolved at this size")
-
-
-def boot(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    return values[rng.integers(0, len(values), size=(ROUNDS, len(values)))].mean(axis=1)
 
 
 def paired(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -38,7 +38,14 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance, WordGradients
+from beluga_core.contracts.generators import (
+    Generator,
+    Perturbed,
+    Source,
+    SourceInstance,
+    TargetModel,
+    WordGradients,
+)
 from beluga_core.data.iid.relation import MARKERS
 
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
@@ -124,6 +131,14 @@ def first_order_scores(gradients: np.ndarray, current: np.ndarray, candidates: n
     return g @ candidates.astype(np.float64).T - np.sum(g * current.astype(np.float64), axis=1, keepdims=True)
 
 
+def predicted_classes(model: TargetModel, instances: Sequence[SourceInstance]) -> dict[str, int]:
+    """The model's predicted class of every instance, by instance id (one batched pass)."""
+    if not instances:
+        return {}
+    probs = model.probabilities([x.input for x in instances])
+    return {x.id: int(np.argmax(p)) for x, p in zip(instances, probs, strict=True)}
+
+
 def _is_marker(word: str) -> bool:
     return word in MARKERS
 
@@ -148,9 +163,7 @@ class _Attacker(Generator):
         if missing:
             raise ValueError(f"the model's classes ({', '.join(model.labels)}) lack the source's label "
                              f"'{missing[0]}'")
-        texts = [x.input for x in source.instances]
-        probs = model.probabilities(texts) if texts else np.zeros((0, len(model.labels)))
-        self.predicted = {x.id: int(np.argmax(p)) for x, p in zip(source.instances, probs, strict=True)}
+        self.predicted = predicted_classes(model, source.instances)
         self.attacked = self.misclassified = self.succeeded = self.success_queries = 0
 
     def _correct(self, instance: SourceInstance) -> int | None:

@@ -30,7 +30,7 @@ import numpy as np
 
 from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
 from beluga_core.data.iid.relation import NA_LABEL
-from beluga_core.generators.adversarial import STOP_WORDS
+from beluga_core.generators.adversarial import STOP_WORDS, predicted_classes
 from beluga_core.generators.entities import only_entity
 
 EXCLUDED_FIRST = frozenset("[,.;_|()':\"!?-#`")
@@ -76,8 +76,7 @@ class IGContrast(Generator):
         if self.relation and self.options["na_label"] not in source.label_space:
             raise ValueError(f"counterfactual relation cases are labelled '{self.options['na_label']}', which is not "
                              f"in the source's label space (give na_label=…)")
-        probs = model.probabilities([x.input for x in source.instances]) if source.instances else np.zeros((0, 1))
-        self.predicted = {x.id: int(np.argmax(p)) for x, p in zip(source.instances, probs, strict=True)}
+        self.predicted = predicted_classes(model, source.instances)
 
     def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
         model = self.target
