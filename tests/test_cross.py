@@ -337,6 +337,7 @@ def test_the_report_shows_the_cross_table_and_the_matrix(cross_store: tuple[Path
     assert code == 0
     text = (tmp_path / "report.md").read_text()
     assert "## Cross-suite evaluation" in text and "class (mapped)" in text
+    assert "## Capabilities across suites" in text and "iid-then-t/vanilla · class: templates" in text
     assert "## Trained on one group alone (only:LEVEL)" in text
     assert len(list((tmp_path / "figures").glob("only-*.png"))) == 1
     assert len(list((tmp_path / "figures").glob("cross-*.png"))) == 1
@@ -384,3 +385,49 @@ def test_the_readme_cross_suite_queries_run(cross_store: tuple[Path, Path, str])
     assert ("iid", "standard", None) in {r[:3] for r in scores} and ("iid-then-t", "class", "class") in \
         {r[:3] for r in scores}
     assert len(diagonal) == 7 and all(0 <= r[2] <= 1 for r in diagonal if r[2] is not None)
+
+
+def test_cross_alignment_counts_each_side_by_hand(tmp_path: Path) -> None:
+    """cross_alignment: an eval group's pass rate beside the T_test pass rate of the training group it maps to."""
+    writer = _store(tmp_path / "s.duckdb")
+    _model(writer, "iid", "iid", "standard", {"f1-0": "pass", "f1-1": "fail", "f3-0": "fail", "f3-1": "skip"},
+           IID_CROSS, accuracy=0.8)
+    _model(writer, "fold-f1", "iid-then-t", "functionality", {"f1-0": "pass", "f1-1": "pass"},
+           {"e1-0": "pass", "e1-1": "fail", "e1-2": "fail"}, group="f1")
+    rows = {(r[0], r[1], r[2]): r[3:] for r in query(tmp_path / "s.duckdb", """
+        SELECT config, mapped_level, eval_group, mapped_group, template_n_pass, template_n_fail, template_pass_rate,
+               eval_n_pass, eval_n_fail, eval_pass_rate, eval_units
+        FROM cross_alignment""")}
+    # IID: e1 (pass, pass, fail) beside f1 (pass, fail); e3 (fail, fail, pass) beside f3 (fail; a skip left out).
+    assert rows[("iid", "functionality", "e1")] == ("f1", 1, 1, 0.5, 2, 1, pytest.approx(2 / 3), 3)
+    assert rows[("iid", "functionality", "e3")] == ("f3", 0, 1, 0.0, 1, 2, pytest.approx(1 / 3), 3)
+    # e2 maps to f2, on which the IID model has no outcome: no template side.
+    assert rows[("iid", "functionality", "e2")][:4] == ("f2", 0, 0, None)
+    # At the class level e1 maps to A, whose T_test cases the IID model has are f1's.
+    assert rows[("iid", "class", "e1")][:4] == ("A", 1, 1, 0.5)
+    # The fold that held f1 out: its mapped eval cases beside its own f1 outcomes.
+    assert rows[("iid-then-t", "functionality", "e1")] == ("f1", 2, 0, 1.0, 1, 2, pytest.approx(1 / 3), 3)
+    assert not any(k[0] == "iid-then-t" and k[2] != "e1" for k in rows)
+
+
+def test_alignment_intervals_resample_units() -> None:
+    import numpy as np
+
+    from beluga_core.analysis.report.alignment import build_alignment, unit_interval
+
+    rng = np.random.default_rng(0)
+    # Units with one rate (1 of 2, 2 of 4): every resample gives 0.5.
+    assert unit_interval(np.array([1.0, 2.0]), np.array([2.0, 4.0]), rng) == (0.5, 0.5)
+    lo, hi = unit_interval(np.array([1.0] * 10 + [0.0] * 10), np.ones(20), rng)
+    assert 0.25 <= lo < 0.5 < hi <= 0.75
+    base = {"task": "t", "suite": "s", "config": "iid", "method": "vanilla", "scenario": "standard",
+            "eval_suite": "e", "mapped_level": "functionality", "eval_group": "g", "mapped_group": "f"}
+    rows = [base | {"side": "eval", "unit": "u1", "n_pass": 3, "n_eval": 3},
+            base | {"side": "eval", "unit": "u2", "n_pass": 0, "n_eval": 1},
+            base | {"side": "template", "unit": "c1", "n_pass": 1, "n_eval": 1}]
+    (table,) = build_alignment(rows)
+    cell = table.cell(("g", "f"), ("iid", "vanilla", "standard"), "eval")
+    assert (cell.rate, cell.n, cell.units) == (0.75, 4, 2)
+    assert cell.lo is not None and cell.hi is not None and cell.lo <= 0.75 <= cell.hi
+    template = table.cell(("g", "f"), ("iid", "vanilla", "standard"), "template")
+    assert (template.rate, template.lo, template.hi) == (1.0, 1.0, 1.0)

@@ -13,11 +13,13 @@ from pydantic import BaseModel
 
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.data.suite.schema import Case, SuiteHeader
+from beluga_core.generators.capabilities import CapabilitySpec
 
 MODELS: dict[str, type[BaseModel]] = {
     "suite-header.schema.json": SuiteHeader,
     "suite-case.schema.json": Case,
     "benchmark-config.schema.json": BenchmarkConfig,
+    "capability-spec.schema.json": CapabilitySpec,
 }
 
 

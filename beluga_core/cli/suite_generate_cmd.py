@@ -49,8 +49,9 @@ def generate_cmd(
         help="Generator plugin(s) (`beluga plugins list`), e.g. entity-swap context only-entity masked-entity "
              "cue-removal; several make one suite.")],
     source: Annotated[str, typer.Option("--source", help=(
-        "builtin:fewrel16[#pool|train|val], builtin:sst2[#train|val|test] (also sst3, sst5, qqp-fixture), a "
-        "relation data file (FewRel / TACRED JSON, OpenNRE JSON Lines) or a suite file."))],
+        "builtin:fewrel16[#pool|train|val], builtin:sst2[#train|val|test] (also sst3, sst5, qqp-fixture; "
+        "builtin:sst3#heldout is SST's official test split, which no run reads), a relation data file (FewRel / "
+        "TACRED JSON, OpenNRE JSON Lines) or a suite file."))],
     out: Annotated[Path | None, typer.Option("--out", help="Suite file to write (.jsonl or .jsonl.gz).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
     option: Annotated[list[str] | None, typer.Option(
@@ -170,3 +171,5 @@ def _print_counts(console: Console, made: object, families: dict[str, dict[str, 
             shown = f"{100 * value:.1f} %" if what.startswith("share") else f"{value:g}"
             rep.add_row(gen, what, group, shown)
         console.print(rep)
+    for note in made.notes:
+        console.print(escape(note), highlight=False)

@@ -84,6 +84,12 @@ class Perturbed:
     # Emit the MFT case (gold label on the perturbed input); off where no label holds for it (a sentiment
     # input with its most informative words masked has no gold label; only its DIR twin is a test).
     mft: bool = True
+    # A generator with its own levels (``Generator.levels``) names the case's group at each of them; the first
+    # level's group is then the family the dry run counts under.
+    groups: Mapping[str, str] | None = None
+    # The MFT case's expectation where it is not "the gold label", e.g. a label set {positive, neutral} as
+    # {"kind": "not_eq", "level": "single", "value": 0}: the case keeps ``label`` as given (None: no gold label).
+    expectation: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +163,10 @@ class Generator(ABC):
     version: ClassVar[str] = "1"
     invariant: ClassVar[bool] = True
     requires_model: ClassVar[bool] = False
+    # The suite's grouping levels, coarsest first, and the one whose groups are scored; a generator with other
+    # levels than family ⊃ perturbation gives every ``Perturbed`` its ``groups``.
+    levels: ClassVar[tuple[str, ...]] = ("family", "perturbation")
+    scoring_level: ClassVar[str] = "perturbation"
     # Set by beluga before ``prepare`` when ``requires_model``.
     model: TargetModel | None = None
 
@@ -181,6 +191,15 @@ class Generator(ABC):
     @abstractmethod
     def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
         """The inputs generated from one instance (none where the rule does not apply)."""
+
+    def header_fields(self) -> dict[str, Any]:
+        """Suite-header fields the generator sets beyond provenance (e.g. ``maps_to`` / ``maps_from``: how its
+        groups map onto another suite's, for cross-suite evaluation). Called after the last ``perturb``."""
+        return {}
+
+    def notes(self) -> list[str]:
+        """Sentences the dry run prints after its tables (e.g. what did not run and why)."""
+        return []
 
     def report(self) -> list[tuple[str, str, float]]:
         """Rows (what, group, value) the dry run prints beside the counts, e.g. the share of instances that

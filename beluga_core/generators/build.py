@@ -25,7 +25,6 @@ from beluga_core.contracts.generators import Generator, Perturbed, Source, Sourc
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.schema import Case, Expectation, SuiteHeader
 
-LEVELS = ["family", "perturbation"]
 SPLIT_KEY = "split_key"
 INV_TOLERANCE = 0.1
 
@@ -44,9 +43,10 @@ class Generated:
     yielded: dict[str, set[str]] = field(default_factory=dict)
     per_label: Counter[tuple[str, str]] = field(default_factory=Counter)
     reports: list[tuple[str, str, str, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-def _case_id(family: str, perturbation: str, test_type: str, inputs: Sequence[Any], label: str) -> str:
+def _case_id(family: str, perturbation: str, test_type: str, inputs: Sequence[Any], label: Any) -> str:
     body = json.dumps([inputs, label], ensure_ascii=False, sort_keys=True)
     return f"{family}/{perturbation}/{test_type}/{hashlib.sha1(body.encode('utf-8')).hexdigest()[:12]}"
 
@@ -85,7 +85,7 @@ def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, see
     against = (model_record or {"name": model.name}) if model is not None and any(
         g.requires_model for _, g in generators) else None
     out = Generated(_header(used, generators, seed, name, description, against), [], len(instances),
-                    yielded={gen.family: set() for _, gen in generators})
+                    yielded={gen.family: set() for _, gen in generators if gen.levels == Generator.levels})
     if limit or sample:
         out.header.source.update({k: v for k, v in (("limit", limit), ("sample", sample)) if v})
     for n, instance in enumerate(instances, 1):
@@ -95,32 +95,45 @@ def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, see
                 if p.label is not None and p.label not in source.label_space:
                     raise BelugaError(f"generator '{gen_name}' labelled a case '{p.label}', which is not in the "
                                       f"label space {list(source.label_space)}")
+                family = _family(gen, p)
                 for case in _cases(gen_name, gen, instance, p):
                     if case.id in cases:
-                        out.duplicates[(gen.family, p.perturbation)] += 1
+                        out.duplicates[(family, p.perturbation)] += 1
                         continue
                     cases[case.id] = case
-                    out.counts[(gen.family, p.perturbation, case.test_type)] += 1
-                    out.yielded[gen.family].add(instance.id)
+                    out.counts[(family, p.perturbation, case.test_type)] += 1
+                    out.yielded.setdefault(family, set()).add(instance.id)
                     if case.test_type == "MFT":
-                        out.per_label[(gen.family, str(case.label))] += 1
+                        out.per_label[(family, _label_text(case))] += 1
         if progress is not None:
             progress(n)
     out.cases = list(cases.values())
-    out.header = out.header.model_copy(update={
-        "test_types": sorted({c.test_type for c in out.cases}), "losses": sorted({c.loss for c in out.cases})})
+    fields: dict[str, Any] = {}
+    for _, gen in generators:
+        fields.update(gen.header_fields())
+    out.header = SuiteHeader.model_validate({**out.header.model_dump(), **fields,
+                                             "test_types": sorted({c.test_type for c in out.cases}),
+                                             "losses": sorted({c.loss for c in out.cases})})
     out.reports = [(gen_name, *row) for gen_name, gen in generators for row in gen.report()]
+    out.notes = [note for _, gen in generators for note in gen.notes()]
     return out
 
 
 def _cases(gen_name: str, gen: Generator, instance: SourceInstance, p: Perturbed) -> list[Case]:
-    label = p.label if p.label is not None else instance.label
-    groups = {"family": gen.family, "perturbation": p.perturbation}
+    label = p.label if p.label is not None or p.expectation is not None else instance.label
+    family = _family(gen, p)
+    groups = dict(p.groups) if p.groups is not None else {"family": gen.family, "perturbation": p.perturbation}
+    if list(groups) != list(gen.levels):
+        raise BelugaError(f"a case of generator '{gen_name}' is grouped by {list(groups)}; its levels are "
+                          f"{list(gen.levels)}")
     meta = {"generator": gen_name, "perturbation": p.perturbation, SPLIT_KEY: instance.id,
             "original": instance.input if isinstance(instance.input, str) else list(instance.input),
             **({"note": dict(p.note)} if p.note else {})}
-    out = [Case(id=_case_id(gen.family, p.perturbation, "MFT", [p.input], label), groups=groups, test_type="MFT",
-                loss="mft", inputs=[p.input], label=label, expectation=Expectation(kind="eq", target="label"),
+    expectation = (Expectation.model_validate(dict(p.expectation)) if p.expectation is not None
+                   else Expectation(kind="eq", target="label"))
+    out = [Case(id=_case_id(family, p.perturbation, "MFT", [p.input], label if p.expectation is None
+                            else [label, expectation.model_dump(exclude_none=True)]),
+                groups=groups, test_type="MFT", loss="mft", inputs=[p.input], label=label, expectation=expectation,
                 meta=meta)] if p.mft else []
     if gen.invariant and p.label is None and p.input != instance.input:
         inputs = [instance.input, p.input]
@@ -140,13 +153,30 @@ def _cases(gen_name: str, gen: Generator, instance: SourceInstance, p: Perturbed
     return out
 
 
+def _family(gen: Generator, p: Perturbed) -> str:
+    """The family a case counts under: the group at the generator's first level."""
+    return p.groups[gen.levels[0]] if p.groups is not None else gen.family
+
+
+def _label_text(case: Case) -> str:
+    if case.label is None and case.expectation.kind == "not_eq":
+        return f"not {case.expectation.model_dump().get('value')}"
+    return str(case.label)
+
+
 def _header(source: Source, generators: Sequence[tuple[str, Generator]], seed: int, name: str,
             description: str, against: dict[str, Any] | None) -> SuiteHeader:
     input_kind = "text" if source.kind == "relation" else source.kind
+    levels = {(g.levels, g.scoring_level) for _, g in generators}
+    if len(levels) > 1:
+        raise BelugaError("these generators group their cases by different levels "
+                          f"({'; '.join(f'{n}: {list(g.levels)}' for n, g in generators)}): generate one suite "
+                          "per kind of levels", field="generator")
+    (suite_levels, scoring), = levels
     return SuiteHeader(
         name=name, description=description or f"generated from {source.name} by "
                                                f"{', '.join(g for g, _ in generators)} (seed {seed})",
-        levels=LEVELS, scoring_level="perturbation", task=source.task, input_kind=input_kind,
+        levels=list(suite_levels), scoring_level=scoring, task=source.task, input_kind=input_kind,
         label_space=list(source.label_space), split_by=SPLIT_KEY,
         source={"generators": [{"name": g, "version": gen.version, "options": gen.options} for g, gen in generators],
                 "seed": seed, "from": source.name, "donors": source.donors_name, "model": against,

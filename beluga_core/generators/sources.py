@@ -7,7 +7,9 @@ SPEC is one of
 - a relation data file (FewRel JSON, TACRED JSON, OpenNRE JSON Lines); donors: the file itself (a generator never
   draws an instance's own entity).
 - ``builtin:sst2``, ``builtin:sst3``, ``builtin:sst5``, ``builtin:qqp-fixture`` ``[#train|val|test]`` (default
-  ``test``): a shipped i.i.d. dataset's split as beluga splits it (D_test = half of the dev set).
+  ``test``): a shipped i.i.d. dataset's split as beluga splits it (D_test = half of the dev set);
+  ``builtin:sst3#heldout`` / ``builtin:sst5#heldout``: SST's official test split (2,210 sentences), which no run
+  reads.
 - a suite file or ``builtin:`` suite: its MFT cases with one gold label, first input (relation suites: the
   marked text is parsed back into tokens and spans).
 
@@ -35,6 +37,10 @@ CLASSIFICATION_SOURCES = {"sst2": ("sentiment", ("sentence",)), "sst3": ("classi
                           "sst5": ("classification", ("sentence",)),
                           "qqp-fixture": ("paraphrase", ("question1", "question2"))}
 IID_PARTS = ("train", "val", "test")
+# SST's official test split: shipped beside D_train / D_val / D_test (all three from SST's train and dev splits)
+# and read by no run, so sentences generated from it are new to every model trained on builtin:sst2/3/5.
+HELDOUT = "heldout"
+SST_LABELS = {"sst3": "label3", "sst5": "label5"}
 RELATION_SUFFIXES = (".json", ".jsonl", ".txt", ".json.gz", ".jsonl.gz", ".json.xz", ".jsonl.xz")
 
 
@@ -103,16 +109,32 @@ def _is_suite(path: Path) -> bool:
 
 
 def _classification_source(name: str, part: str) -> Source:
-    if part not in IID_PARTS:
-        raise BelugaError(f"builtin:{name} has parts {', '.join(IID_PARTS)} (D_train, D_val, D_test); got "
-                          f"'#{part}'", field="source")
     task, fields = CLASSIFICATION_SOURCES[name]
+    if part == HELDOUT and name in SST_LABELS:
+        return _sst_heldout(name, task)
+    if part not in IID_PARTS:
+        extra = f", {HELDOUT} (SST's official test split, which no run reads)" if name in SST_LABELS else ""
+        raise BelugaError(f"builtin:{name} has parts {', '.join(IID_PARTS)} (D_train, D_val, D_test){extra}; got "
+                          f"'#{part}'", field="source")
     data = load_classification_iid(f"{BUILTIN_PREFIX}{name}", text_fields=fields)
     examples = {"train": data.train, "val": data.val, "test": data.test}[part]
     names = list(data.label_names)
     instances = tuple(SourceInstance(f"{part}/{i}", ex.inputs, names[int(ex.label)]) for i, ex in enumerate(examples))
     kind: SourceKind = "text" if len(fields) == 1 else "text_pair"
     return Source(f"builtin:{name}#{part}", kind, instances, tuple(names), task=task)
+
+
+def _sst_heldout(name: str, task: str) -> Source:
+    from beluga_core.data.iid.builtin import BUILTIN_IID
+    from beluga_core.data.iid.tables import read_table
+
+    shipped = BUILTIN_IID[name]
+    assert shipped.label_names is not None
+    names = shipped.label_names
+    rows = read_table(shipped.path / "test.tsv.xz", ("sentence_index", "sentence", SST_LABELS[name], "score"))
+    instances = tuple(SourceInstance(f"{HELDOUT}/{index}", sentence, names[int(label)], meta={"score": float(score)})
+                      for index, sentence, label, score in rows.values)
+    return Source(f"builtin:{name}#{HELDOUT}", "text", instances, names, task=task)
 
 
 def _suite_source(spec: str) -> Source:

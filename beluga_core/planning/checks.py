@@ -22,6 +22,19 @@ def check_levels(cfg: BenchmarkConfig, suite: Suite, config_path: Path) -> None:
                 f"scenario '{scenario}' is not a level of suite '{suite.header.name}' ({suite.path}); "
                 f"scenarios are standard, seen, one of its levels ({', '.join(holdable)}) or only:LEVEL",
                 source=config_path, field="scenarios")
+    for scenario in cfg.heldout_levels:
+        groups = {c.test_type if scenario == "test_type" else c.groups.get(scenario) for c in suite.cases}
+        if len(groups) == 1:
+            (only,) = groups
+            generated = [g.get("name") for g in suite.header.source.get("generators", []) if isinstance(g, dict)]
+            hint = (" The s2lct generator writes origin = expanded only with expand = true, which needs a "
+                    "constituency parser, a reference grammar and a masked language model you supply "
+                    "(`beluga suite generate s2lct --option expand=true --option parser=… --option grammar=… "
+                    "--option mlm=…`)." if scenario == "origin" and "s2lct" in generated else "")
+            raise BelugaError(
+                f"scenario '{scenario}': every case of suite '{suite.header.name}' ({suite.path}) is in the one "
+                f"{scenario} '{only}', so holding it out leaves nothing to train on.{hint}",
+                source=config_path, field="scenarios")
     for level in cfg.only_levels:
         if level not in holdable:
             raise BelugaError(

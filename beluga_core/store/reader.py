@@ -24,7 +24,8 @@ VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scor
          "iid_confusion", "iid_class_scores", "model_training_cases", "training_leaks", "grid_pass_rates",
          "grid_test_type_scores", "grid_scores", "scenario_summary", "pass_rate_summary", "report_columns", "table3",
          "worst_groups", "degeneracy_labels", "significance_inputs", "significance_pairs", "significance",
-         "cross_case_bases", "cross_pass_rates", "cross_scores", "cross_summary", "cross_pass_rate_summary",
+         "cross_case_bases", "cross_pass_rates", "cross_alignment_cases", "cross_alignment", "cross_scores",
+         "cross_summary", "cross_pass_rate_summary",
          "only_matrix", "only_matrix_summary", "cross_comparisons", "cross_significance", "regression_pairs",
          "iid_flips", "regression_iid", "case_flips", "regression_cases", "regression_test_status",
          "regression_summary")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from beluga_core.analysis.report.alignment import AlignmentTable, build_alignment
 from beluga_core.analysis.report.attributions import FailingGroup, failing_groups
 from beluga_core.analysis.report.cross import CrossTable, OnlyMatrix, basis, build_cross_tables, build_only_matrices
 from beluga_core.analysis.report.data import ReportData, read_report_data
@@ -54,6 +55,7 @@ class ReportContent:
     regression: list[RegressionLine] = field(default_factory=list)
     regression_figures: list[MatrixFigure] = field(default_factory=list)  # NFR per scoring group, per task
     failing: list[FailingGroup] = field(default_factory=list)             # attributions of failing groups
+    alignment: list[AlignmentTable] = field(default_factory=list)         # eval groups beside their mapped groups
 
     @property
     def heatmaps(self) -> list[Heatmap]:
@@ -100,7 +102,8 @@ def build_content(store: str | Path, figures_dir: Path) -> ReportContent:
     return ReportContent(data, build_table3(data), write_heatmaps(data, figures_dir), degeneracy_rows(data),
                          cross, write_matrices([cross_figure(t) for t in cross], figures_dir),
                          only, write_matrices([only_figure(m) for m in only], figures_dir),
-                         regression, write_matrices(nfr_figures, figures_dir), failing_groups(data.failing_words))
+                         regression, write_matrices(nfr_figures, figures_dir), failing_groups(data.failing_words),
+                         build_alignment(data.alignment_units))
 
 
 def cross_figure(t: CrossTable) -> MatrixFigure:

@@ -23,6 +23,14 @@ from beluga_core.store.connection import aggregate_row, table_names, utc_now
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import has_cross, has_regression, has_significance
 
+# cross_alignment_cases counted per bootstrap unit, replicates pooled (the report's alignment intervals).
+ALIGNMENT_UNITS = """
+    SELECT task, suite, config, method, scenario, eval_suite, mapped_level, eval_group, mapped_group, side, unit,
+           count(*) FILTER (WHERE outcome = 'pass') AS n_pass, count(*) FILTER (WHERE outcome <> 'skip') AS n_eval
+    FROM cross_alignment_cases
+    GROUP BY ALL
+    ORDER BY ALL"""
+
 
 @dataclass
 class GroupInfo:
@@ -71,6 +79,7 @@ class ReportData:
     cross_significance: list[dict[str, Any]] = field(default_factory=list)
     cross_pass_rates: list[dict[str, Any]] = field(default_factory=list)     # cross_pass_rate_summary
     only_matrix_summary: list[dict[str, Any]] = field(default_factory=list)
+    alignment_units: list[dict[str, Any]] = field(default_factory=list)      # cross_alignment_cases per unit
     regression: list[dict[str, Any]] = field(default_factory=list)           # regression_summary
     vote_share: set[tuple[str, str]] = field(default_factory=set)            # (config, method) of vote ensembles
     failing_words: list[dict[str, Any]] = field(default_factory=list)        # failing_words (attributions)
@@ -148,6 +157,7 @@ def read_report_data(store: str | Path, *, figures: bool = True) -> ReportData:
             data.cross_significance = _dicts(con, "SELECT * FROM cross_significance ORDER BY ALL")
             data.cross_pass_rates = _dicts(con, "SELECT * FROM cross_pass_rate_summary ORDER BY ALL")
             data.only_matrix_summary = _dicts(con, "SELECT * FROM only_matrix_summary ORDER BY ALL")
+            data.alignment_units = _dicts(con, ALIGNMENT_UNITS)
         if has_regression(con):
             data.regression = _dicts(con, "SELECT * FROM regression_summary ORDER BY ALL")
             data.vote_share = {(r[0], r[1]) for r in con.execute(

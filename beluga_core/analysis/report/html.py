@@ -7,6 +7,7 @@ import base64
 from html import escape
 from pathlib import Path
 
+from beluga_core.analysis.report.alignment import ALIGNMENT_NOTE, SIDES, interval_text
 from beluga_core.analysis.report.attributions import ATTRIBUTION_NOTE, word_list
 from beluga_core.analysis.report.content import (
     CROSS_NOTE,
@@ -112,6 +113,17 @@ def _cross_html(content: ReportContent) -> list[str]:
                       _simple_table(["configuration", "method",
                                      *[f"{c} (mapped)" if basis(c) else c for c in t.columns]], rows, numeric_from=2),
                       _figure(fig, f"{t.title}: pass rate per eval group")]
+    if content.alignment:
+        parts += ["<h2>Capabilities across suites: templates beside the eval suite</h2>",
+                  f'<p class="note">{escape(ALIGNMENT_NOTE)}</p>']
+        for a in content.alignment:
+            header = ["eval group", f"maps to ({a.level})"]
+            for c, m, sc in a.models:
+                header += [f"{c}/{m} · {sc}: templates", "eval"]
+            rows = [[escape(row[0]), escape(row[1]), *[escape(interval_text(a.cell(row, model, side)))
+                                                       for model in a.models for side in SIDES]] for row in a.rows]
+            parts += [f"<h3>{escape(a.title)}</h3>", '<p class="note">Pass rate, % [95 % interval].</p>',
+                      _simple_table(header, rows, numeric_from=2)]
     if content.only:
         parts += ["<h2>Trained on one group alone (only:LEVEL)</h2>", f'<p class="note">{escape(ONLY_NOTE)}</p>']
         parts += [_figure(fig, m.title) for m, fig in zip(content.only, content.only_figures, strict=True)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from beluga_core.analysis.report.alignment import ALIGNMENT_NOTE, SIDES, interval_text
 from beluga_core.analysis.report.attributions import ATTRIBUTION_NOTE, word_list
 from beluga_core.analysis.report.content import (
     CROSS_NOTE,
@@ -74,6 +75,16 @@ def cross_markdown(content: ReportContent, out_dir: Path) -> list[str]:
             if fig.png is not None and fig.svg is not None:
                 png, svg = fig.png.relative_to(out_dir).as_posix(), fig.svg.relative_to(out_dir).as_posix()
                 lines += ["", f"![{_esc(t.title)}: pass rate per eval group]({png})", "", f"[SVG]({svg})", ""]
+    if content.alignment:
+        lines += ["", "## Capabilities across suites: templates beside the eval suite", "", ALIGNMENT_NOTE, ""]
+        for a in content.alignment:
+            lines += [f"### {_esc(a.title)}", "", "Pass rate, % [95 % interval].", ""]
+            header = ["eval group", f"maps to ({_esc(a.level)})"]
+            for config, method, scenario in a.models:
+                header += [f"{_esc(config)}/{_esc(method)} · {_esc(scenario)}: templates", "eval"]
+            rows = [[_esc(row[0]), _esc(row[1]), *[interval_text(a.cell(row, model, side)) for model in a.models
+                                                  for side in SIDES]] for row in a.rows]
+            lines += _table(header, rows)
     if content.only:
         lines += ["", "## Trained on one group alone (only:LEVEL)", "", ONLY_NOTE, ""]
         for m, fig in zip(content.only, content.only_figures, strict=True):

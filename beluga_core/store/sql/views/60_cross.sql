@@ -186,3 +186,51 @@ SELECT c.task, c.suite, c.model_name, c.seed, c.split_seed, c.config, c.method, 
        t.n_cases, t.n_cases_differ, t.rounds, t.rng_seed, t.computed_at, c.comparison_id, c.inputs_digest
 FROM cross_comparisons c
 LEFT JOIN cross_significance_tests t ON t.comparison_id = c.comparison_id;
+
+-- Capability alignment across suites: per model, eval group and the training group its cases map to, every
+-- outcome on either side — 'eval': the eval suite's cases of the group; 'template': the training suite's own
+-- T_test cases of the group it maps to (outcomes holds exactly those a model was evaluated on). `unit` is what a
+-- bootstrap resamples: a generated case's source instance (meta.split_key: the cases made from one corpus
+-- sentence are not independent), else the case itself.
+CREATE OR REPLACE VIEW cross_alignment_cases AS
+WITH mapped AS (
+    SELECT DISTINCT task, suite, model_name, config, method, scenario, seed, split_seed, eval_suite,
+           mapped_level, eval_group, mapped_group, model_id
+    FROM cross_case_bases
+    WHERE mapped_level IS NOT NULL
+)
+SELECT b.task, b.suite, b.model_name, b.config, b.method, b.scenario, b.seed, b.split_seed, b.eval_suite,
+       b.mapped_level, b.eval_group, b.mapped_group, 'eval' AS side, b.model_id, b.case_id,
+       coalesce(json_extract_string(s.spec, '$.meta.split_key'), b.case_id) AS unit, b.outcome
+FROM cross_case_bases b
+LEFT JOIN case_specs s ON s.suite = b.eval_suite AND s.case_id = b.case_id
+WHERE b.mapped_level IS NOT NULL
+UNION ALL
+SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.eval_suite,
+       a.mapped_level, a.eval_group, a.mapped_group, 'template' AS side, a.model_id, o.case_id, o.case_id AS unit,
+       o.outcome
+FROM mapped a
+JOIN outcomes o ON o.model_id = a.model_id
+JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+WHERE (CASE WHEN a.mapped_level = 'test_type' THEN c.test_type
+            ELSE json_extract_string(c.groups, '$."' || a.mapped_level || '"') END) = a.mapped_group;
+
+-- cross_alignment_cases counted: per scenario key, eval suite, basis, eval group and mapped group, the pass rate
+-- on the eval suite's cases beside the pass rate on the training suite's cases of the group they map to (skips
+-- left out of both rates).
+CREATE OR REPLACE VIEW cross_alignment AS
+SELECT task, suite, model_name, config, method, scenario, seed, split_seed, eval_suite, mapped_level, eval_group,
+       mapped_group,
+       count(*) FILTER (WHERE side = 'template' AND outcome = 'pass') AS template_n_pass,
+       count(*) FILTER (WHERE side = 'template' AND outcome = 'fail') AS template_n_fail,
+       CASE WHEN count(*) FILTER (WHERE side = 'template' AND outcome <> 'skip') = 0 THEN NULL
+            ELSE (count(*) FILTER (WHERE side = 'template' AND outcome = 'pass'))::DOUBLE
+                 / count(*) FILTER (WHERE side = 'template' AND outcome <> 'skip') END AS template_pass_rate,
+       count(*) FILTER (WHERE side = 'eval' AND outcome = 'pass') AS eval_n_pass,
+       count(*) FILTER (WHERE side = 'eval' AND outcome = 'fail') AS eval_n_fail,
+       CASE WHEN count(*) FILTER (WHERE side = 'eval' AND outcome <> 'skip') = 0 THEN NULL
+            ELSE (count(*) FILTER (WHERE side = 'eval' AND outcome = 'pass'))::DOUBLE
+                 / count(*) FILTER (WHERE side = 'eval' AND outcome <> 'skip') END AS eval_pass_rate,
+       count(DISTINCT unit) FILTER (WHERE side = 'eval') AS eval_units
+FROM cross_alignment_cases
+GROUP BY ALL;
