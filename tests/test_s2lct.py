@@ -281,3 +281,77 @@ iid = "builtin:sst2"
     message = " ".join(err.split())
     assert "origin 'seed'" in message and "expand=true" in message and "nothing to train on" in message
     assert not (tmp_path / "x.duckdb").exists()
+
+
+# ------------------------------------------------------------------------------------------ README and a real run
+
+def _readme_blocks(language: str) -> list[str]:
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    return re.findall(rf"^```{language} tested:s2lct\n(.*?)^```", readme, re.M | re.S)
+
+
+@pytest.fixture(scope="module")
+def s2lct_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny IID→T run on CheckList's templates, every model also evaluated on the shipped corpus suite."""
+    from helpers import DATA, config_with, run_benchmark
+
+    tmp = tmp_path_factory.mktemp("s2lct")
+    config = config_with(DATA / "tiny-sentiment.toml", tmp, replace={
+        'scenarios = ["standard", "seen", "test_type"]': 'scenarios = ["standard", "seen", "class"]'},
+        append='\n[[tasks.eval_suites]]\nsuite = "builtin:s2lct-sentiment"\ncases_per_group = 6\n')
+    store = tmp / "s2lct.duckdb"
+    run_benchmark(config, store)
+    return store
+
+
+def test_the_readme_spec_and_commands_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    import shlex
+    import shutil
+
+    (spec_text,) = _readme_blocks("toml")
+    spec = tmp_path / "my-capabilities.toml"
+    spec.write_text(spec_text)
+    loaded, _ = load_spec(spec)
+    assert [c.id for c in loaded.lc] == ["NEG", "QYES"]
+    code, printed, err = run_cli(capsys, "suite", "generate", "s2lct", "--source", "builtin:sst3#heldout",
+                                 "--option", f"spec={spec}", "--option", "seeds=5", "--dry-run")
+    assert code == 0 and "Negation" in printed and "SRL" in printed, err
+    (commands,) = _readme_blocks("sh")
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    shutil.copy(REPO / "benchmarks" / "quick-s2lct.toml", tmp_path / "benchmarks")
+    monkeypatch.chdir(tmp_path)
+    for line in filter(str.strip, commands.splitlines()):
+        code, out, err = run_cli(capsys, *shlex.split(line)[1:])
+        assert code == 0, f"{line}\n{out[-2000:]}\n{err}"
+    suite = load_suite(tmp_path / "runs" / "my-capabilities.jsonl.gz")
+    assert {c.meta["note"]["lc"] for c in suite.cases} == {"LC4", "LC9"}
+    assert not (tmp_path / "runs" / "quick-s2lct.duckdb").exists()
+
+
+def test_a_run_puts_templates_beside_real_sentences(s2lct_store: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import duckdb
+
+    (sql,) = _readme_blocks("sql")
+    con = duckdb.connect(str(s2lct_store), read_only=True)
+    try:
+        rows = con.execute(sql).fetchall()
+        # The IID and seen models are compared at every mapped level; a class fold at its own.
+        units = con.execute("""SELECT count(*), count(DISTINCT unit) FROM cross_alignment_cases
+                               WHERE side = 'eval' AND config = 'iid'""").fetchone()
+    finally:
+        con.close()
+    assert {(r[0], r[1]) for r in rows} == {("iid", "standard"), ("iid-then-t", "seen")}
+    lcs = {r[2] for r in rows}
+    assert len(lcs) == 11 and all(r[3] for r in rows)
+    assert all(r[5] is not None and 0 <= r[5] <= 1 for r in rows)
+    # Template cases of one corpus sentence (LC3: up to 18) are one bootstrap unit.
+    assert units is not None and units[1] < units[0]
+    code, _out, err = run_cli(capsys, "report", s2lct_store, "--format", "md", "--out", tmp_path)
+    assert code == 0, err
+    text = (tmp_path / "report.md").read_text()
+    assert "## Capabilities across suites" in text and "s2lct-sentiment against sentiment by functionality" in text
