@@ -107,7 +107,7 @@ def report(store: Path) -> None:
     data, ids, mapped = read(store)
     names = sorted(ids, key=lambda n: int(ids[n][2:]))
     print("\n1. Pass rate (%) on the functionality's templates (T_test) vs the capability's real sentences "
-          "[95 % interval]; Δ = templates − real")
+          "[95 % interval]; Δ = templates − real ('holds': the templates pass more often)")
     for lc in names:
         print(f"   {ids[lc]} {lc}  →  {mapped.get(lc)}")
         for config, scenario in MODELS:
