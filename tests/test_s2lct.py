@@ -322,7 +322,8 @@ def test_the_readme_spec_and_commands_work(tmp_path: Path, monkeypatch: pytest.M
     (commands,) = _readme_blocks("sh")
     (tmp_path / "runs").mkdir()
     (tmp_path / "benchmarks").mkdir()
-    shutil.copy(REPO / "benchmarks" / "quick-s2lct.toml", tmp_path / "benchmarks")
+    for name in ("quick-s2lct.toml", "quick-s2lct-reverse.toml"):
+        shutil.copy(REPO / "benchmarks" / name, tmp_path / "benchmarks")
     monkeypatch.chdir(tmp_path)
     for line in filter(str.strip, commands.splitlines()):
         code, out, err = run_cli(capsys, *shlex.split(line)[1:])
@@ -355,3 +356,43 @@ def test_a_run_puts_templates_beside_real_sentences(s2lct_store: Path, tmp_path:
     assert code == 0, err
     text = (tmp_path / "report.md").read_text()
     assert "## Capabilities across suites" in text and "s2lct-sentiment against sentiment by functionality" in text
+
+
+def test_expansion_flips_pair_each_expansion_with_its_seed(tmp_path: Path) -> None:
+    """Seeds and expansions by hand: two seeds of one capability, three expansions; pass-to-fail per model."""
+    from helpers import query
+
+    from beluga_core.data.suite.io import case_json
+    from beluga_core.data.suite.schema import Case
+    from beluga_core.execution.results import JobResult, ModelRecord, Outcomes
+    from beluga_core.store.rows import CaseRow, SuiteRow
+    from beluga_core.store.writer import StoreWriter
+
+    def case(cid: str, text: str, origin: str, seed: str | None = None, lc: str = "L1") -> Case:
+        return Case(id=cid, groups={"capability": "C", "lc": lc, "origin": origin}, test_type="MFT", loss="mft",
+                    inputs=[text], label="neutral", expectation={"kind": "eq", "target": "label"},
+                    meta={"split_key": text, **({"note": {"seed": seed}} if seed else {})})
+
+    cases = [case("s1", "Or both .", "seed"), case("s2", "A film .", "seed"),
+             case("e1", "Or both ways .", "expanded", "Or both ."), case("e2", "Or both things .", "expanded",
+                                                                         "Or both ."),
+             case("e3", "A blue film .", "expanded", "A film ."),
+             # Same text as a seed but another capability: not its expansion.
+             case("x1", "A long film .", "expanded", "A film .", lc="L2")]
+    writer = StoreWriter(tmp_path / "s.duckdb")
+    writer.ensure_suite(SuiteRow("corpus", ("capability", "lc", "origin"), "lc", "text",
+                                 ("negative", "neutral", "positive")),
+                        [CaseRow(c.id, "MFT", dict(c.groups), "1") for c in cases])
+    writer.record_case_specs("corpus", [(c.id, case_json(c)) for c in cases])
+    outcomes = {"s1": "pass", "s2": "fail", "e1": "fail", "e2": "pass", "e3": "pass", "x1": "fail"}
+    record = ModelRecord(model_id="m1", task="sentiment", suite="corpus", model_name="m", config="iid",
+                         method="vanilla", scenario="standard", seed=1, split_seed=1)
+    writer.commit(JobResult(record, Outcomes.of(list(outcomes), list(outcomes.values())), []))
+    store = tmp_path / "s.duckdb"
+    assert query(store, "SELECT case_id, seed_case_id FROM seed_expansions ORDER BY case_id") == [
+        ("e1", "s1"), ("e2", "s1"), ("e3", "s2")]
+    assert query(store, "SELECT case_id, flip FROM expansion_flips ORDER BY case_id") == [
+        ("e1", "pass_to_fail"), ("e2", "same"), ("e3", "fail_to_pass")]
+    (row,) = query(store, """SELECT scoring_group, n_seeds, seed_fail_rate, n_expansions, n_pass_to_fail,
+                                    n_fail_to_pass, expansion_fail_rate FROM expansion_summary""")
+    assert row == ("L1", 2, 0.5, 3, 1, 1, pytest.approx(1 / 3))

@@ -192,8 +192,9 @@ class S2LCT(Generator):
         if self.options["expand"]:
             return []
         return ["s2lct: phase 1 only (search rules and templates, offline), so every case has origin = seed. "
-                "Expansion (origin = expanded; pass-to-fail counts need it) inserts words where a reference grammar "
-                "allows and needs three things beluga does not ship: --option expand=true --option "
+                "Expansion (origin = expanded; the store's expansion_flips view counts pass-to-fail from it) "
+                "inserts words where a reference grammar allows and needs three things beluga does not ship: "
+                "--option expand=true --option "
                 "parser=benepar:MODEL|trees:FILE --option grammar=nltk-treebank|FILE --option mlm=NAME|DIR."]
 
     def report(self) -> list[tuple[str, str, float]]:
