@@ -33,6 +33,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_quick import forced_config, run_once
+from bench_relation import verdict
 
 from beluga_core.training.precision import machine_line
 
@@ -45,10 +46,6 @@ EASY = ("LC2", "LC9")                           # sentiment-laden adjectives, qu
 MODELS = (("iid", "standard"), ("iid-then-t", "seen"), ("iid-then-t", "functionality"))
 
 Units = dict[str, tuple[int, int]]               # unit → (passes, evaluable cases)
-
-
-def verdict(lo: float, hi: float) -> str:
-    return "holds" if lo > 0 else ("reversed" if hi < 0 else "not resolved at this size")
 
 
 def boot(units: Units, rng: np.random.Generator) -> np.ndarray:
@@ -87,7 +84,7 @@ def read(store: Path) -> tuple[dict[tuple[str, str, str, str], Units], dict[str,
             SELECT config, scenario, eval_group, mapped_group, side, unit,
                    count(*) FILTER (WHERE outcome = 'pass'), count(*) FILTER (WHERE outcome <> 'skip')
             FROM cross_alignment_cases WHERE method = 'vanilla' AND mapped_level = 'functionality'
-            GROUP BY ALL""").fetchall()
+            GROUP BY ALL ORDER BY ALL""").fetchall()   # a fixed unit order: the same store, the same intervals
         ids = dict(con.execute("""
             SELECT DISTINCT json_extract_string(spec, '$.groups.lc'), json_extract_string(spec, '$.meta.note.lc')
             FROM case_specs WHERE suite = 's2lct-sentiment'""").fetchall())
@@ -121,7 +118,7 @@ def report(store: Path) -> None:
             lo, hi = ci(bt - be)
             print(f"      {config + '/' + scenario:<26} templates {fmt(pt, bt)} (n {sum(n for _, n in t.values())})"
                   f" · real {fmt(pe, be)} (n {sum(n for _, n in e.values())}, {len(e)} sentences)"
-                  f" · Δ {100 * (pt - pe):+5.1f} [{lo:+.1f}, {hi:+.1f}] {verdict(lo, hi)}")
+                  f" · Δ {100 * (pt - pe):+5.1f} [{lo:+.1f}, {hi:+.1f}] {verdict(bt - be)}")
     by_id = {ids[n]: n for n in names}
     iid = {lc: data.get(("iid", "standard", lc, "eval"), {}) for lc in names}
     print("\n2. S²LCT's claims on the IID model: failure rate (%) of a negation / neutral capability minus that of "
@@ -139,7 +136,7 @@ def report(store: Path) -> None:
             d = (1 - fails[h]) - (1 - fails[e])
             lo, hi = ci(d)
             parts.append(f"− {e} ({100 * rate[e]:.1f}): {100 * (rate[h] - rate[e]):+5.1f} [{lo:+.1f}, {hi:+.1f}] "
-                         f"{verdict(lo, hi)}")
+                         f"{verdict(d)}")
         lo_h, hi_h = ci(1 - fails[h])
         print(f"   {h} fails {100 * rate[h]:5.1f} [{lo_h:.1f}, {hi_h:.1f}]; " + "; ".join(parts))
     hard = [h for h in HARD if h in fails]
@@ -149,7 +146,7 @@ def report(store: Path) -> None:
         point = np.mean([rate[h] for h in hard]) - np.mean([rate[e] for e in easy])
         lo, hi = ci(d)
         print(f"   mean over {', '.join(hard)} − mean over {', '.join(easy)}: {100 * point:+5.1f} "
-              f"[{lo:+.1f}, {hi:+.1f}] {verdict(lo, hi)}")
+              f"[{lo:+.1f}, {hi:+.1f}] {verdict(d)}")
     print("\n3. Real-sentence pass rate (%) after training on templates, minus the IID model's (paired over the "
           "same sentences)")
     for lc in names:
@@ -160,7 +157,7 @@ def report(store: Path) -> None:
                 continue
             point, d = paired_boot(e, iid[lc], rng)
             lo, hi = ci(d)
-            parts.append(f"{scenario} {100 * point:+5.1f} [{lo:+.1f}, {hi:+.1f}] {verdict(lo, hi)}")
+            parts.append(f"{scenario} {100 * point:+5.1f} [{lo:+.1f}, {hi:+.1f}] {verdict(d)}")
         print(f"   {ids[lc]:<5} " + "; ".join(parts))
 
 

@@ -31,12 +31,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from beluga_core.core.errors import BelugaError
+from beluga_core.config.load import locate_key
+from beluga_core.core.errors import BelugaError, format_validation_error
 from beluga_core.data import BUILTIN_DATA
+from beluga_core.data.iid.builtin import BUILTIN_PREFIX
 from beluga_core.data.lexicon import Lexicon, parse_class
 
 BUILTIN_SPECS = BUILTIN_DATA / "capabilities"
-BUILTIN_PREFIX = "builtin:"
 _LENGTH = re.compile(r"\s*(<=|>=|<|>|==)\s*([0-9]+)\s*")
 _SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 SEED_SLOT = "seed"
@@ -232,10 +233,8 @@ def load_spec(spec: str | Path) -> tuple[CapabilitySpec, str]:
     try:
         return CapabilitySpec.model_validate(data), text
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise BelugaError(f"{where}: {first['msg']} ({len(exc.errors())} problem(s) in all)", source=path,
-                          field=where) from None
+        line = None if path.suffix == ".json" else locate_key(raw_text, tuple(exc.errors()[0].get("loc", ())))
+        raise BelugaError(format_validation_error(exc), source=path, line=line) from None
 
 
 # ----------------------------------------------------------------------------------------------- search

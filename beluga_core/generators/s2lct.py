@@ -100,10 +100,8 @@ class S2LCT(Generator):
         self._seed = seed
         lexicon = load_lexicon(self.options["lexicon"])
         texts: dict[str, SourceInstance] = {}
-        for inst in source.instances:
-            if not isinstance(inst.input, str):
-                raise ValueError(f"instance {inst.id} is not a single text")
-            texts.setdefault(inst.input, inst)   # a corpus sentence that occurs twice is one seed
+        for inst in source.instances:        # a text source (``kinds``): every input is one string
+            texts.setdefault(str(inst.input), inst)   # a corpus sentence that occurs twice is one seed
         unique = list(texts.values())
         for c in self.capabilities:
             match = matcher(c.search, lexicon)

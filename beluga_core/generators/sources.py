@@ -28,6 +28,7 @@ from beluga_core.data.iid.builtin import BUILTIN_IID, BUILTIN_PREFIX
 from beluga_core.data.iid.classification import load_classification_iid
 from beluga_core.data.iid.relation import NA_LABEL, RelationInstance, from_marked
 from beluga_core.data.iid.relation_data import OVERLAP, fewrel16_instances, read_relations
+from beluga_core.data.iid.tables import read_table
 from beluga_core.data.suite.io import BUILTIN_DIR, load_suite
 
 FEWREL16 = "fewrel16"
@@ -125,9 +126,6 @@ def _classification_source(name: str, part: str) -> Source:
 
 
 def _sst_heldout(name: str, task: str) -> Source:
-    from beluga_core.data.iid.builtin import BUILTIN_IID
-    from beluga_core.data.iid.tables import read_table
-
     shipped = BUILTIN_IID[name]
     assert shipped.label_names is not None
     names = shipped.label_names
