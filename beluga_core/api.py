@@ -16,6 +16,11 @@ training configuration ``beluga.training_configs`` ``TrainingConfiguration`` (``
                                                   ``uses_suite``)
 attribution            ``beluga.attributions``    ``Attribution`` (``attribute``: one score per token of an input, from
                                                   the ``AttributionContext``'s objectives)
+generator              ``beluga.generators``      ``Generator`` (``generate``: suite cases from a source, optionally
+                                                  against a model)
+ranking signal         ``beluga.signals``         ``Signal`` (``value``: a number per model and probe case — its
+                                                  outcome, probabilities, attributions — with a fixed
+                                                  ``direction``)
 executor               ``beluga.executors``       ``Executor`` (``open``: the ``Backend`` that runs jobs —
                                                   ``idle``, ``submit``, ``events`` reporting ``Finished``,
                                                   ``Failed`` or ``Lost`` jobs; the shared dispatch loop
@@ -69,8 +74,10 @@ from beluga_core.contracts.registries import (
     GENERATORS,
     LOSSES,
     METHODS,
+    SIGNALS,
     TASKS,
 )
+from beluga_core.contracts.signals import InputAttribution, ProbeCase, Signal, Word
 from beluga_core.contracts.tasks import (
     GroupOf,
     IIDScores,
@@ -127,6 +134,7 @@ __all__ = [
     "METHODS",
     "NO_CLASS",
     "PASS",
+    "SIGNALS",
     "SKIP",
     "TASKS",
     "TRAINING_KEYS",
@@ -159,6 +167,7 @@ __all__ = [
     "IIDExample",
     "IIDScores",
     "Input",
+    "InputAttribution",
     "InputPredictions",
     "Job",
     "JobResult",
@@ -171,9 +180,11 @@ __all__ = [
     "PerInputKind",
     "Perturbed",
     "Plan",
+    "ProbeCase",
     "Progress",
     "Registry",
     "ResultFn",
+    "Signal",
     "Source",
     "SourceInstance",
     "SpanLogits",
@@ -193,6 +204,7 @@ __all__ = [
     "TrainingConfiguration",
     "UnitInfo",
     "ValidationMetric",
+    "Word",
     "WordGradients",
     "Worker",
     "first_labels",

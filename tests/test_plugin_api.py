@@ -108,7 +108,7 @@ def test_a_plugin_missing_a_required_member_is_rejected_on_load(registry: Regist
 
 def test_every_kind_has_a_registry_with_a_base_class_in_the_public_api() -> None:
     kinds = {"task", "method", "loss", "expectation kind", "training configuration", "executor", "attribution",
-             "generator"}
+             "generator", "ranking signal"}
     assert set(ALL) == kinds
     for registry in ALL.values():
         assert getattr(api, registry.base.__name__) is registry.base

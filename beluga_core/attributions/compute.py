@@ -129,11 +129,18 @@ def gold_class(task: Task[Any], case: Case, input_idx: int) -> int | None:
         return None
 
 
+def is_perturbation(case: Case) -> bool:
+    """An INV/DIR case: an original and its perturbations."""
+    return case.test_type.upper() in ("INV", "DIR") and len(case.inputs) > 1
+
+
 def select_items(cases: Sequence[Case], outcomes: dict[str, str], suite: str, task: Task[Any], *, which: Any,
                  inputs: str, cap: int, seed_key: str) -> list[Item]:
     """The items a fold attributes: its eval cases (``heldout_test``), those it fails (``failing``), or those in
     named groups (a list: a case belongs when any of its groups, or its test type, is named); their first input
     or all of them; at most ``cap`` (a seeded sample, in case order)."""
+    if which == "none":
+        return []
     if which == "heldout_test":
         chosen = list(cases)
     elif which == "failing":

@@ -14,6 +14,7 @@ from beluga_core.cli import (
     explain_cmd,
     export_cmd,
     plugins_cmd,
+    rank_cmd,
     regress_cmd,
     report_cmd,
     run_cmd,
@@ -42,6 +43,7 @@ app.command("report")(report_cmd.report)
 app.command("analyze")(analyze_cmd.analyze)
 app.command("select")(select_cmd.select)
 app.command("regress")(regress_cmd.regress)
+app.command("rank")(rank_cmd.rank)
 app.command("ensemble")(ensemble_cmd.ensemble)
 app.command("export")(export_cmd.export)
 app.command("explain")(explain_cmd.explain)

@@ -214,9 +214,10 @@ class AttributionsSpec(_Strict):
     methods: list[str] = Field(default_factory=list, description=(
         "Attribution plugins (beluga.attributions): ig, ig-diagnose, tokig, occlusion, lime, shap, or a plugin's; "
         "empty: no attributions."))
-    cases: Literal["heldout_test", "failing"] | list[str] = Field("heldout_test", description=(
+    cases: Literal["heldout_test", "failing", "none"] | list[str] = Field("heldout_test", description=(
         "Which of a model's evaluated cases: all (heldout_test: a fold's held-out T_test cases, a standard or "
-        "seen model's T_test), those it fails, or those in the named groups (any level, or a test type)."))
+        "seen model's T_test), those it fails, those in the named groups (any level, or a test type), or none "
+        "(only [fewshot]'s probe pools are attributed)."))
     inputs: Literal["first", "all"] = Field("first", description="Every case's first input, or all of them.")
     cap_per_fold: int = Field(50, ge=0, description=(
         "At most this many inputs per model (a seeded sample; 0: no cap)."))
@@ -226,6 +227,27 @@ class AttributionsSpec(_Strict):
     options: dict[str, dict[str, Any]] = Field(default_factory=dict, description=(
         "Per method, its options (budgets: ig steps, lime / shap samples; baseline, scale, aggregate, objective, "
         "normalize, seed). A run uses cheaper budgets than beluga explain unless set here."))
+
+
+class FewshotSpec(_Strict):
+    """``[fewshot]``: probe pools for few-shot ranking of the models blind to each held-out group (beluga rank).
+
+    For held-out level L and group g the pool is (T_train ∪ T_val) ∩ g as ``[sizes]`` keeps them — cases no
+    candidate trained on: the folds that hold g out, and the IID model. Every such model predicts its pool (and
+    the IID model every pool) before its weights are discarded; ``[attributions]`` methods attribute them.
+    """
+
+    enabled: bool = Field(False, description="Compute the probe pools' predictions (and attributions) in the run.")
+    levels: list[str] = Field(default_factory=list, description=(
+        "Held-out levels with pools (default: every held-out level of the run)."))
+    n: int = Field(10, ge=1, description=(
+        "The probe size beluga rank will draw: a group whose pool is smaller is an error at planning."))
+    pool_cap: int = Field(200, ge=0, description="At most this many pool cases per group (a seeded sample; 0: all).")
+    attribute: bool = Field(True, description=(
+        "Attribute the pool cases with [attributions] methods and budgets (needed by the attribution factors)."))
+    perturbations: int = Field(4, ge=0, description=(
+        "Per INV/DIR pool case, attribute the original and at most this many perturbed inputs (perturbation "
+        "focus reads them); other cases: their first input."))
 
 
 class EnsembleConfig(_Strict):
@@ -269,6 +291,8 @@ class BenchmarkConfig(_Strict):
     grid: GridSpec = Field(default_factory=GridSpec, description="Hyper-parameter search (off by default).")
     attributions: AttributionsSpec = Field(default_factory=AttributionsSpec, description=(
         "Token attributions inside the run (off by default; they never change a training job's identity)."))
+    fewshot: FewshotSpec = Field(default_factory=FewshotSpec, description=(
+        "Probe pools for few-shot ranking of models on held-out groups (beluga rank); off by default."))
     ensembles: list[EnsembleConfig] = Field(default_factory=list, description=(
         "Ensembles built from the run's models at the end of the run (beluga ensemble does the same afterwards)."))
 
@@ -284,6 +308,17 @@ class BenchmarkConfig(_Strict):
         task_names = [t.name for t in self.tasks]
         if len(set(task_names)) != len(task_names):
             raise ValueError(f"tasks: each task may appear once, got {task_names}")
+        if self.fewshot.enabled:
+            levels = self.heldout_levels
+            if not levels:
+                raise ValueError("fewshot: probe pools need a held-out level among the scenarios (e.g. "
+                                 "\"functionality\"): the models ranked on a group are the folds that hold it out")
+            if self.fewshot.pool_cap and self.fewshot.pool_cap < self.fewshot.n:
+                raise ValueError(f"fewshot.pool_cap = {self.fewshot.pool_cap} is below the probe size fewshot.n = "
+                                 f"{self.fewshot.n}")
+            unknown = [lv for lv in self.fewshot.levels if lv not in levels]
+            if unknown:
+                raise ValueError(f"fewshot.levels {unknown} are not held-out scenarios of this run ({levels})")
         names = [e.name for e in self.ensembles]
         clash = sorted({n for n in names if names.count(n) > 1} | (set(names) & set(self.methods)))
         if clash:
@@ -301,6 +336,13 @@ class BenchmarkConfig(_Strict):
     @property
     def heldout_levels(self) -> list[str]:
         return [s for s in self.scenarios if s not in (STANDARD, SEEN) and not s.startswith(ONLY_PREFIX)]
+
+    @property
+    def fewshot_levels(self) -> list[str]:
+        """The held-out levels with probe pools (none unless [fewshot] is enabled)."""
+        if not self.fewshot.enabled:
+            return []
+        return list(self.fewshot.levels) or self.heldout_levels
 
     @property
     def only_levels(self) -> list[str]:

@@ -11,6 +11,7 @@ from beluga_core.contracts.expectations import ExpectationKind
 from beluga_core.contracts.generators import Generator
 from beluga_core.contracts.losses import Loss
 from beluga_core.contracts.methods import Method
+from beluga_core.contracts.signals import Signal
 from beluga_core.contracts.tasks import Task
 from beluga_core.core.registry import Registry
 
@@ -22,3 +23,4 @@ METHODS: Registry[Method] = Registry("method", "beluga.methods", Method)
 EXPECTATIONS: Registry[ExpectationKind] = Registry("expectation kind", "beluga.expectations", ExpectationKind)
 ATTRIBUTIONS: Registry[Attribution] = Registry("attribution", "beluga.attributions", Attribution)
 GENERATORS: Registry[Generator] = Registry("generator", "beluga.generators", Generator)
+SIGNALS: Registry[Signal] = Registry("ranking signal", "beluga.signals", Signal)

@@ -216,6 +216,15 @@ class CrossResult:
 
 
 @dataclass
+class ProbeResult:
+    """A model's predictions on its [fewshot] probe pool (cases it never trained on, outside T_test): outcomes,
+    per-input probabilities, and their attributions (kept in ``JobResult.attributions``)."""
+
+    outcomes: Outcomes
+    predictions: CasePredictions | None
+
+
+@dataclass
 class JobResult:
     """Everything a finished job produced; the coordinator writes it to the store in one transaction."""
 
@@ -226,6 +235,7 @@ class JobResult:
     cross: list[CrossResult] = field(default_factory=list)
     predictions: list[CasePredictions] = field(default_factory=list)
     attributions: list[AttributedInput] = field(default_factory=list)
+    probes: ProbeResult | None = None
 
     @property
     def id(self) -> str:

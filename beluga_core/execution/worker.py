@@ -18,7 +18,16 @@ from typing import Any
 
 import torch
 
-from beluga_core.attributions.compute import AttributedInput, attribute, make_methods, select_items, tokenizer_id
+from beluga_core.attributions.compute import (
+    AttributedInput,
+    Item,
+    attribute,
+    gold_class,
+    is_perturbation,
+    make_methods,
+    select_items,
+    tokenizer_id,
+)
 from beluga_core.config.load import attribution_options
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.expectations import FlatPredictions
@@ -42,6 +51,7 @@ from beluga_core.execution.results import (
     JobResult,
     ModelRecord,
     Outcomes,
+    ProbeResult,
     TrainingRecord,
     ValidationRow,
 )
@@ -231,6 +241,11 @@ class Worker:
         cross = self._cross(job, state, model, encoder, kept if keep else None) if job.kind != "grid" else []
         attributed = (self._attribute(job, task, model, encoder, eval_cases, outcomes)
                       if self.cfg.attributions.methods and job.kind != "grid" else [])
+        probes = None
+        pool = state.plan.pool_of(job)
+        if pool:
+            probes, probe_attr = self._probe(job, task, model, encoder, [suite.case(c) for c in pool])
+            attributed += probe_attr
         iid_results = []
         if job.score_iid:
             test = iid_test_examples(self.cfg, iid.test)
@@ -261,7 +276,7 @@ class Worker:
             record = ModelRecord(**_fields(common), model_id=job.id, scenario=job.fold.scenario,
                                  heldout_level=job.fold.heldout_level, heldout_group=job.fold.heldout_group,
                                  trained_level=job.fold.trained_level, trained_group=job.fold.trained_group)
-        return JobResult(record, outcomes, iid_results, validation, cross, kept, attributed)
+        return JobResult(record, outcomes, iid_results, validation, cross, kept, attributed, probes)
 
     def _attribute(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder, cases: list[Case],
                    outcomes: Outcomes) -> list[AttributedInput]:
@@ -275,6 +290,25 @@ class Worker:
         rows, _ = attribute(model, tokenizer, tokenizer_id(job.model, tokenizer, encoder.max_length), self.device,
                             items, methods, max_length=encoder.max_length, span=task.head_labels is None)
         return rows
+
+    def _probe(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder,
+               cases: list[Case]) -> tuple[ProbeResult, list[AttributedInput]]:
+        """The model's predictions on its [fewshot] probe pool, and their attributions with the [attributions]
+        methods (INV/DIR cases: the original and at most ``perturbations`` perturbed inputs; others: the first)."""
+        suite_name = self.tasks[job.task].plan.suite.header.name
+        predictions = task.predict_cases(model, encoder, cases, self.device)
+        outcomes = _outcomes(cases, predictions, self.tasks[job.task].plan.suite.header.label_space)
+        kept = CasePredictions(suite_name, [c.id for c in cases], predictions)
+        spec, methods = self.cfg.fewshot, self.cfg.attributions.methods
+        if not (spec.attribute and methods):
+            return ProbeResult(outcomes, kept), []
+        items = [Item(suite_name, c.id, i, x, gold_class(task, c, i)) for c in cases
+                 for i, x in enumerate(c.inputs[:1 + spec.perturbations] if is_perturbation(c) else c.inputs[:1])]
+        estimators = make_methods(methods, {m: attribution_options(self.cfg, m, run=True) for m in methods})
+        tokenizer = getattr(encoder, "tokenizer")  # noqa: B009 - every built-in encoder keeps its tokenizer
+        rows, _ = attribute(model, tokenizer, tokenizer_id(job.model, tokenizer, encoder.max_length), self.device,
+                            items, estimators, max_length=encoder.max_length, span=task.head_labels is None)
+        return ProbeResult(outcomes, kept), rows
 
     def _cross(self, job: Job, state: _TaskState, model: torch.nn.Module, encoder: Encoder,
                kept: list[CasePredictions] | None) -> list[CrossResult]:

@@ -44,6 +44,8 @@ def record_plan(plan: Plan, writer: StoreWriter) -> None:
         kept = {*tp.split.train, *tp.split.val, *tp.split.test}
         writer.record_case_specs(tp.suite.header.name, [(c.id, case_json(c)) for c in tp.suite.cases if c.id in kept])
         writer.set_task_head(tp.spec.name, tp.suite.header.name, make_task(tp.spec, tp.suite).head_labels)
+        if tp.pools:
+            writer.record_pools(tp.split_id, tp.suite.header.name, tp.pools)
         if tp.spec.g_exclude:
             writer.set_g_exclusions(tp.spec.name, tp.spec.g_exclude)
         for ep in tp.evals:
@@ -120,8 +122,9 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
 
     def run_phase(jobs: list[Job], what: str) -> None:
         # A done model that lacks an evaluation on an eval suite of its task (added since, or with another
-        # mapping or sample) runs again: same id, same numbers, plus the evaluation.
-        done = writer.done_ids(required_evaluations(plan))
+        # mapping or sample), or its [fewshot] probe predictions, runs again: same id, same numbers, plus those.
+        done = writer.done_ids(required_evaluations(plan),
+                               {j.id: len(tp.pool_of(j)) for tp in plan.tasks if tp.pools for j in tp.jobs})
         todo = [j for j in jobs if j.id not in done]
         # A child whose parent finished in an earlier run needs the parent's weights; without them the parent
         # is trained again (deterministically, so its stored results do not change).

@@ -30,6 +30,7 @@ from beluga_core.planning.checks import (
     check_size_groups,
 )
 from beluga_core.planning.cross import EvalSuitePlan, plan_eval_suite
+from beluga_core.planning.fewshot import Pools, check_pools, probe_pools
 from beluga_core.planning.folds import make_folds, selection_scopes
 from beluga_core.planning.grid_space import check_grid_tables, grid_methods, grid_points, job_hparams
 from beluga_core.planning.jobs import JOB_FORMAT, Fold, Job, JobSpec, SelectionKey, iid_job, make_job
@@ -84,6 +85,16 @@ class TaskPlan:
     iid_ids: dict[int, str] = field(default_factory=dict)  # seed → the IID model's job id
     unavailable: str | None = None  # why the task plugin cannot be loaded (dry runs only)
     evals: list[EvalSuitePlan] = field(default_factory=list)  # the eval suites of cross-suite evaluation
+    pools: Pools = field(default_factory=dict)  # [fewshot]: (level, group) → probe pool case ids
+
+    def pool_of(self, job: Job) -> tuple[str, ...]:
+        """The probe cases a model predicts for few-shot ranking: its held-out group's pool (a fold of a
+        [fewshot] level), every pool (the IID baseline, a candidate for every group), else none."""
+        if not self.pools or job.kind == "grid":
+            return ()
+        if CONFIGURATIONS.get(job.config).is_baseline():
+            return tuple(dict.fromkeys(c for ids in self.pools.values() for c in ids))
+        return self.pools.get((job.fold.heldout_level or "", job.fold.heldout_group or ""), ())
 
     def eval_digests(self, fold: Fold) -> dict[str, str]:
         """Eval suite → the identity of what a model of ``fold`` is evaluated on there."""
@@ -126,7 +137,8 @@ class Plan:
         tasks = []
         for tp in self.tasks:
             folds = [*tp.folds, *(j.fold for j in (*tp.jobs, *tp.grid_jobs))]
-            read = {c for f in folds for c in (*f.train_ids, *f.eval_ids)}
+            read = {c for f in folds for c in (*f.train_ids, *f.eval_ids)} | {c for ids in tp.pools.values()
+                                                                                  for c in ids}
             tasks.append(replace(tp, suite=tp.suite.subset(read), evals=[e.for_workers() for e in tp.evals]))
         return replace(self, tasks=tasks)
 
@@ -297,6 +309,8 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         tp = TaskPlan(spec, suite, split, split_identity(suite, cfg), _common(cfg, spec, suite, model), model,
                       folds, skipped_groups=skipped, unavailable=unavailable)
         tp.evals = _eval_plans(cfg, config_path, index, spec, suite, unavailable is None)
+        tp.pools = probe_pools(cfg, suite, split, folds)
+        check_pools(cfg, suite, split, folds, tp.pools, config_path)
         for method in {*cfg.methods, *grid_methods(cfg.methods)}:
             check_env_level(job_hparams(cfg, method), method, suite, config_path)
         iids = {seed: iid_job(tp.common, spec.name, seed, split.test, cfg.training.stage("iid"), model,

@@ -36,6 +36,7 @@ MIGRATIONS = (
     Migration(8, "cross_suites"),
     Migration(9, "regression"),
     Migration(10, "attributions"),
+    Migration(11, "fewshot"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -99,6 +99,23 @@ class PlanRecords:
             finally:
                 con.unregister("_beluga_parts")
 
+    def record_pools(self, split_id: str, suite: str, pools: Mapping[tuple[str, str], Sequence[str]]) -> None:
+        """Record a split's [fewshot] probe pools (replacing earlier ones of the split: pool_cap may change)."""
+        rows = [(level, group, cid) for (level, group), ids in pools.items() for cid in ids]
+        with self.store.transaction() as con:
+            con.execute("DELETE FROM fewshot_pools WHERE split_id = ? AND suite = ? AND level IN "
+                        "(SELECT unnest(?::VARCHAR[]))", [split_id, suite, sorted({r[0] for r in rows})])
+            if not rows:
+                return
+            data = {"level": text_column([r[0] for r in rows]), "grp": text_column([r[1] for r in rows]),
+                    "case_id": text_column([r[2] for r in rows])}
+            con.register("_beluga_pools", data)
+            try:
+                con.execute("INSERT INTO fewshot_pools SELECT ?, ?, level, grp, case_id FROM _beluga_pools",
+                            [split_id, suite])
+            finally:
+                con.unregister("_beluga_pools")
+
     def set_task_head(self, task: str, suite: str, labels: Sequence[str] | None) -> None:
         """The class names of ``task``'s head when judged by ``suite`` (None: answers, not classes)."""
         with self.store.transaction() as con:

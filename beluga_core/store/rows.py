@@ -14,7 +14,9 @@ TABLES = ("beluga_meta", "runs", "suites", "cases", "splits", "case_splits", "ta
           "iid_predictions", "iid_metrics", "outcomes", "g_exclusions", "grid_points", "grid_outcomes",
           "grid_metrics", "grid_selections", "significance_tests", "cross_outcomes", "cross_evaluations",
           "cross_maps", "cross_significance_tests", "iid_probs", "case_predictions", "case_specs",
-          "regression_tests", "attribution_inputs", "attributions")
+          "regression_tests", "attribution_inputs", "attributions", "fewshot_pools", "probe_outcomes",
+          "probe_predictions", "fewshot_rankings", "fewshot_candidates", "fewshot_results", "fewshot_groups",
+          "fewshot_summary")
 
 
 def canonical_json(value: Any) -> str | None:

@@ -151,15 +151,20 @@ class StoreWriter(PlanRecords):
 
     # ---- finished jobs
 
-    def done_ids(self, evaluations: Mapping[str, Mapping[str, str]] | None = None) -> set[str]:
+    def done_ids(self, evaluations: Mapping[str, Mapping[str, str]] | None = None,
+                 probes: Mapping[str, int] | None = None) -> set[str]:
         """Ids of the models and grid points already done (a failed one is retried on resume).
 
         ``evaluations``: per model id, the eval suites it must have been evaluated on, each with the digest of
         its eval cases (``EvalSuitePlan.digest``); a done model lacking one, or evaluated on other cases, is not
-        done."""
+        done. ``probes``: per model id, the size of its [fewshot] probe pool; a done model with fewer probe
+        outcomes is not done either."""
         with self.store.connection(read_only=True) as con:
             done = {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done' UNION ALL "
                                               "SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
+            if probes:
+                counts = dict(con.execute("SELECT model_id, count(*) FROM probe_outcomes GROUP BY model_id").fetchall())
+                done -= {mid for mid, size in probes.items() if size and counts.get(mid, 0) < size}
             wanted = {mid: dict(e) for mid, e in (evaluations or {}).items() if e and mid in done}
             if not wanted:
                 return done
@@ -192,7 +197,7 @@ class StoreWriter(PlanRecords):
         assert isinstance(record, ModelRecord)
         mid = record.model_id
         for table in ("outcomes", "iid_predictions", "iid_metrics", "iid_probs", "cross_outcomes", "cross_evaluations",
-                      "case_predictions", "attributions", "models"):
+                      "case_predictions", "attributions", "probe_outcomes", "probe_predictions", "models"):
             con.execute(f"DELETE FROM {table} WHERE model_id = ?", [mid])
         con.execute(f"INSERT INTO models (run_id, {', '.join(MODEL_COLUMNS)}) "
                     f"VALUES ({', '.join('?' * (len(MODEL_COLUMNS) + 1))})",
@@ -222,6 +227,10 @@ class StoreWriter(PlanRecords):
             _insert_arrow(con, "case_predictions", mid, _case_prediction_rows(kept))
         if result.attributions:
             write_attributions(con, mid, result.attributions)
+        if result.probes is not None:
+            self._insert_outcomes(con, "probe_outcomes", "model_id", mid, record.suite, result.probes.outcomes)
+            if result.probes.predictions is not None:
+                _insert_arrow(con, "probe_predictions", mid, _case_prediction_rows(result.probes.predictions))
 
     def _write_grid_point(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
         record = result.record

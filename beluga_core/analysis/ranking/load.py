@@ -1,0 +1,191 @@
+"""What ``beluga rank STORE --level L`` ranks: per group of L with a probe pool, the models blind to it (every fold
+that held it out, and the IID baseline), their true scores (pass rate on T_test ∩ group) and what each did on the
+pool — read from the store, with the pool's disjointness from T_test and from every candidate's training cases
+checked there first.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from beluga_core.analysis.ranking.rank import Candidate, GroupData
+from beluga_core.contracts.registries import CONFIGURATIONS
+from beluga_core.contracts.signals import InputAttribution, ProbeCase, Word
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.suite.schema import Case
+
+
+@dataclass
+class StoreGroups:
+    task: str
+    suite: str
+    split_id: str
+    groups: list[GroupData]
+    notes: list[str] = field(default_factory=list)
+
+
+def _group_sql(level: str) -> str:
+    """SQL for a case's group at ``level`` (``c`` is the cases row)."""
+    if level == "test_type":
+        return "c.test_type"
+    pointer = "/" + level.replace("~", "~0").replace("/", "~1")
+    return f"json_extract_string(c.groups, '{pointer}')"
+
+
+def _baselines(con: duckdb.DuckDBPyConnection) -> list[str]:
+    out = []
+    for (config,) in con.execute("SELECT DISTINCT config FROM models").fetchall():
+        try:
+            if CONFIGURATIONS.get(config).is_baseline():
+                out.append(config)
+        except BelugaError:
+            continue
+    return out
+
+
+def label_of(row: dict[str, Any]) -> str:
+    scenario = row["scenario"] + (f"={row['heldout_group']}" if row.get("heldout_group") else "")
+    return f"{row['config']}/{row['method']}@{scenario}#{row['seed']}"
+
+
+def load_store_groups(con: duckdb.DuckDBPyConnection, level: str, task: str | None, where: str) -> StoreGroups:
+    found = con.execute(
+        """SELECT DISTINCT m.task, p.suite, p.split_id FROM fewshot_pools p
+           JOIN models m ON m.split_id = p.split_id AND m.suite = p.suite
+           WHERE p.level = ? AND (? IS NULL OR m.task = ?) ORDER BY ALL""", [level, task, task]).fetchall()
+    if not found:
+        levels = [r[0] for r in con.execute("SELECT DISTINCT level FROM fewshot_pools ORDER BY 1").fetchall()]
+        raise BelugaError(f"no probe pools for level '{level}'{f' of task {task!r}' if task else ''} in {where}: "
+                          + (f"pools exist for {', '.join(levels)}" if levels else
+                             "the run needs [fewshot] enabled = true (with the level among its held-out scenarios)"))
+    if len(found) > 1:
+        raise BelugaError(f"{where} has probe pools for level '{level}' of several tasks or splits "
+                          f"({', '.join(f'{t} ({s})' for t, s, _ in found)}); name one with --task")
+    task_name, suite, split_id = found[0]
+    _check_disjoint(con, split_id, suite, level, where)
+    baselines = _baselines(con)
+    gsql = _group_sql(level)
+    pools: dict[str, list[str]] = defaultdict(list)
+    for grp, cid in con.execute("SELECT grp, case_id FROM fewshot_pools WHERE split_id = ? AND suite = ? AND "
+                                "level = ? ORDER BY grp, case_id", [split_id, suite, level]).fetchall():
+        pools[grp].append(cid)
+    models = con.execute(
+        """SELECT model_id, config, method, scenario, heldout_group, seed, finished_at FROM models
+           WHERE status = 'done' AND task = ? AND suite = ? AND split_id = ?
+             AND (heldout_level = ? OR (scenario = 'standard' AND list_contains(?, config)))
+           ORDER BY config, method, seed, model_id""", [task_name, suite, split_id, level, baselines]).fetchall()
+    cols = ("model_id", "config", "method", "scenario", "heldout_group", "seed", "finished_at")
+    rows = [dict(zip(cols, r, strict=True)) for r in models]
+    truth = {(mid, grp): (int(p), int(n)) for mid, grp, p, n in con.execute(
+        f"""SELECT o.model_id, {gsql} AS grp, count(*) FILTER (WHERE o.outcome = 'pass'),
+                   count(*) FILTER (WHERE o.outcome <> 'skip')
+            FROM outcomes o JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+            WHERE o.suite = ? AND o.model_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""",
+        [suite, [r["model_id"] for r in rows]]).fetchall()}
+    probed = {mid: int(k) for mid, k in con.execute(
+        "SELECT model_id, count(*) FROM probe_outcomes WHERE suite = ? GROUP BY model_id", [suite]).fetchall()}
+    specs = {cid: Case.model_validate_json(spec) for cid, spec in con.execute(
+        "SELECT case_id, spec::VARCHAR FROM case_specs WHERE suite = ? AND case_id IN (SELECT case_id FROM "
+        "fewshot_pools WHERE split_id = ? AND level = ?)", [suite, split_id, level]).fetchall()}
+    space = con.execute("SELECT label_space::VARCHAR FROM suites WHERE suite = ?", [suite]).fetchall()
+    label_space = json.loads(space[0][0]) if space and space[0][0] else None
+    out = StoreGroups(task_name, suite, split_id, [])
+    lacking: list[str] = []
+    for grp, pool in pools.items():
+        candidates = []
+        for r in rows:
+            if r["scenario"] != "standard" and r["heldout_group"] != grp:
+                continue
+            if not probed.get(r["model_id"]):
+                lacking.append(label_of(r))
+                continue
+            passed, n = truth.get((r["model_id"], grp), (0, 0))
+            if n == 0:
+                continue
+            candidates.append(Candidate(r["model_id"], label_of(r), passed / n, n, r["finished_at"]))
+        missing = [c for c in pool if c not in specs]
+        if missing:
+            raise BelugaError(f"{where}: probe pool case {missing[0]!r} of {level} '{grp}' has no stored case spec")
+        out.groups.append(GroupData(grp, candidates, list(pool),
+                                    _probe_cases(con, suite, candidates, [specs[c] for c in pool], label_space)))
+    if lacking:
+        out.notes.append(f"{len(set(lacking))} candidate model(s) have no probe predictions (trained before "
+                         f"[fewshot] was enabled) and are left out, e.g. {sorted(set(lacking))[0]}; `beluga run` "
+                         "with [fewshot] enabled re-runs them")
+    if con.execute("SELECT count(*) FROM grid_selections WHERE task = ? AND scope_level IS NULL",
+                   [task_name]).fetchall()[0][0]:
+        out.notes.append("hyper-parameters were selected on the seen scenario's T_val, which includes each group's "
+                         "T_val cases — part of its probe pool: the candidates' hyper-parameters (not their weights) "
+                         "saw those cases")
+    return out
+
+
+def _check_disjoint(con: duckdb.DuckDBPyConnection, split_id: str, suite: str, level: str, where: str) -> None:
+    """No pool case is a T_test case, and none is a training case of a model that held its group out."""
+    in_test = con.execute(
+        """SELECT count(*), min(p.case_id) FROM fewshot_pools p
+           JOIN case_splits s ON s.split_id = p.split_id AND s.case_id = p.case_id
+           WHERE p.split_id = ? AND p.level = ? AND s.part = 'test'""", [split_id, level]).fetchall()[0]
+    if in_test[0]:
+        raise BelugaError(f"{where}: {in_test[0]} probe pool case(s) of level '{level}' are T_test cases (e.g. "
+                          f"{in_test[1]!r}): the pools are not disjoint from the cases the truth is computed on")
+    trained = con.execute(
+        """SELECT count(*), min(p.case_id) FROM fewshot_pools p
+           JOIN models m ON m.split_id = p.split_id AND m.heldout_level = p.level AND m.heldout_group = p.grp
+           JOIN model_training_cases t ON t.model_id = m.model_id AND t.case_id = p.case_id
+           WHERE p.split_id = ? AND p.level = ? AND p.suite = ?""", [split_id, level, suite]).fetchall()[0]
+    if trained[0]:
+        raise BelugaError(f"{where}: {trained[0]} probe pool case(s) of level '{level}' were trained on by a model "
+                          f"ranked on their group (e.g. {trained[1]!r})")
+
+
+def _gold_index(label: Any, label_space: list[str] | None) -> int | None:
+    if label is None or isinstance(label, bool):
+        return None
+    if isinstance(label, int):
+        return label
+    if isinstance(label, str) and label_space is not None and label in label_space:
+        return label_space.index(label)
+    return None
+
+
+def case_labels(case: Case, label_space: list[str] | None) -> tuple[int | None, ...]:
+    labels = case.label if isinstance(case.label, list) else [case.label] * len(case.inputs)
+    return tuple(_gold_index(x, label_space) for x in labels)
+
+
+def _probe_cases(con: duckdb.DuckDBPyConnection, suite: str, candidates: list[Candidate], cases: list[Case],
+                 label_space: list[str] | None) -> dict[str, list[list[ProbeCase]]]:
+    ids = [c.model_id for c in candidates]
+    case_ids = [c.id for c in cases]
+    args = [suite, ids, case_ids]
+    where = ("suite = ? AND model_id IN (SELECT unnest(?::VARCHAR[])) AND case_id IN "
+             "(SELECT unnest(?::VARCHAR[]))")
+    outcomes = {(m, c): o for m, c, o in con.execute(
+        f"SELECT model_id, case_id, outcome FROM probe_outcomes WHERE {where}", args).fetchall()}
+    probs: dict[tuple[str, str], dict[int, np.ndarray]] = defaultdict(dict)
+    for m, c, i, p in con.execute(f"SELECT model_id, case_id, input_idx, probs FROM probe_predictions WHERE {where} "
+                                  "AND probs IS NOT NULL", args).fetchall():
+        probs[(m, c)][int(i)] = np.asarray(p, dtype=np.float64)
+    words: dict[tuple[str, str, str], dict[int, list[Word]]] = defaultdict(lambda: defaultdict(list))
+    for m, c, i, method, seg, text, score in con.execute(
+            f"""SELECT model_id, case_id, input_idx, method, segment, text, score FROM attribution_words
+                WHERE {where} ORDER BY model_id, case_id, input_idx, method, first_token""", args).fetchall():
+        words[(m, c, method)][int(i)].append(Word(int(seg), text or "", float(score)))
+    methods = sorted({k[2] for k in words})
+    labels = {c.id: case_labels(c, label_space) for c in cases}
+
+    def probe(mid: str, case: Case, method: str) -> ProbeCase:
+        p = probs.get((mid, case.id), {})
+        attr = {i: InputAttribution(method, tuple(w)) for i, w in words.get((mid, case.id, method), {}).items()} \
+            if method else {}
+        return ProbeCase(case.id, case.test_type, tuple(case.inputs), outcomes.get((mid, case.id), "skip"),
+                         labels[case.id], tuple(p.get(i) for i in range(len(case.inputs))), attr)
+
+    return {method: [[probe(mid, case, method) for case in cases] for mid in ids] for method in ["", *methods]}

@@ -1,0 +1,133 @@
+"""Writing a ranking to a store (``fewshot_rankings`` and its tables), and printing it."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from beluga_core import __version__ as BELUGA_VERSION
+from beluga_core.analysis.ranking.rank import REFERENCE, Ranking
+from beluga_core.core.hashing import digest
+from beluga_core.store.connection import utc_now
+from beluga_core.store.rows import canonical_json
+from beluga_core.store.writer import StoreWriter
+
+
+def _num(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def ranking_id(source: str, suite: str, level: str, ranking: Ranking) -> str:
+    return digest({"source": source, "suite": suite, "level": level, "signals": sorted(ranking.specs),
+                   "n": ranking.n, "B": ranking.bootstrap, "seed": ranking.seed, "ties": ranking.ties})[:24]
+
+
+def inputs_digest(ranking: Ranking) -> str:
+    """What the ranking was computed from: every group's pool and candidates with their true scores."""
+    return digest([[g.group, g.pool, [[c.model_id, c.truth, c.n_truth, str(c.finished_at)] for c in g.candidates]]
+                   for g in ranking.groups])[:32]
+
+
+def save_ranking(store: Path, ranking: Ranking, *, source: str, task: str | None, suite: str) -> str:
+    """Replace the stored ranking of the same (source, suite, level, signals, n, B, seed, ties); returns its id."""
+    rid = ranking_id(source, suite, ranking.level, ranking)
+    now = utc_now()
+    writer = StoreWriter(store)
+    with writer.store.transaction() as con:
+        for table in ("fewshot_results", "fewshot_groups", "fewshot_summary", "fewshot_candidates",
+                      "fewshot_rankings"):
+            con.execute(f"DELETE FROM {table} WHERE rank_id = ?", [rid])
+        con.execute("INSERT INTO fewshot_rankings VALUES (?, ?, ?, ?, ?, ?::JSON, ?, ?, ?, ?, ?, ?, ?)",
+                    [rid, source, task, suite, ranking.level, canonical_json(sorted(ranking.specs)), ranking.n,
+                     ranking.bootstrap, ranking.seed, ranking.ties, inputs_digest(ranking), now, BELUGA_VERSION])
+        con.executemany("INSERT INTO fewshot_candidates VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [[rid, g.group, c.model_id, c.label, c.truth, c.n_truth, c.finished_at]
+                         for g in ranking.groups for c in g.candidates])
+        result_rows: list[list[Any]] = []
+        group_rows: list[list[Any]] = []
+        for name, results in ranking.results.items():
+            spec = ranking.specs[name]
+            by_group = {g.group: g for g in ranking.groups}
+            for r in results:
+                rk = r.ranking
+                if rk is None:
+                    group_rows.append([rid, r.group, name, spec.attribution, r.n_models, r.n_pool, 0, 0, None, None,
+                                       None, None, None, None, None, r.skipped])
+                    continue
+                cands = by_group[r.group].candidates
+                pa = rk.pair_accuracy()
+                tied = rk.tied.mean(axis=0) if rk.tied.size else []
+                for k, (i, j) in enumerate(rk.pairs):
+                    result_rows.append([rid, r.group, name, spec.attribution, cands[i].model_id, cands[j].model_id,
+                                        float(rk.truth[i] - rk.truth[j]), _num(float(pa[k])), float(tied[k])])
+                tau = rk.tau
+                group_rows.append([rid, r.group, name, spec.attribution, r.n_models, r.n_pool, rk.n_pairs,
+                                   rk.excluded, _num(rk.accuracy), _num(r.ci[0]), _num(r.ci[1]), _num(rk.tie_rate),
+                                   _num(float(tau[~_isnan(tau)].mean()) if (~_isnan(tau)).any() else float("nan")),
+                                   float(_isnan(tau).mean()), _num(float(rk.top1.mean())), None])
+        if result_rows:
+            con.executemany("INSERT INTO fewshot_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", result_rows)
+        if group_rows:
+            con.executemany(f"INSERT INTO fewshot_groups VALUES ({', '.join('?' * 16)})", group_rows)
+        summary_rows = []
+        for name, s in ranking.summaries.items():
+            spec = ranking.specs[name]
+            summary_rows.append([rid, name, spec.attribution, spec.direction, s.n_groups, s.pairs_used,
+                                 s.pairs_excluded, _num(s.accuracy), _num(s.ci[0]), _num(s.ci[1]), _num(s.tie_rate),
+                                 _num(s.tau_b), _num(s.top1), _num(s.top1_ci[0]), _num(s.top1_ci[1]),
+                                 _num(s.diff), _num(s.diff_ci[0]), _num(s.diff_ci[1]), _num(s.p_one_sided),
+                                 _num(s.p_two_sided), _num(s.near), _num(s.far)])
+        if summary_rows:
+            con.executemany(f"INSERT INTO fewshot_summary VALUES ({', '.join('?' * 22)})", summary_rows)
+    return rid
+
+
+def _isnan(x: Any) -> Any:
+    import numpy as np
+
+    return np.isnan(np.asarray(x, dtype=np.float64))
+
+
+def _pct(x: float) -> str:
+    return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}"
+
+
+def _ci(ci: tuple[float, float]) -> str:
+    return "" if math.isnan(ci[0]) else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def print_ranking(ranking: Ranking, console: Any, *, title: str, skipped: dict[str, str]) -> None:
+    """The level's table (one row per signal) and what was skipped and why."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for col in ("signal", "dir", "accuracy % [95% CI]", "pairs used / excl.", "ties %", "τ-b", "top-1 %",
+                f"Δ vs {REFERENCE} [95% CI]", "p (≤0)", "near / far %"):
+        table.add_column(col, justify="left" if col == "signal" else "right")
+    for name, s in ranking.summaries.items():
+        spec = ranking.specs[name]
+        diff = "" if math.isnan(s.diff) else f"{100 * s.diff:+.1f} {_ci(s.diff_ci)}"
+        table.add_row(name, f"{spec.direction:+d}", f"{_pct(s.accuracy)} {_ci(s.ci)}",
+                      f"{s.pairs_used} / {s.pairs_excluded}", _pct(s.tie_rate),
+                      "–" if math.isnan(s.tau_b) else f"{s.tau_b:.2f}", f"{_pct(s.top1)} {_ci(s.top1_ci)}", diff,
+                      "" if math.isnan(s.p_one_sided) else f"{s.p_one_sided:.3f}",
+                      f"{_pct(s.near)} / {_pct(s.far)}")
+    console.print(table)
+    groups = ranking.groups
+    sizes = [len(g.candidates) for g in groups]
+    console.print(f"{len(groups)} group(s) of level '{ranking.level}', {min(sizes, default=0)}–{max(sizes, default=0)} "
+                  f"candidate models each; probes: B = {ranking.bootstrap} of n = {ranking.n} cases (seed "
+                  f"{ranking.seed}), the same for every signal; ties count {ranking.ties}.", highlight=False)
+    per_group_skips: dict[str, list[str]] = {}
+    for name, results in ranking.results.items():
+        for r in results:
+            if r.skipped:
+                per_group_skips.setdefault(name, []).append(f"{r.group}: {r.skipped}")
+    for name, why in {**skipped, **ranking.skipped}.items():
+        console.print(f"[yellow]skipped[/] {name}: {why}", highlight=False)
+    for name, items in per_group_skips.items():
+        more = f" (+{len(items) - 1} more group(s))" if len(items) > 1 else ""
+        console.print(f"[yellow]skipped on {len(items)} group(s)[/] {name}: {items[0]}{more}", highlight=False)
+    for note in ranking.notes:
+        console.print(f"[yellow]note[/]: {note}", highlight=False)

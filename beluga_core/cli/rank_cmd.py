@@ -1,0 +1,90 @@
+"""``beluga rank STORE --level L`` / ``beluga rank --zoo ZOO.toml``: which model will do best on a group none of
+them saw, predicted from a few of its labelled cases — and how often each signal gets that right."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+
+def rank(
+    store: Path | None = typer.Argument(None, help="A beluga result store whose run had [fewshot] enabled."),
+    level: str | None = typer.Option(None, "--level", help="The held-out level whose groups are ranked on."),
+    zoo: Path | None = typer.Option(None, "--zoo", help="A zoo file (TOML): checkpoints, a probe suite and a truth "
+                                                        "suite (or true scores) — no run needed."),
+    signals: str | None = typer.Option(None, "--signals", help=(
+        "Comma-separated: acc, conf, conf-gt, random, a factor as METHOD:NAME (e.g. tokig:max-diff, "
+        "shap:perturbation-focus), or acc+METHOD:NAME (ACC, ties broken by the factor). Default: every installed "
+        "signal, factors once per stored attribution method, each also as acc+factor.")),
+    option: list[str] = typer.Option([], "--option", help="SIGNAL.KEY=VALUE, e.g. window.words='[\"ran\"]' "
+                                                          "(values read as JSON where they parse)."),
+    n: int = typer.Option(10, "--n", min=1, help="Cases per probe."),
+    bootstrap: int = typer.Option(500, "--bootstrap", min=1, help="Probes drawn per group (the same for every "
+                                                                  "signal and model)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the probes, the random order and the intervals."),
+    ties: str = typer.Option("half", "--ties", help="A tie in the predicted order counts: half, fail or exclude."),
+    task: str | None = typer.Option(None, "--task", help="The task, where the store has pools of several."),
+    save: bool = typer.Option(True, "--save/--no-save", help="Write the ranking to the store (fewshot_* tables)."),
+) -> None:
+    """Rank the models blind to each group of a held-out level — every fold that held the group out, and the IID
+    model — from B probes of n cases drawn from the group's probe pool, with each signal; score the predicted
+    order against the models' pass rates on the group's T_test cases. Prints per signal the pairwise ranking
+    accuracy (95 % two-stage bootstrap interval over groups and probes), pairs used and excluded (equal true
+    scores), the tie rate, Kendall τ-b, the top-1 hit rate, and the paired comparison with ACC on the same
+    probes; stores it all (views fewshot_accuracy, fewshot_pairs)."""
+    from beluga_core.analysis.ranking.load import load_store_groups
+    from beluga_core.analysis.ranking.rank import rank_groups, signal_specs
+    from beluga_core.analysis.ranking.save import print_ranking, save_ranking
+    from beluga_core.analysis.ranking.stats import TIES
+    from beluga_core.cli.explain_cmd import _options
+    from beluga_core.core.errors import BelugaError
+    from beluga_core.store.reader import open_store
+
+    if ties not in TIES:
+        raise BelugaError(f"--ties '{ties}': expected one of {', '.join(TIES)}")
+    if (store is None) == (zoo is None):
+        raise BelugaError("give a STORE (with --level) or --zoo ZOO.toml")
+    options = _options(option) if option else {}
+    requested = [s.strip() for s in signals.split(",") if s.strip()] if signals else None
+    console = Console()
+    if zoo is not None:
+        from beluga_core.analysis.ranking.zoo import load_zoo, zoo_group
+
+        spec = load_zoo(zoo)
+        options = {**spec.signal_options, **options}
+        with console.status("predicting the probe set") as status:
+            group, suite = zoo_group(spec, zoo, progress=lambda name: status.update(f"predicting with {name}"))
+        specs, skipped = signal_specs(requested, group.methods(), options)
+        ranking = rank_groups(spec.group or "zoo", [group], specs, n=n, bootstrap=bootstrap, seed=seed,
+                              ties=ties)  # type: ignore[arg-type]
+        print_ranking(ranking, console, title=f"Ranking {len(group.candidates)} models on {suite}", skipped=skipped)
+        console.print("true scores: " + ", ".join(f"{c.label} {100 * c.truth:.1f}" for c in group.candidates),
+                      highlight=False)
+        if spec.store and save:
+            out = Path(spec.store)
+            out = out if out.is_absolute() else zoo.parent / out
+            rid = save_ranking(out, ranking, source="zoo", task=spec.task, suite=suite)
+            console.print(f"stored as ranking {rid} in {out}", highlight=False)
+        return
+    assert store is not None
+    if level is None:
+        raise BelugaError("--level: name the held-out level to rank on (e.g. functionality)")
+    if not store.is_file():
+        raise BelugaError("no such store", source=store)
+    with open_store(store) as con:
+        loaded = load_store_groups(con, level, task, str(store))
+    methods = sorted({m for g in loaded.groups for m in g.methods()})
+    specs, skipped = signal_specs(requested, methods, options)
+    with console.status("ranking") as status:
+        ranking = rank_groups(level, loaded.groups, specs, n=n, bootstrap=bootstrap, seed=seed,
+                              ties=ties,  # type: ignore[arg-type]
+                              progress=lambda name: status.update(f"ranking with {name}"))
+    ranking.notes += loaded.notes
+    print_ranking(ranking, console, title=f"Few-shot ranking on level '{level}' ({loaded.task}, {loaded.suite})",
+                  skipped=skipped)
+    if save:
+        rid = save_ranking(store, ranking, source="store", task=loaded.task, suite=loaded.suite)
+        console.print(f"stored as ranking {rid} (SELECT * FROM fewshot_accuracy WHERE rank_id = '{rid}')",
+                      highlight=False)
