@@ -11,8 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from beluga_core.analysis.selection.criteria import check_criterion
+from beluga_core.attributions.compute import is_perturbation
 from beluga_core.config.load import attribution_options, load_config, with_config_line
-from beluga_core.contracts.registries import ATTRIBUTIONS, METHODS
+from beluga_core.contracts.registries import ATTRIBUTIONS, CONFIGURATIONS, METHODS
 from beluga_core.core.constants import ONLY_PREFIX
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import human_size
@@ -82,6 +83,7 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
         _print_cross_cost(plan, tp, console, rates)
         _print_kept(plan, tp, console)
         _print_attributions(plan, tp, console, rates)
+        _print_fewshot(plan, tp, console)
         _print_availability(tp, console)
     n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
     total = n_folds + n_grid
@@ -183,15 +185,21 @@ def _print_attributions(plan: Plan, tp: TaskPlan, console: Console, rates: Rates
     jobs = [j for j in tp.jobs if j.kind != "grid"] + list(tp.pending)
     counts = []
     words = 0.0
+    fewshot = plan.config.fewshot
     for job in jobs:
-        cases = [tp.suite.case(c) for c in job.fold.eval_ids]
+        cases = [tp.suite.case(c) for c in job.fold.eval_ids] if spec.cases != "none" else []
         if isinstance(spec.cases, list):
             names = set(spec.cases)
             cases = [c for c in cases if names & {*c.groups.values(), c.test_type}]
         inputs = [x for c in cases for x in (c.inputs[:1] if spec.inputs == "first" else c.inputs)]
-        n = min(len(inputs), spec.cap_per_fold) if spec.cap_per_fold else len(inputs)
+        inputs = inputs[:spec.cap_per_fold] if spec.cap_per_fold else inputs
+        if fewshot.attribute:  # its probe pool's inputs, attributed too
+            pool = [tp.suite.case(c) for c in tp.pool_of(job)]
+            inputs += [x for c in pool for x in (c.inputs[:1 + fewshot.perturbations] if is_perturbation(c)
+                                                 else c.inputs[:1])]
+        n = len(inputs)
         counts.append(n)
-        words += sum(len(" ".join([x] if isinstance(x, str) else list(x)).split()) for x in inputs[:n])
+        words += sum(len(" ".join([x] if isinstance(x, str) else list(x)).split()) for x in inputs)
     total = sum(counts)
     tokens = 1.3 * words / max(total, 1) + 3   # word pieces per input, special tokens included
     forwards = 0.0
@@ -205,11 +213,28 @@ def _print_attributions(plan: Plan, tp: TaskPlan, console: Console, rates: Rates
         else:
             forwards += tokens                            # one forward per occluded token
     upper = " at most" if spec.cases == "failing" else ""
+    pools = " + \\[fewshot] probe pools" if fewshot.enabled and fewshot.attribute else ""
     console.print(f"  \\[attributions] {', '.join(spec.methods)}:{upper} {min(counts, default=0)}–"
                   f"{max(counts, default=0)} inputs per model, {total:,} in all (cases: "
                   f"{spec.cases if isinstance(spec.cases, str) else ', '.join(spec.cases)}, {spec.inputs} input, cap "
-                  f"{spec.cap_per_fold}): {describe(total * forwards / rates.eval)} "
+                  f"{spec.cap_per_fold}{pools}): {describe(total * forwards / rates.eval)} "
                   f"(≈ {forwards:,.0f} forward passes per input)", highlight=False)
+
+
+def _print_fewshot(plan: Plan, tp: TaskPlan, console: Console) -> None:
+    """The probe pools: per level, their sizes and how many models are ranked on each group."""
+    if not tp.pools:
+        return
+    jobs = [j for j in tp.jobs if j.kind != "grid"] + list(tp.pending)
+    iid = sum(1 for j in jobs if CONFIGURATIONS.get(j.config).is_baseline())
+    for level in plan.config.fewshot_levels:
+        sizes = [len(ids) for (lv, _), ids in tp.pools.items() if lv == level]
+        folds = [sum(1 for j in jobs if j.fold.heldout_level == level and j.fold.heldout_group == g)
+                 for (lv, g) in tp.pools if lv == level]
+        console.print(f"  \\[fewshot] {level}: {len(sizes)} groups, probe pools of {min(sizes, default=0)}–"
+                      f"{max(sizes, default=0)} cases (T_train ∪ T_val), {min(folds, default=0) + iid}–"
+                      f"{max(folds, default=0) + iid} candidate models per group (its folds + {iid} IID); "
+                      f"`beluga rank STORE --level {level}` ranks them", highlight=False)
 
 
 def _print_availability(tp: TaskPlan, console: Console) -> None:

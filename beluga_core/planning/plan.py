@@ -87,10 +87,10 @@ class TaskPlan:
     evals: list[EvalSuitePlan] = field(default_factory=list)  # the eval suites of cross-suite evaluation
     pools: Pools = field(default_factory=dict)  # [fewshot]: (level, group) → probe pool case ids
 
-    def pool_of(self, job: Job) -> tuple[str, ...]:
+    def pool_of(self, job: Job | JobSpec) -> tuple[str, ...]:
         """The probe cases a model predicts for few-shot ranking: its held-out group's pool (a fold of a
         [fewshot] level), every pool (the IID baseline, a candidate for every group), else none."""
-        if not self.pools or job.kind == "grid":
+        if not self.pools or getattr(job, "kind", None) == "grid":
             return ()
         if CONFIGURATIONS.get(job.config).is_baseline():
             return tuple(dict.fromkeys(c for ids in self.pools.values() for c in ids))
