@@ -91,7 +91,7 @@ def main() -> None:
     if args.analyze:
         analyze(args.analyze, levels, console)
         return
-    print(machine_line(torch.device("cpu"), args.precision))
+    print(machine_line(args.precision, torch.device("cpu")))
     forced = forced_config(config, args.precision)
     store = REPO / "runs" / f"bench-fewshot-{args.which}-{args.precision}.duckdb"
     for old in (store, store.with_name(store.name + ".wal")):
