@@ -1,6 +1,6 @@
-"""The README's code blocks marked ``tested`` work: its shell commands run, and its eight plugin examples (one per
-kind) pass their kinds' checks; seven then run together in one small benchmark through the real code path, and
-the generator makes a suite."""
+"""The README's code blocks marked ``tested`` work: its shell commands run, and its nine plugin examples (one per
+kind) pass their kinds' checks; seven then run together in one small benchmark through the real code path, the
+generator makes a suite, and the ranking signal ranks models."""
 
 from __future__ import annotations
 
@@ -41,10 +41,11 @@ def plugins() -> Iterator[types.ModuleType]:
 
 
 def test_the_readme_has_a_tested_example_of_every_plugin_kind(plugins: types.ModuleType) -> None:
-    assert len(blocks("python")) == 8
+    assert len(blocks("python")) == 9
     names = {"LearningWithoutForgetting": "method", "JSInvariance": "loss", "ConfidentEq": "expectation kind",
              "SuiteOnly": "training configuration", "MacroF1Classification": "task",
-             "InlineExecutor": "executor", "GradientTimesInput": "attribution", "ShoutOneWord": "generator"}
+             "InlineExecutor": "executor", "GradientTimesInput": "attribution", "ShoutOneWord": "generator",
+             "Margin": "ranking signal"}
     for cls, kind in names.items():
         ALL[kind].check(getattr(plugins, cls), cls)  # raises, naming the member, if one is missing
     assert set(names.values()) == set(ALL)
@@ -80,6 +81,22 @@ def test_the_readme_generator_makes_a_suite(plugins: types.ModuleType, tmp_path:
     for case in mft:
         word = case.meta["note"]["word"]
         assert len(word) >= 4 and word.upper() in str(case.inputs[0]).split()
+
+
+def test_the_readme_signal_ranks_models(plugins: types.ModuleType) -> None:
+    import numpy as np
+
+    from beluga_core.analysis.ranking.rank import Candidate, GroupData, rank_groups, signal_specs
+    from beluga_core.contracts.signals import ProbeCase
+
+    # Three models whose margin on every case grows with their true score: the signal ranks them all right.
+    cases = [[ProbeCase(f"c{j}", "MFT", ("x",), "pass", (1,), (np.array([0.5 - d, 0.5 + d]),)) for j in range(6)]
+             for d in (0.05, 0.2, 0.4)]
+    group = GroupData("g", [Candidate(f"m{i}", f"m{i}", t, 10) for i, t in enumerate((0.3, 0.6, 0.9))],
+                      [f"c{j}" for j in range(6)], {"": cases})
+    specs, _ = signal_specs([f"{MODULE}:Margin"], [], {})
+    ranking = rank_groups("level", [group], specs, n=4, bootstrap=20)
+    assert ranking.summaries[f"{MODULE}:Margin"].accuracy == 1.0
 
 
 def _suite_with_the_plugins(path: Path) -> Path:

@@ -58,7 +58,7 @@ def rank(
             group, suite = zoo_group(spec, zoo, progress=lambda name: status.update(f"predicting with {name}"))
         specs, skipped = signal_specs(requested, group.methods(), options)
         ranking = rank_groups(spec.group or "zoo", [group], specs, n=n, bootstrap=bootstrap, seed=seed,
-                              ties=ties)  # type: ignore[arg-type]
+                              ties=ties)
         print_ranking(ranking, console, title=f"Ranking {len(group.candidates)} models on {suite}", skipped=skipped)
         console.print("true scores: " + ", ".join(f"{c.label} {100 * c.truth:.1f}" for c in group.candidates),
                       highlight=False)
@@ -79,7 +79,7 @@ def rank(
     specs, skipped = signal_specs(requested, methods, options)
     with console.status("ranking") as status:
         ranking = rank_groups(level, loaded.groups, specs, n=n, bootstrap=bootstrap, seed=seed,
-                              ties=ties,  # type: ignore[arg-type]
+                              ties=ties,
                               progress=lambda name: status.update(f"ranking with {name}"))
     ranking.notes += loaded.notes
     print_ranking(ranking, console, title=f"Few-shot ranking on level '{level}' ({loaded.task}, {loaded.suite})",

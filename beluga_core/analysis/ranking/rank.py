@@ -21,13 +21,14 @@ from beluga_core.analysis.ranking.stats import (
     LevelSummary,
     Ties,
     draw_probes,
+    keyed_rng,
     probe_interval,
     probe_means,
     random_keys,
     rank_group,
     summarize,
 )
-from beluga_core.contracts.registries import SIGNALS
+from beluga_core.contracts.registries import ATTRIBUTIONS, SIGNALS
 from beluga_core.contracts.signals import ProbeCase, Signal
 from beluga_core.core.errors import BelugaError
 
@@ -119,7 +120,9 @@ def signal_specs(requested: Sequence[str] | None, methods: Sequence[str],
     for text in dict.fromkeys(names):
         parts: list[tuple[str, str, Signal]] = []
         for piece in text.split("+"):
-            method, _, name = piece.rpartition(":")
+            # METHOD:NAME names an attribution method first; any other colon is a plugin's module:Class.
+            head, _, rest = piece.partition(":")
+            method, name = (head, rest) if rest and (head in methods or head in ATTRIBUTIONS.names()) else ("", piece)
             plugin = _signal(name, options)
             if plugin.needs_attribution and not method:
                 if len(methods) != 1:
@@ -204,8 +207,9 @@ def rank_groups(level: str, groups: list[GroupData], specs: Sequence[SignalSpec]
                 applicable = int((~np.isnan(values)).any(axis=0).sum())
                 if applicable < MIN_APPLICABLE * len(g.pool):
                     kinds = ", ".join(plugin.applies_to)
-                    reason = (f"{part[0]} applies to {applicable} of the {len(g.pool)} pool cases (it needs: {kinds}"
-                              f"{'; and stored attributions' if plugin.needs_attribution else ''})")
+                    reason = (f"{part[0]} gives a value on {applicable} of the {len(g.pool)} pool cases (it is "
+                              f"defined for {kinds} inputs{' with stored attributions' * plugin.needs_attribution}; "
+                              f"at least half must have one)")
                     break
                 keys.append(plugin.direction * probe_means(values, probes[g.group]))
             if reason is not None:
@@ -215,19 +219,23 @@ def rank_groups(level: str, groups: list[GroupData], specs: Sequence[SignalSpec]
             ranking = rank_group([c.truth for c in g.candidates], keys, ties)
             base.ranking = ranking
             if ranking.n_pairs:
-                rng = np.random.default_rng(abs(hash((seed, level, g.group, spec.name))) % 2**32)
-                base.ci = probe_interval(ranking.probe_accuracy(), rounds, rng)
+                base.ci = probe_interval(ranking.probe_accuracy(), rounds,
+                                         keyed_rng(seed, "group-interval", level, g.group, spec.name))
             results.append(base)
         out.results[spec.name] = results
-    reference = out.results.get(REFERENCE)
+        ranked = [r.ranking for r in results if r.ranking is not None and r.ranking.n_pairs]
+        if ranked and all(r.tie_rate == 1.0 for r in ranked):
+            out.notes.append(f"{spec.name} tied every pair on every probe: its value is the same for every model"
+                             + (" (the built-in attribution methods keep special tokens fixed, so they give the "
+                                "separator a score of 0; first-tok needs an estimator that scores it)"
+                                if spec.parts[-1][0] == "first-tok" else ""))
+    reference = {r.group: r.ranking for r in out.results.get(REFERENCE, [])}
     for name, results in out.results.items():
-        pairs = [(r, ref) for r, ref in zip(results, reference or [None] * len(results), strict=True)
-                 if r.ranking is not None]
-        if not pairs:
+        scored = [r.ranking for r in results if r.ranking is not None]
+        if not scored:
             continue
-        ref_rankings = [ref.ranking for _, ref in pairs] if reference is not None and name != REFERENCE and all(
-            ref is not None and ref.ranking is not None for _, ref in pairs) else None
-        out.summaries[name] = summarize([r.ranking for r, _ in pairs if r.ranking is not None],
-                                        ref_rankings,  # type: ignore[arg-type]
+        refs = [reference.get(r.group) for r in results if r.ranking is not None]
+        ref_rankings = [x for x in refs if x is not None] if name != REFERENCE else []
+        out.summaries[name] = summarize(scored, ref_rankings if len(ref_rankings) == len(scored) else None,
                                         rounds=rounds, seed=seed, key=f"{level}\x1f{name}")
     return out

@@ -119,15 +119,34 @@ def print_ranking(ranking: Ranking, console: Any, *, title: str, skipped: dict[s
     console.print(f"{len(groups)} group(s) of level '{ranking.level}', {min(sizes, default=0)}–{max(sizes, default=0)} "
                   f"candidate models each; probes: B = {ranking.bootstrap} of n = {ranking.n} cases (seed "
                   f"{ranking.seed}), the same for every signal; ties count {ranking.ties}.", highlight=False)
-    per_group_skips: dict[str, list[str]] = {}
-    for name, results in ranking.results.items():
-        for r in results:
-            if r.skipped:
-                per_group_skips.setdefault(name, []).append(f"{r.group}: {r.skipped}")
-    for name, why in {**skipped, **ranking.skipped}.items():
-        console.print(f"[yellow]skipped[/] {name}: {why}", highlight=False)
-    for name, items in per_group_skips.items():
-        more = f" (+{len(items) - 1} more group(s))" if len(items) > 1 else ""
-        console.print(f"[yellow]skipped on {len(items)} group(s)[/] {name}: {items[0]}{more}", highlight=False)
+    for line in skip_lines(ranking, skipped):
+        console.print(f"[yellow]skipped[/] {line}", highlight=False)
     for note in ranking.notes:
         console.print(f"[yellow]note[/]: {note}", highlight=False)
+
+
+def skip_lines(ranking: Ranking, skipped: dict[str, str]) -> list[str]:
+    """What was not ranked and why: a signal skipped everywhere once (with its ACC-then-signal), one skipped on
+    some groups with the first such group and how many more."""
+    lines = [f"{name}: {why}" for name, why in {**skipped, **ranking.skipped}.items()]
+    everywhere: dict[str, str] = {}
+    partly: dict[str, list[str]] = {}
+    for name, results in ranking.results.items():
+        reasons = [f"{r.group}: {r.skipped}" for r in results if r.skipped]
+        if reasons and len(reasons) == len(results):
+            everywhere[name] = results[0].skipped or ""
+        elif reasons:
+            partly[name] = reasons
+    for name, why in everywhere.items():
+        base = name.removeprefix(f"{REFERENCE}+")
+        if base != name and base in everywhere:
+            continue
+        also = f" (and {REFERENCE}+{name})" if f"{REFERENCE}+{name}" in everywhere else ""
+        lines.append(f"{name}{also} on every group: {why}")
+    for name, reasons in partly.items():
+        base = name.removeprefix(f"{REFERENCE}+")
+        if base != name and partly.get(base) == reasons:
+            continue
+        more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+        lines.append(f"{name} on {len(reasons)} of {len(ranking.results[name])} groups, e.g. {reasons[0]}{more}")
+    return lines

@@ -12,6 +12,7 @@ from beluga_core.analysis.report.attributions import FailingGroup, failing_group
 from beluga_core.analysis.report.cross import CrossTable, OnlyMatrix, basis, build_cross_tables, build_only_matrices
 from beluga_core.analysis.report.data import ReportData, read_report_data
 from beluga_core.analysis.report.degeneracy import DegeneracyRow, degeneracy_rows
+from beluga_core.analysis.report.fewshot import FewshotTable, build_fewshot
 from beluga_core.analysis.report.figures import FigureFiles, Heatmap, MatrixFigure, slug, write_heatmaps, write_matrices
 from beluga_core.analysis.report.regression import RegressionLine, build_regression
 from beluga_core.analysis.report.table3 import Table3, build_table3
@@ -56,6 +57,7 @@ class ReportContent:
     regression_figures: list[MatrixFigure] = field(default_factory=list)  # NFR per scoring group, per task
     failing: list[FailingGroup] = field(default_factory=list)             # attributions of failing groups
     alignment: list[AlignmentTable] = field(default_factory=list)         # eval groups beside their mapped groups
+    fewshot: list[FewshotTable] = field(default_factory=list)             # stored rankings (beluga rank)
 
     @property
     def heatmaps(self) -> list[Heatmap]:
@@ -103,7 +105,8 @@ def build_content(store: str | Path, figures_dir: Path) -> ReportContent:
                          cross, write_matrices([cross_figure(t) for t in cross], figures_dir),
                          only, write_matrices([only_figure(m) for m in only], figures_dir),
                          regression, write_matrices(nfr_figures, figures_dir), failing_groups(data.failing_words),
-                         build_alignment(data.alignment_units))
+                         build_alignment(data.alignment_units),
+                         build_fewshot(data.fewshot, data.fewshot_pairs, figures_dir, data.grid_on_seen))
 
 
 def cross_figure(t: CrossTable) -> MatrixFigure:

@@ -83,6 +83,9 @@ class ReportData:
     regression: list[dict[str, Any]] = field(default_factory=list)           # regression_summary
     vote_share: set[tuple[str, str]] = field(default_factory=set)            # (config, method) of vote ensembles
     failing_words: list[dict[str, Any]] = field(default_factory=list)        # failing_words (attributions)
+    fewshot: list[dict[str, Any]] = field(default_factory=list)              # fewshot_accuracy (beluga rank)
+    fewshot_pairs: list[dict[str, Any]] = field(default_factory=list)        # fewshot_pairs
+    grid_on_seen: set[str] = field(default_factory=set)                      # tasks selected on the seen T_val
 
     @property
     def running(self) -> list[dict[str, Any]]:
@@ -162,6 +165,12 @@ def read_report_data(store: str | Path, *, figures: bool = True) -> ReportData:
             data.regression = _dicts(con, "SELECT * FROM regression_summary ORDER BY ALL")
             data.vote_share = {(r[0], r[1]) for r in con.execute(
                 "SELECT DISTINCT config, method FROM models WHERE hparams->>'vote_share' = 'true'").fetchall()}
+        if "fewshot_rankings" in table_names(con):
+            data.fewshot = _dicts(con, "SELECT * FROM fewshot_accuracy ORDER BY ALL")
+            data.grid_on_seen = {r[0] for r in con.execute(
+                "SELECT DISTINCT task FROM grid_selections WHERE scope_level IS NULL").fetchall()}
+            if figures:
+                data.fewshot_pairs = _dicts(con, "SELECT * FROM fewshot_pairs ORDER BY ALL")
         if figures and "failing_words" in table_names(con):
             data.failing_words = _dicts(con, "SELECT * FROM failing_words ORDER BY ALL")
         if figures:

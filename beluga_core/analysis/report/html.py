@@ -20,6 +20,7 @@ from beluga_core.analysis.report.content import (
 )
 from beluga_core.analysis.report.cross import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
+from beluga_core.analysis.report.fewshot import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.figures import MatrixFigure
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.table3 import AVG, IID, Cell
@@ -190,6 +191,14 @@ def render_html(content: ReportContent) -> str:
 
     parts += _cross_html(content)
     parts += _regression_html(content)
+    if content.fewshot:
+        parts += ["<h2>Few-shot ranking of models on unseen groups</h2>", f'<p class="note">{escape(FEWSHOT_NOTE)}</p>']
+        for ft in content.fewshot:
+            parts += [f"<h3>{escape(ft.title)}</h3>", *(f'<p class="note">{escape(n)}</p>' for n in ft.notes),
+                      _simple_table(HEADER, [[escape(c) for c in r] for r in ft.rows], numeric_from=1)]
+            if ft.png is not None:
+                parts.append(f"<figure><img alt=\"{escape(ft.title)}\" src=\"{_png_data_uri(ft.png)}\"><figcaption>"
+                             f"Pairwise ranking accuracy against each pair's true gap</figcaption></figure>")
     if content.failing:
         rows = [[escape(g.config), escape(g.method), escape(g.scenario), escape(g.group), escape(g.attribution),
                  str(g.n_cases), escape(word_list(g.most)), escape(word_list(g.least))] for g in content.failing]

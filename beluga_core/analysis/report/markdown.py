@@ -17,6 +17,7 @@ from beluga_core.analysis.report.content import (
 )
 from beluga_core.analysis.report.cross import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
+from beluga_core.analysis.report.fewshot import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.table3 import AVG, IID, Cell, Column
 
@@ -163,6 +164,15 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
 
     lines += cross_markdown(content, out_dir)
     lines += regression_markdown(content, out_dir)
+    if content.fewshot:
+        lines += ["", "## Few-shot ranking of models on unseen groups", "", FEWSHOT_NOTE]
+        for ft in content.fewshot:
+            lines += ["", f"### {_esc(ft.title)}", "", *(f"*{_esc(n)}*" for n in ft.notes), ""]
+            lines += _table(HEADER, [[_esc(c) for c in r] for r in ft.rows], right_from=1)
+            if ft.png is not None and ft.svg is not None:
+                lines += ["", f"![{_esc(ft.title)}: accuracy per pair against its true gap]"
+                              f"({ft.png.relative_to(out_dir).as_posix()})", "",
+                          f"[SVG]({ft.svg.relative_to(out_dir).as_posix()})"]
     if content.failing:
         lines += ["", "## Attributions of failing groups", "", ATTRIBUTION_NOTE, ""]
         rows = [[_esc(g.config), _esc(g.method), _esc(g.scenario), _esc(g.group), _esc(g.attribution), str(g.n_cases),
