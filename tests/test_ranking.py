@@ -206,6 +206,15 @@ def test_pools_are_recorded_disjoint_and_predicted_by_their_candidates(fewshot_s
                                         count(*) FILTER (WHERE p.case_id IS NULL) FROM attributions a
                                  LEFT JOIN (SELECT DISTINCT case_id FROM fewshot_pools) p USING (case_id)""")
     assert attributed[0][0] == 7 and attributed[0][1] <= 4 and attributed[0][2] == 0
+    # beluga store check holds the pools to the same rules (and accepts pool attributions without T_test outcomes).
+    from beluga_core.store.checks import check_store
+
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        violations, _ = check_store(con)
+    finally:
+        con.close()
+    assert violations == []
 
 
 def test_rank_cli_stores_what_it_prints(fewshot_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -257,6 +266,8 @@ def test_rank_refuses_a_pool_that_overlaps_t_test(fewshot_store: Path, tmp_path:
     con.close()
     code, _, err = run_cli(capsys, "rank", store, "--level", "length", "--no-save")
     assert code == 2 and "probe pool case(s) of level 'length' are T_test cases" in err
+    code, out, _ = run_cli(capsys, "store", "check", store)
+    assert code != 0 and "probe pools unseen by their candidates" in out
     code, _, err = run_cli(capsys, "rank", store, "--level", "phenomenon")
     assert code == 2 and "no probe pools for level 'phenomenon'" in err and "pools exist for length" in err
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from beluga_core.analysis.ranking.zoo import Zoo
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.data.suite.schema import Case, SuiteHeader
 from beluga_core.generators.capabilities import CapabilitySpec
@@ -20,6 +21,7 @@ MODELS: dict[str, type[BaseModel]] = {
     "suite-case.schema.json": Case,
     "benchmark-config.schema.json": BenchmarkConfig,
     "capability-spec.schema.json": CapabilitySpec,
+    "zoo.schema.json": Zoo,
 }
 
 
