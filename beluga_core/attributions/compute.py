@@ -134,6 +134,13 @@ def is_perturbation(case: Case) -> bool:
     return case.test_type.upper() in ("INV", "DIR") and len(case.inputs) > 1
 
 
+def probe_items(cases: Sequence[Case], suite: str, task: Task[Any], perturbations: int) -> list[Item]:
+    """The inputs of few-shot probe cases to attribute: an INV/DIR case's original and at most ``perturbations``
+    perturbed inputs (perturbation focus reads them), any other case's first input."""
+    return [Item(suite, c.id, i, x, gold_class(task, c, i)) for c in cases
+            for i, x in enumerate(c.inputs[:1 + perturbations] if is_perturbation(c) else c.inputs[:1])]
+
+
 def select_items(cases: Sequence[Case], outcomes: dict[str, str], suite: str, task: Task[Any], *, which: Any,
                  inputs: str, cap: int, seed_key: str) -> list[Item]:
     """The items a fold attributes: its eval cases (``heldout_test``), those it fails (``failing``), or those in

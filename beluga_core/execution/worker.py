@@ -3,6 +3,10 @@
 A ``Worker`` keeps what folds share (tokenized inputs, the loaded model, the pretrained and IID weights) so
 that consecutive jobs in one process do not redo it. A job's result depends only on the job: every job
 re-seeds from its own identity and starts from pristine weights.
+
+Long: a job's whole life — start weights, training stages, T_test, eval suites, probe pools, attributions,
+i.i.d. scores, records — reads the worker's shared state (encoders, models, kept weights); the pieces stay
+methods of it rather than functions that would each take that state back as arguments.
 """
 
 from __future__ import annotations
@@ -22,9 +26,8 @@ from beluga_core.attributions.compute import (
     AttributedInput,
     Item,
     attribute,
-    gold_class,
-    is_perturbation,
     make_methods,
+    probe_items,
     select_items,
     tokenizer_id,
 )
@@ -285,7 +288,13 @@ class Worker:
         items = select_items(cases, dict(zip(outcomes.case_id, outcomes.outcome, strict=True)),
                              self.tasks[job.task].plan.suite.header.name, task, which=spec.cases, inputs=spec.inputs,
                              cap=spec.cap_per_fold, seed_key=f"{self.cfg.split.seed}|attributions|{job.id}")
-        methods = make_methods(spec.methods, {m: attribution_options(self.cfg, m, run=True) for m in spec.methods})
+        return self._attributed(job, task, model, encoder, items)
+
+    def _attributed(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder,
+                    items: list[Item]) -> list[AttributedInput]:
+        """``items`` attributed with the [attributions] methods at their in-run budgets."""
+        names = self.cfg.attributions.methods
+        methods = make_methods(names, {m: attribution_options(self.cfg, m, run=True) for m in names})
         tokenizer = getattr(encoder, "tokenizer")  # noqa: B009 - every built-in encoder keeps its tokenizer
         rows, _ = attribute(model, tokenizer, tokenizer_id(job.model, tokenizer, encoder.max_length), self.device,
                             items, methods, max_length=encoder.max_length, span=task.head_labels is None)
@@ -302,13 +311,8 @@ class Worker:
         spec, methods = self.cfg.fewshot, self.cfg.attributions.methods
         if not (spec.attribute and methods):
             return ProbeResult(outcomes, kept), []
-        items = [Item(suite_name, c.id, i, x, gold_class(task, c, i)) for c in cases
-                 for i, x in enumerate(c.inputs[:1 + spec.perturbations] if is_perturbation(c) else c.inputs[:1])]
-        estimators = make_methods(methods, {m: attribution_options(self.cfg, m, run=True) for m in methods})
-        tokenizer = getattr(encoder, "tokenizer")  # noqa: B009 - every built-in encoder keeps its tokenizer
-        rows, _ = attribute(model, tokenizer, tokenizer_id(job.model, tokenizer, encoder.max_length), self.device,
-                            items, estimators, max_length=encoder.max_length, span=task.head_labels is None)
-        return ProbeResult(outcomes, kept), rows
+        items = probe_items(cases, suite_name, task, spec.perturbations)
+        return ProbeResult(outcomes, kept), self._attributed(job, task, model, encoder, items)
 
     def _cross(self, job: Job, state: _TaskState, model: torch.nn.Module, encoder: Encoder,
                kept: list[CasePredictions] | None) -> list[CrossResult]:

@@ -95,7 +95,7 @@ def zoo_group(zoo: Zoo, where: Path, progress: Any = None) -> tuple[GroupData, s
 
     import numpy as np
 
-    from beluga_core.attributions.compute import Item, attribute, gold_class, is_perturbation, make_methods
+    from beluga_core.attributions.compute import attribute, make_methods, probe_items
     from beluga_core.attributions.compute import tokenizer_id as tokenizer_key
     from beluga_core.config.schema import TaskSpec
     from beluga_core.contracts.attributions import word_scores
@@ -152,8 +152,7 @@ def zoo_group(zoo: Zoo, where: Path, progress: Any = None) -> tuple[GroupData, s
         candidates.append(Candidate(digest([spec.name, str(path)])[:16], spec.name, float(truth), n_truth))
         probs = preds.probs
         offsets = preds.offsets
-        items = [Item(probe_suite.header.name, c.id, i, x, gold_class(task, c, i)) for c in pool
-                 for i, x in enumerate(c.inputs[:1 + zoo.perturbations] if is_perturbation(c) else c.inputs[:1])]
+        items = probe_items(pool, probe_suite.header.name, task, zoo.perturbations)
         words: dict[tuple[str, str, int], InputAttribution] = {}
         if estimators:
             import torch
