@@ -68,7 +68,7 @@ def analyze(store: Path, levels: list[str], console: Console) -> None:
         specs, skipped = signal_specs(None, methods, {})
         ranking = rank_groups(level, loaded.groups, specs, n=N, bootstrap=B, seed=SEED)
         ranking.notes += loaded.notes
-        save_ranking(store, ranking, source="store", task=loaded.task, suite=loaded.suite)
+        save_ranking(store, ranking, source="store", task=loaded.task, suite=loaded.suite, split_id=loaded.split_id)
         seconds = time.perf_counter() - started
         print_ranking(ranking, console, title=f"level '{level}' ({loaded.task}; n = {N}, B = {B}, seed {SEED})",
                       skipped=skipped)

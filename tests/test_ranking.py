@@ -82,6 +82,9 @@ def test_tau_b_with_ties_equals_scipy() -> None:
 def test_top1_with_tied_top_models_counts_the_truly_best_share() -> None:
     # Models 2 and 3 tie at the top; model 3 is truly best: half.
     assert rank_group(TRUTH, [constant_keys([0.0, 1.0, 1.0])]).top1[0] == 0.5
+    # A model without a score on the probe ties every pair but is no top pick: model 3 alone is, and is best.
+    g = rank_group(TRUTH, [constant_keys([np.nan, 0.2, 0.3])])
+    assert g.top1[0] == 1.0 and g.tie_rate == pytest.approx(2 / 3)
 
 
 def test_random_order_never_ties_and_is_near_half() -> None:
@@ -272,17 +275,40 @@ def test_rank_refuses_a_pool_that_overlaps_t_test(fewshot_store: Path, tmp_path:
     assert code == 2 and "no probe pools for level 'phenomenon'" in err and "pools exist for length" in err
 
 
+def test_a_candidate_without_its_whole_pool_is_left_out_and_options_make_another_ranking(
+        fewshot_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "f.duckdb"
+    shutil.copy(fewshot_store, store)
+    con = duckdb.connect(str(store))
+    con.execute("""DELETE FROM probe_outcomes WHERE model_id = (SELECT min(model_id) FROM models
+                   WHERE heldout_group = 'short') AND case_id = (SELECT min(case_id) FROM fewshot_pools
+                   WHERE grp = 'short')""")
+    con.close()
+    for option in ("window.regex=[a-z]+", "window.regex=[a-z]{4,}"):
+        code, out, err = run_cli(capsys, "rank", store, "--level", "length", "--n", "5", "--bootstrap", "50",
+                                 "--signals", "acc,occlusion:window", "--option", option)
+        assert code == 0, err
+        assert "1 candidate model(s) lack probe predictions for their group's pool" in " ".join(out.split())
+    assert query(store, "SELECT grp, count(*) FROM fewshot_candidates GROUP BY ALL ORDER BY 1 LIMIT 1") == [
+        ("long", 6)]                                  # two rankings (one per option), 3 candidates each
+    assert query(store, "SELECT count(*) FROM fewshot_candidates WHERE grp = 'short'") == [(4,)]
+    assert sorted(r[0] for r in query(store, "SELECT options->>'$.window.regex' FROM fewshot_rankings")) == [
+        "[a-z]+", "[a-z]{4,}"]
+
+
 def test_a_model_without_its_probe_predictions_is_not_done(fewshot_store: Path, tmp_path: Path) -> None:
     from beluga_core.store.writer import StoreWriter
 
     store = tmp_path / "f.duckdb"
     shutil.copy(fewshot_store, store)
-    (mid, n), *_ = query(store, "SELECT model_id, count(*) FROM probe_outcomes GROUP BY ALL ORDER BY 1")
+    (mid, ids), *_ = query(store, "SELECT model_id, list(case_id) FROM probe_outcomes GROUP BY ALL ORDER BY 1")
     writer = StoreWriter(store)
-    assert mid in writer.done_ids(probes={mid: n})
+    assert mid in writer.done_ids(probes={mid: ids})
+    # Another pool of the same size (pool_cap changed the sample): not done.
+    assert mid not in writer.done_ids(probes={mid: [*ids[1:], "sst2-phenomena/plain/mft/999"]})
     with writer.store.transaction() as con:
-        con.execute("DELETE FROM probe_outcomes WHERE model_id = ?", [mid])
-    assert mid not in writer.done_ids(probes={mid: n})
+        con.execute("DELETE FROM probe_outcomes WHERE model_id = ? AND case_id = ?", [mid, ids[0]])
+    assert mid not in writer.done_ids(probes={mid: ids})
 
 
 def test_dry_run_refuses_pools_smaller_than_the_probe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,8 @@ def rank(
     seed: int = typer.Option(0, "--seed", help="Seed of the probes, the random order and the intervals."),
     ties: str = typer.Option("half", "--ties", help="A tie in the predicted order counts: half, fail or exclude."),
     task: str | None = typer.Option(None, "--task", help="The task, where the store has pools of several."),
+    split: str | None = typer.Option(None, "--split", help="The split (a prefix of its id), where the store has "
+                                                           "pools of several (another [split] seed or [sizes])."),
     save: bool = typer.Option(True, "--save/--no-save", help="Write the ranking to the store (fewshot_* tables)."),
 ) -> None:
     """Rank the models blind to each group of a held-out level — every fold that held the group out, and the IID
@@ -74,7 +76,7 @@ def rank(
     if not store.is_file():
         raise BelugaError("no such store", source=store)
     with open_store(store) as con:
-        loaded = load_store_groups(con, level, task, str(store))
+        loaded = load_store_groups(con, level, task, str(store), split)
     methods = sorted({m for g in loaded.groups for m in g.methods()})
     specs, skipped = signal_specs(requested, methods, options)
     with console.status("ranking") as status:
@@ -85,6 +87,7 @@ def rank(
     print_ranking(ranking, console, title=f"Few-shot ranking on level '{level}' ({loaded.task}, {loaded.suite})",
                   skipped=skipped)
     if save:
-        rid = save_ranking(store, ranking, source="store", task=loaded.task, suite=loaded.suite)
+        rid = save_ranking(store, ranking, source="store", task=loaded.task, suite=loaded.suite,
+                           split_id=loaded.split_id)
         console.print(f"stored as ranking {rid} (SELECT * FROM fewshot_accuracy WHERE rank_id = '{rid}')",
                       highlight=False)

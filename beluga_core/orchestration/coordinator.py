@@ -124,7 +124,7 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         # A done model that lacks an evaluation on an eval suite of its task (added since, or with another
         # mapping or sample), or its [fewshot] probe predictions, runs again: same id, same numbers, plus those.
         done = writer.done_ids(required_evaluations(plan),
-                               {j.id: len(tp.pool_of(j)) for tp in plan.tasks if tp.pools for j in tp.jobs})
+                               {j.id: tp.pool_of(j) for tp in plan.tasks if tp.pools for j in tp.jobs})
         todo = [j for j in jobs if j.id not in done]
         # A child whose parent finished in an earlier run needs the parent's weights; without them the parent
         # is trained again (deterministically, so its stored results do not change).

@@ -152,19 +152,23 @@ class StoreWriter(PlanRecords):
     # ---- finished jobs
 
     def done_ids(self, evaluations: Mapping[str, Mapping[str, str]] | None = None,
-                 probes: Mapping[str, int] | None = None) -> set[str]:
+                 probes: Mapping[str, Sequence[str]] | None = None) -> set[str]:
         """Ids of the models and grid points already done (a failed one is retried on resume).
 
         ``evaluations``: per model id, the eval suites it must have been evaluated on, each with the digest of
         its eval cases (``EvalSuitePlan.digest``); a done model lacking one, or evaluated on other cases, is not
-        done. ``probes``: per model id, the size of its [fewshot] probe pool; a done model with fewer probe
-        outcomes is not done either."""
+        done. ``probes``: per model id, the case ids of its [fewshot] probe pool; a done model without an outcome
+        for each of them (pools added, or changed by pool_cap) is not done either."""
         with self.store.connection(read_only=True) as con:
             done = {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done' UNION ALL "
                                               "SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
-            if probes:
-                counts = dict(con.execute("SELECT model_id, count(*) FROM probe_outcomes GROUP BY model_id").fetchall())
-                done -= {mid for mid, size in probes.items() if size and counts.get(mid, 0) < size}
+            wanted_probes = {mid: ids for mid, ids in (probes or {}).items() if ids and mid in done}
+            if wanted_probes:
+                have_probes: dict[str, set[str]] = {}
+                for mid, cid in con.execute("SELECT model_id, case_id FROM probe_outcomes WHERE model_id IN "
+                                            "(SELECT unnest(?::VARCHAR[]))", [list(wanted_probes)]).fetchall():
+                    have_probes.setdefault(mid, set()).add(cid)
+                done -= {mid for mid, ids in wanted_probes.items() if not set(ids) <= have_probes.get(mid, set())}
             wanted = {mid: dict(e) for mid, e in (evaluations or {}).items() if e and mid in done}
             if not wanted:
                 return done

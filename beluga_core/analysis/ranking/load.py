@@ -30,12 +30,12 @@ class StoreGroups:
     notes: list[str] = field(default_factory=list)
 
 
-def _group_sql(level: str) -> str:
-    """SQL for a case's group at ``level`` (``c`` is the cases row)."""
-    if level == "test_type":
-        return "c.test_type"
-    pointer = "/" + level.replace("~", "~0").replace("/", "~1")
-    return f"json_extract_string(c.groups, '{pointer}')"
+GROUP_SQL = "CASE WHEN ? = 'test_type' THEN c.test_type ELSE json_extract_string(c.groups, ?) END"
+
+
+def _group_args(level: str) -> list[str]:
+    """The two parameters of ``GROUP_SQL``: a case's group at ``level`` (``c`` is the cases row)."""
+    return [level, "/" + level.replace("~", "~0").replace("/", "~1")]
 
 
 def _baselines(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -54,42 +54,50 @@ def label_of(row: dict[str, Any]) -> str:
     return f"{row['config']}/{row['method']}@{scenario}#{row['seed']}"
 
 
-def load_store_groups(con: duckdb.DuckDBPyConnection, level: str, task: str | None, where: str) -> StoreGroups:
+def load_store_groups(con: duckdb.DuckDBPyConnection, level: str, task: str | None, where: str,
+                      split: str | None = None) -> StoreGroups:
     found = con.execute(
         """SELECT DISTINCT m.task, p.suite, p.split_id FROM fewshot_pools p
            JOIN models m ON m.split_id = p.split_id AND m.suite = p.suite
-           WHERE p.level = ? AND (? IS NULL OR m.task = ?) ORDER BY ALL""", [level, task, task]).fetchall()
+           WHERE p.level = ? AND (? IS NULL OR m.task = ?) AND (? IS NULL OR starts_with(p.split_id, ?))
+           ORDER BY ALL""", [level, task, task, split, split]).fetchall()
     if not found:
         levels = [r[0] for r in con.execute("SELECT DISTINCT level FROM fewshot_pools ORDER BY 1").fetchall()]
-        raise BelugaError(f"no probe pools for level '{level}'{f' of task {task!r}' if task else ''} in {where}: "
+        asked = "".join([f" of task {task!r}" if task else "", f" in split {split}" if split else ""])
+        raise BelugaError(f"no probe pools for level '{level}'{asked} in {where}: "
                           + (f"pools exist for {', '.join(levels)}" if levels else
                              "the run needs [fewshot] enabled = true (with the level among its held-out scenarios)"))
+    if len({t for t, _, _ in found}) > 1:
+        raise BelugaError(f"{where} has probe pools for level '{level}' of several tasks "
+                          f"({', '.join(sorted({t for t, _, _ in found}))}); name one with --task")
     if len(found) > 1:
-        raise BelugaError(f"{where} has probe pools for level '{level}' of several tasks or splits "
-                          f"({', '.join(f'{t} ({s})' for t, s, _ in found)}); name one with --task")
+        raise BelugaError(f"{where} has probe pools for level '{level}' of task '{found[0][0]}' in several splits "
+                          f"(another [split] seed or [sizes]): {', '.join(s[:12] for _, _, s in found)}; name one "
+                          "with --split (a prefix of its id)")
     task_name, suite, split_id = found[0]
     _check_disjoint(con, split_id, suite, level, where)
     baselines = _baselines(con)
-    gsql = _group_sql(level)
     pools: dict[str, list[str]] = defaultdict(list)
     for grp, cid in con.execute("SELECT grp, case_id FROM fewshot_pools WHERE split_id = ? AND suite = ? AND "
                                 "level = ? ORDER BY grp, case_id", [split_id, suite, level]).fetchall():
         pools[grp].append(cid)
     models = con.execute(
         """SELECT model_id, config, method, scenario, heldout_group, seed, finished_at FROM models
-           WHERE status = 'done' AND task = ? AND suite = ? AND split_id = ?
+           WHERE status = 'done' AND task = ? AND suite = ? AND split_id = ? AND hparams->>'ensemble' IS NULL
              AND (heldout_level = ? OR (scenario = 'standard' AND list_contains(?, config)))
            ORDER BY config, method, seed, model_id""", [task_name, suite, split_id, level, baselines]).fetchall()
     cols = ("model_id", "config", "method", "scenario", "heldout_group", "seed", "finished_at")
     rows = [dict(zip(cols, r, strict=True)) for r in models]
     truth = {(mid, grp): (int(p), int(n)) for mid, grp, p, n in con.execute(
-        f"""SELECT o.model_id, {gsql} AS grp, count(*) FILTER (WHERE o.outcome = 'pass'),
+        f"""SELECT o.model_id, {GROUP_SQL} AS grp, count(*) FILTER (WHERE o.outcome = 'pass'),
                    count(*) FILTER (WHERE o.outcome <> 'skip')
             FROM outcomes o JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
             WHERE o.suite = ? AND o.model_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY ALL""",
-        [suite, [r["model_id"] for r in rows]]).fetchall()}
-    probed = {mid: int(k) for mid, k in con.execute(
-        "SELECT model_id, count(*) FROM probe_outcomes WHERE suite = ? GROUP BY model_id", [suite]).fetchall()}
+        [*_group_args(level), suite, [r["model_id"] for r in rows]]).fetchall()}
+    probed: dict[str, set[str]] = defaultdict(set)
+    for mid, cid in con.execute("SELECT model_id, case_id FROM probe_outcomes WHERE suite = ? AND model_id IN "
+                                "(SELECT unnest(?::VARCHAR[]))", [suite, [r["model_id"] for r in rows]]).fetchall():
+        probed[mid].add(cid)
     specs = {cid: Case.model_validate_json(spec) for cid, spec in con.execute(
         "SELECT case_id, spec::VARCHAR FROM case_specs WHERE suite = ? AND case_id IN (SELECT case_id FROM "
         "fewshot_pools WHERE split_id = ? AND level = ?)", [suite, split_id, level]).fetchall()}
@@ -102,7 +110,7 @@ def load_store_groups(con: duckdb.DuckDBPyConnection, level: str, task: str | No
         for r in rows:
             if r["scenario"] != "standard" and r["heldout_group"] != grp:
                 continue
-            if not probed.get(r["model_id"]):
+            if not set(pool) <= probed.get(r["model_id"], set()):   # trained before the pool was (as it is)
                 lacking.append(label_of(r))
                 continue
             passed, n = truth.get((r["model_id"], grp), (0, 0))
@@ -115,15 +123,22 @@ def load_store_groups(con: duckdb.DuckDBPyConnection, level: str, task: str | No
         out.groups.append(GroupData(grp, candidates, list(pool),
                                     _probe_cases(con, suite, candidates, [specs[c] for c in pool], label_space)))
     if lacking:
-        out.notes.append(f"{len(set(lacking))} candidate model(s) have no probe predictions (trained before "
-                         f"[fewshot] was enabled) and are left out, e.g. {sorted(set(lacking))[0]}; `beluga run` "
-                         "with [fewshot] enabled re-runs them")
-    if con.execute("SELECT count(*) FROM grid_selections WHERE task = ? AND scope_level IS NULL",
-                   [task_name]).fetchall()[0][0]:
+        out.notes.append(f"{len(set(lacking))} candidate model(s) lack probe predictions for their group's pool "
+                         f"(trained before [fewshot] gave them this pool) and are left out, e.g. "
+                         f"{sorted(set(lacking))[0]}; `beluga run` with the same [fewshot] re-runs them")
+    if grid_selected_on_seen(con, task_name):
         out.notes.append("hyper-parameters were selected on the seen scenario's T_val, which includes each group's "
                          "T_val cases — part of its probe pool: the candidates' hyper-parameters (not their weights) "
                          "saw those cases")
     return out
+
+
+def grid_selected_on_seen(con: duckdb.DuckDBPyConnection, task: str) -> bool:
+    """Whether ``task``'s folds took hyper-parameters selected on the seen scenario's T_val (grid mode seen: a
+    strict search selects per fold, without the fold's group)."""
+    seen, strict = con.execute("SELECT count(*) FILTER (WHERE scope_level IS NULL), count(*) FILTER (WHERE "
+                               "scope_level IS NOT NULL) FROM grid_selections WHERE task = ?", [task]).fetchall()[0]
+    return bool(seen) and not strict
 
 
 def _check_disjoint(con: duckdb.DuckDBPyConnection, split_id: str, suite: str, level: str, where: str) -> None:

@@ -101,6 +101,7 @@ class Ranking:
     specs: dict[str, SignalSpec] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)                 # signal → why (every group)
     notes: list[str] = field(default_factory=list)
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)      # the signals' options
 
 
 # ------------------------------------------------------------------------------------------------ signals
@@ -183,7 +184,8 @@ def rank_groups(level: str, groups: list[GroupData], specs: Sequence[SignalSpec]
     """Every signal on every group, on the same probes; summaries per signal with ACC as the reference."""
     if n < 1 or bootstrap < 1:
         raise BelugaError("--n and --bootstrap must be at least 1")
-    out = Ranking(level, n, bootstrap, seed, ties, groups, specs={s.name: s for s in specs})
+    out = Ranking(level, n, bootstrap, seed, ties, groups, specs={s.name: s for s in specs},
+                  options={name: dict(p.options) for s in specs for name, _, p in s.parts if p.options})
     probes = {g.group: draw_probes(len(g.pool), n, bootstrap, seed, f"{level}\x1f{g.group}") for g in groups if g.pool}
     for spec in specs:
         if progress:
@@ -204,6 +206,12 @@ def rank_groups(level: str, groups: list[GroupData], specs: Sequence[SignalSpec]
                     keys.append(random_keys(m, bootstrap, seed, f"{level}\x1f{g.group}"))
                     continue
                 values = _values(part, g)
+                per_model = (~np.isnan(values)).sum(axis=1)
+                if per_model.max() > 0 and (per_model == 0).any():
+                    lacking = g.candidates[int(np.argmin(per_model))].label
+                    reason = (f"{part[0]} has no value for {lacking} on any pool case while other candidates have "
+                              f"({'its attributions of ' + part[1] + ' are missing' if part[1] else 'data missing'})")
+                    break
                 applicable = int((~np.isnan(values)).any(axis=0).sum())
                 if applicable < MIN_APPLICABLE * len(g.pool):
                     kinds = ", ".join(plugin.applies_to)
@@ -236,6 +244,9 @@ def rank_groups(level: str, groups: list[GroupData], specs: Sequence[SignalSpec]
             continue
         refs = [reference.get(r.group) for r in results if r.ranking is not None]
         ref_rankings = [x for x in refs if x is not None] if name != REFERENCE else []
+        if name != REFERENCE and REFERENCE in out.results and len(ref_rankings) != len(scored):
+            out.notes.append(f"{name}: no comparison with {REFERENCE} ({REFERENCE} was not ranked on every group "
+                             f"{name} was)")
         out.summaries[name] = summarize(scored, ref_rankings if len(ref_rankings) == len(scored) else None,
                                         rounds=rounds, seed=seed, key=f"{level}\x1f{name}")
     return out

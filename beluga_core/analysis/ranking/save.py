@@ -18,9 +18,13 @@ def _num(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
-def ranking_id(source: str, suite: str, level: str, ranking: Ranking) -> str:
-    return digest({"source": source, "suite": suite, "level": level, "signals": sorted(ranking.specs),
-                   "n": ranking.n, "B": ranking.bootstrap, "seed": ranking.seed, "ties": ranking.ties})[:24]
+def ranking_id(source: str, task: str | None, suite: str, split_id: str | None, ranking: Ranking) -> str:
+    """Ranking the same candidates again with the same settings replaces the stored ranking; anything else (another
+    task, split, zoo, signal option) is a ranking of its own."""
+    return digest({"source": source, "task": task, "suite": suite, "split": split_id, "level": ranking.level,
+                   "signals": sorted(ranking.specs), "options": ranking.options, "n": ranking.n,
+                   "B": ranking.bootstrap, "seed": ranking.seed, "ties": ranking.ties,
+                   "candidates": sorted({c.model_id for g in ranking.groups for c in g.candidates})})[:24]
 
 
 def inputs_digest(ranking: Ranking) -> str:
@@ -29,18 +33,20 @@ def inputs_digest(ranking: Ranking) -> str:
                    for g in ranking.groups])[:32]
 
 
-def save_ranking(store: Path, ranking: Ranking, *, source: str, task: str | None, suite: str) -> str:
-    """Replace the stored ranking of the same (source, suite, level, signals, n, B, seed, ties); returns its id."""
-    rid = ranking_id(source, suite, ranking.level, ranking)
+def save_ranking(store: Path, ranking: Ranking, *, source: str, task: str | None, suite: str,
+                 split_id: str | None = None) -> str:
+    """Store a ranking (replacing one with the same id, ``ranking_id``); returns its id."""
+    rid = ranking_id(source, task, suite, split_id, ranking)
     now = utc_now()
     writer = StoreWriter(store)
     with writer.store.transaction() as con:
         for table in ("fewshot_results", "fewshot_groups", "fewshot_summary", "fewshot_candidates",
                       "fewshot_rankings"):
             con.execute(f"DELETE FROM {table} WHERE rank_id = ?", [rid])
-        con.execute("INSERT INTO fewshot_rankings VALUES (?, ?, ?, ?, ?, ?::JSON, ?, ?, ?, ?, ?, ?, ?)",
-                    [rid, source, task, suite, ranking.level, canonical_json(sorted(ranking.specs)), ranking.n,
-                     ranking.bootstrap, ranking.seed, ranking.ties, inputs_digest(ranking), now, BELUGA_VERSION])
+        con.execute("INSERT INTO fewshot_rankings VALUES (?, ?, ?, ?, ?, ?, ?::JSON, ?::JSON, ?, ?, ?, ?, ?, ?, ?)",
+                    [rid, source, task, suite, split_id, ranking.level, canonical_json(sorted(ranking.specs)),
+                     canonical_json(ranking.options), ranking.n, ranking.bootstrap, ranking.seed, ranking.ties,
+                     inputs_digest(ranking), now, BELUGA_VERSION])
         con.executemany("INSERT INTO fewshot_candidates VALUES (?, ?, ?, ?, ?, ?, ?)",
                         [[rid, g.group, c.model_id, c.label, c.truth, c.n_truth, c.finished_at]
                          for g in ranking.groups for c in g.candidates])

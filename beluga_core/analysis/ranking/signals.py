@@ -240,7 +240,9 @@ class IndexDiff(_Factor):
         if sides is None:
             return None
         a, b = sides
-        diffs: dict[str, float] = {w: 0.0 for w in set(_lower(a)) & set(_lower(b))}
+        in_b = set(_lower(b))
+        # In a's word order (not a set's), so the sum is the same float on every run.
+        diffs: dict[str, float] = {w: 0.0 for w in dict.fromkeys(_lower(a)) if w in in_b}
         for sign, side in ((1.0, a), (-1.0, b)):
             for w in side:
                 key = w.text.lower()

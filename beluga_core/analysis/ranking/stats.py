@@ -146,6 +146,10 @@ def rank_group(truth: Sequence[float], keys: Sequence[np.ndarray], ties: Ties = 
         tau = np.where(denominator > 0, concord / np.where(denominator > 0, denominator, 1.0), np.nan)
     # Top-1: the models no other model is ranked above; the share of them that are truly best.
     top = (signs >= 0).all(axis=2) if m else np.zeros((len(signs), 0), dtype=bool)
+    # A model without a score on the probe (no applicable case) ties everything; it is not a top pick unless no
+    # model has a score.
+    missing = np.isnan(np.asarray(keys[0], dtype=np.float64))
+    top = np.where(missing.all(axis=1, keepdims=True), top, top & ~missing)
     best = np.isclose(t, t.max()) if m else np.zeros(0, dtype=bool)
     with np.errstate(invalid="ignore", divide="ignore"):
         top1 = (top & best[None, :]).sum(axis=1) / np.maximum(top.sum(axis=1), 1)
@@ -175,10 +179,14 @@ def two_stage_interval(per_group: Sequence[np.ndarray], rounds: int,
     groups = [g for g in groups if len(g)]
     if not groups:
         return (float("nan"), float("nan"))
-    # Each group's mean over a resample of its probes, once per round.
-    inner = np.stack([g[rng.integers(0, len(g), size=(rounds, len(g)))].mean(axis=1) for g in groups])  # [G, R]
     picks = rng.integers(0, len(groups), size=(rounds, len(groups)))                                    # [R, G]
-    level = inner[picks, np.arange(rounds)[:, None]].mean(axis=1)
+    # Every pick (round, slot) resamples its group's probes afresh, also when a round picks a group twice.
+    means = np.empty(picks.shape)
+    for g, values in enumerate(groups):
+        rows, slots = np.nonzero(picks == g)
+        if len(rows):
+            means[rows, slots] = values[rng.integers(0, len(values), size=(len(rows), len(values)))].mean(axis=1)
+    level = means.mean(axis=1)
     lo, hi = np.percentile(level, [2.5, 97.5])
     return (float(lo), float(hi))
 

@@ -129,8 +129,9 @@ def zoo_group(zoo: Zoo, where: Path, progress: Any = None) -> tuple[GroupData, s
     estimators = make_methods(zoo.attributions, zoo.attribution_options)
     for spec in zoo.models:
         path = Path(_relative(spec.path, base))
-        if not path.is_dir():
-            raise BelugaError(f"model '{spec.name}': not a model folder (a Hugging Face checkpoint)", source=path)
+        if not (path / "config.json").is_file():
+            raise BelugaError(f"model '{spec.name}': not a model folder (a Hugging Face checkpoint with config.json)",
+                              source=path)
         if progress:
             progress(spec.name)
         task = make_task(TaskSpec(name=zoo.task, suite=str(probe_suite.path), iid="none"), probe_suite)
@@ -147,7 +148,10 @@ def zoo_group(zoo: Zoo, where: Path, progress: Any = None) -> tuple[GroupData, s
                                   label_space=truth_suite.header.label_space)
             scored = tout[tout >= 0]
             n_truth = len(scored)
-            truth = float((scored == 1).mean()) if n_truth else float("nan")
+            if not n_truth:
+                raise BelugaError(f"model '{spec.name}': every truth case was skipped by its expectation, so it has no "
+                                  "true score", source=where, field="truth")
+            truth = float((scored == 1).mean())
         assert truth is not None
         candidates.append(Candidate(digest([spec.name, str(path)])[:16], spec.name, float(truth), n_truth))
         probs = preds.probs

@@ -19,6 +19,7 @@ from typing import Any
 
 import duckdb
 
+from beluga_core.analysis.ranking.load import grid_selected_on_seen
 from beluga_core.store.connection import aggregate_row, table_names, utc_now
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import has_cross, has_regression, has_significance
@@ -167,8 +168,8 @@ def read_report_data(store: str | Path, *, figures: bool = True) -> ReportData:
                 "SELECT DISTINCT config, method FROM models WHERE hparams->>'vote_share' = 'true'").fetchall()}
         if "fewshot_rankings" in table_names(con):
             data.fewshot = _dicts(con, "SELECT * FROM fewshot_accuracy ORDER BY ALL")
-            data.grid_on_seen = {r[0] for r in con.execute(
-                "SELECT DISTINCT task FROM grid_selections WHERE scope_level IS NULL").fetchall()}
+            data.grid_on_seen = {t for (t,) in con.execute("SELECT DISTINCT task FROM grid_selections").fetchall()
+                                 if grid_selected_on_seen(con, t)}
             if figures:
                 data.fewshot_pairs = _dicts(con, "SELECT * FROM fewshot_pairs ORDER BY ALL")
         if figures and "failing_words" in table_names(con):

@@ -38,8 +38,10 @@ CREATE TABLE fewshot_rankings (
     source         VARCHAR NOT NULL CHECK (source IN ('store', 'zoo')),
     task           VARCHAR,
     suite          VARCHAR NOT NULL,
+    split_id       VARCHAR,             -- the split whose pools were ranked (NULL: a zoo)
     level          VARCHAR NOT NULL,
     signals        JSON NOT NULL,
+    options        JSON NOT NULL,       -- the signals' options (e.g. window's words)
     n              INTEGER NOT NULL,
     bootstrap      INTEGER NOT NULL,
     rng_seed       BIGINT NOT NULL,
