@@ -11,8 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 
 
-def _options(values: list[str]) -> dict[str, dict[str, Any]]:
-    """``METHOD.KEY=VALUE`` → {method: {key: value}} (values read as JSON where they parse, else text)."""
+def dotted_options(values: list[str]) -> dict[str, dict[str, Any]]:
+    """``NAME.KEY=VALUE`` → {name: {key: value}} (values read as JSON where they parse, else text): a plugin's
+    options on the command line (``beluga explain``'s estimators, ``beluga rank``'s signals)."""
     from beluga_core.core.errors import BelugaError
 
     out: dict[str, dict[str, Any]] = {}
@@ -20,7 +21,7 @@ def _options(values: list[str]) -> dict[str, dict[str, Any]]:
         key, sep, raw = text.partition("=")
         method, dot, name = key.partition(".")
         if not sep or not dot or not method or not name:
-            raise BelugaError(f"--option {text!r}: expected METHOD.KEY=VALUE, e.g. ig.steps=50 or lime.samples=1000")
+            raise BelugaError(f"--option {text!r}: expected NAME.KEY=VALUE, e.g. ig.steps=50 or window.regex=ran|saw")
         try:
             value: Any = json.loads(raw)
         except json.JSONDecodeError:
@@ -64,7 +65,7 @@ def explain(
 
     if not case and group is None:
         raise BelugaError("name the cases to explain: --case ID (repeatable) or --group GROUP")
-    options = _options(option)
+    options = dotted_options(option)
     if source.is_dir():
         if suite is None:
             raise BelugaError("a model folder needs --suite (the suite file or builtin:NAME its cases come from)",

@@ -40,7 +40,7 @@ def rank(
     from beluga_core.analysis.ranking.rank import rank_groups, signal_specs
     from beluga_core.analysis.ranking.save import print_ranking, save_ranking
     from beluga_core.analysis.ranking.stats import TIES
-    from beluga_core.cli.explain_cmd import _options
+    from beluga_core.cli.explain_cmd import dotted_options
     from beluga_core.core.errors import BelugaError
     from beluga_core.store.reader import open_store
 
@@ -48,7 +48,7 @@ def rank(
         raise BelugaError(f"--ties '{ties}': expected one of {', '.join(TIES)}")
     if (store is None) == (zoo is None):
         raise BelugaError("give a STORE (with --level) or --zoo ZOO.toml")
-    options = _options(option) if option else {}
+    options = dotted_options(option) if option else {}
     requested = [s.strip() for s in signals.split(",") if s.strip()] if signals else None
     console = Console()
     if zoo is not None:

@@ -22,6 +22,7 @@ import numpy as np
 from beluga_core.data.suite.schema import Input
 
 InputKind = Literal["text", "pair", "perturbation", "labelled", "any"]
+Outcome = Literal["pass", "fail", "skip"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class ProbeCase:
     case_id: str
     test_type: str
     inputs: tuple[Input, ...]
-    outcome: Literal["pass", "fail", "skip"]
+    outcome: Outcome
     labels: tuple[int | None, ...]
     probs: tuple[np.ndarray | None, ...]
     attributions: dict[int, InputAttribution] = field(default_factory=dict)

@@ -19,6 +19,11 @@ TABLES = ("beluga_meta", "runs", "suites", "cases", "splits", "case_splits", "ta
           "fewshot_summary")
 
 
+def level_pointer(level: str) -> str:
+    """The JSON pointer of a level's group in a ``cases.groups`` value (``/`` and ``~`` escaped)."""
+    return "/" + level.replace("~", "~0").replace("/", "~1")
+
+
 def canonical_json(value: Any) -> str | None:
     """Canonical text, so equal dicts compare equal as stored strings."""
     if value is None:

@@ -44,7 +44,7 @@ from beluga_core.store.connection import (
 )
 from beluga_core.store.migrations import SCHEMA_VERSION, migrate
 from beluga_core.store.plan_records import PlanRecords
-from beluga_core.store.rows import CaseRow, SuiteRow, canonical_json, external_model_id
+from beluga_core.store.rows import CaseRow, SuiteRow, canonical_json, external_model_id, level_pointer
 
 MODEL_COLUMNS = ModelRecord.columns()
 GRID_COLUMNS = GridPointRecord.columns()
@@ -347,7 +347,7 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, model_id: str, row
 def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
     """A held-out fold's outcomes must all lie in its held-out group."""
     assert record.heldout_level is not None
-    pointer = "/" + record.heldout_level.replace("~", "~0").replace("/", "~1")
+    pointer = level_pointer(record.heldout_level)
     n_outside, examples = con.execute(
         """SELECT count(*), list(o.case_id ORDER BY o.case_id)[1:5]
            FROM outcomes o JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id

@@ -19,6 +19,7 @@ from beluga_core.contracts.registries import CONFIGURATIONS
 from beluga_core.contracts.signals import InputAttribution, ProbeCase, Word
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.schema import Case
+from beluga_core.store.rows import level_pointer
 
 
 @dataclass
@@ -35,7 +36,7 @@ GROUP_SQL = "CASE WHEN ? = 'test_type' THEN c.test_type ELSE json_extract_string
 
 def _group_args(level: str) -> list[str]:
     """The two parameters of ``GROUP_SQL``: a case's group at ``level`` (``c`` is the cases row)."""
-    return [level, "/" + level.replace("~", "~0").replace("/", "~1")]
+    return [level, level_pointer(level)]
 
 
 def _baselines(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -21,13 +21,13 @@ from beluga_core.analysis.ranking.stats import (
     LevelSummary,
     Ties,
     draw_probes,
-    keyed_rng,
     probe_interval,
     probe_means,
     random_keys,
     rank_group,
     summarize,
 )
+from beluga_core.analysis.regression.flips import rng_for
 from beluga_core.contracts.registries import ATTRIBUTIONS, SIGNALS
 from beluga_core.contracts.signals import ProbeCase, Signal
 from beluga_core.core.errors import BelugaError
@@ -228,7 +228,7 @@ def rank_groups(level: str, groups: list[GroupData], specs: Sequence[SignalSpec]
             base.ranking = ranking
             if ranking.n_pairs:
                 base.ci = probe_interval(ranking.probe_accuracy(), rounds,
-                                         keyed_rng(seed, "group-interval", level, g.group, spec.name))
+                                         rng_for(seed, "group-interval", level, g.group, spec.name))
             results.append(base)
         out.results[spec.name] = results
         ranked = [r.ranking for r in results if r.ranking is not None and r.ranking.n_pairs]

@@ -67,11 +67,9 @@ def save_ranking(store: Path, ranking: Ranking, *, source: str, task: str | None
                 for k, (i, j) in enumerate(rk.pairs):
                     result_rows.append([rid, r.group, name, spec.attribution, cands[i].model_id, cands[j].model_id,
                                         float(rk.truth[i] - rk.truth[j]), _num(float(pa[k])), float(tied[k])])
-                tau = rk.tau
                 group_rows.append([rid, r.group, name, spec.attribution, r.n_models, r.n_pool, rk.n_pairs,
                                    rk.excluded, _num(rk.accuracy), _num(r.ci[0]), _num(r.ci[1]), _num(rk.tie_rate),
-                                   _num(float(tau[~_isnan(tau)].mean()) if (~_isnan(tau)).any() else float("nan")),
-                                   float(_isnan(tau).mean()), _num(float(rk.top1.mean())), None])
+                                   _num(rk.mean_tau), _num(rk.tau_undefined), _num(float(rk.top1.mean())), None])
         if result_rows:
             con.executemany("INSERT INTO fewshot_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", result_rows)
         if group_rows:
@@ -89,18 +87,14 @@ def save_ranking(store: Path, ranking: Ranking, *, source: str, task: str | None
     return rid
 
 
-def _isnan(x: Any) -> Any:
-    import numpy as np
-
-    return np.isnan(np.asarray(x, dtype=np.float64))
-
-
-def _pct(x: float) -> str:
-    return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}"
+def percent(x: Any) -> str:
+    """A share as a percentage with one decimal; "–" for none."""
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
 
 
-def _ci(ci: tuple[float, float]) -> str:
-    return "" if math.isnan(ci[0]) else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+def interval(lo: Any, hi: Any) -> str:
+    """``[lo, hi]`` in percent; empty for none."""
+    return "" if lo is None or (isinstance(lo, float) and math.isnan(lo)) else f"[{percent(lo)}, {percent(hi)}]"
 
 
 def print_ranking(ranking: Ranking, console: Any, *, title: str, skipped: dict[str, str]) -> None:
@@ -113,12 +107,13 @@ def print_ranking(ranking: Ranking, console: Any, *, title: str, skipped: dict[s
         table.add_column(col, justify="left" if col == "signal" else "right")
     for name, s in ranking.summaries.items():
         spec = ranking.specs[name]
-        diff = "" if math.isnan(s.diff) else f"{100 * s.diff:+.1f} {_ci(s.diff_ci)}"
-        table.add_row(name, f"{spec.direction:+d}", f"{_pct(s.accuracy)} {_ci(s.ci)}",
-                      f"{s.pairs_used} / {s.pairs_excluded}", _pct(s.tie_rate),
-                      "–" if math.isnan(s.tau_b) else f"{s.tau_b:.2f}", f"{_pct(s.top1)} {_ci(s.top1_ci)}", diff,
+        diff = "" if math.isnan(s.diff) else f"{100 * s.diff:+.1f} {interval(*s.diff_ci)}"
+        table.add_row(name, f"{spec.direction:+d}", f"{percent(s.accuracy)} {interval(*s.ci)}",
+                      f"{s.pairs_used} / {s.pairs_excluded}", percent(s.tie_rate),
+                      "–" if math.isnan(s.tau_b) else f"{s.tau_b:.2f}", f"{percent(s.top1)} {interval(*s.top1_ci)}",
+                      diff,
                       "" if math.isnan(s.p_one_sided) else f"{s.p_one_sided:.3f}",
-                      f"{_pct(s.near)} / {_pct(s.far)}")
+                      f"{percent(s.near)} / {percent(s.far)}")
     console.print(table)
     groups = ranking.groups
     sizes = [len(g.candidates) for g in groups]

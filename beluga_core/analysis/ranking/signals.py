@@ -189,43 +189,46 @@ class _Factor(Signal):
         raise NotImplementedError
 
 
-class MaxDiff(_Factor):
+class _PairFactor(_Factor):
+    """A factor of a text pair's two sides (a: segment 0, b: segment 1); None on a single text."""
+
+    applies_to: ClassVar[tuple[InputKind, ...]] = ("pair",)
+
+    def factor(self, words: list[Word]) -> float | None:
+        sides = _sides(words)
+        return None if sides is None else self.pair_factor(words, *sides)
+
+    def pair_factor(self, words: list[Word], a: list[Word], b: list[Word]) -> float | None:
+        """The factor on the pair's normalised words (all of them, and each side's)."""
+        raise NotImplementedError
+
+
+class MaxDiff(_PairFactor):
     """The largest word score in text a minus the largest in text b: a model that leans on one side of a pair
     (a hypothesis-only or premise-only cue) scores high. None on a single text."""
 
-    applies_to: ClassVar[tuple[InputKind, ...]] = ("pair",)
     description: ClassVar[str] = "max word attribution in text a minus max in text b"
 
-    def factor(self, words: list[Word]) -> float | None:
-        sides = _sides(words)
-        if sides is None:
-            return None
-        a, b = sides
+    def pair_factor(self, words: list[Word], a: list[Word], b: list[Word]) -> float | None:
         return max(w.score for w in a) - max(w.score for w in b)
 
 
-class SumDiff(_Factor):
+class SumDiff(_PairFactor):
     """The total word score of text a minus that of text b (special tokens in neither). None on a single
     text."""
 
-    applies_to: ClassVar[tuple[InputKind, ...]] = ("pair",)
     description: ClassVar[str] = "summed word attribution of text a minus that of text b"
 
-    def factor(self, words: list[Word]) -> float | None:
-        sides = _sides(words)
-        if sides is None:
-            return None
-        a, b = sides
+    def pair_factor(self, words: list[Word], a: list[Word], b: list[Word]) -> float | None:
         return sum(w.score for w in a) - sum(w.score for w in b)
 
 
-class IndexDiff(_Factor):
+class IndexDiff(_PairFactor):
     """Attention to the words a pair shares (the lexical-overlap heuristic): over the lower-cased words that
     occur in both a and b, the summed score of their occurrences in a minus that in b; option ``variant``
     ``signed`` (default) or ``abs`` (the sum of each word's absolute difference). The paper leaves repeated
     words open: every occurrence counts. A pair sharing no word gets 0 (the empty sum); a single text None."""
 
-    applies_to: ClassVar[tuple[InputKind, ...]] = ("pair",)
     description: ClassVar[str] = "attribution on words shared by a and b: their score in a minus in b"
     defaults: ClassVar[dict[str, Any]] = {**_Factor.defaults, "variant": "signed"}
 
@@ -235,11 +238,7 @@ class IndexDiff(_Factor):
         if self.variant not in ("signed", "abs"):
             raise _invalid(self, f"option 'variant' must be 'signed' or 'abs', got {self.variant!r}")
 
-    def factor(self, words: list[Word]) -> float | None:
-        sides = _sides(words)
-        if sides is None:
-            return None
-        a, b = sides
+    def pair_factor(self, words: list[Word], a: list[Word], b: list[Word]) -> float | None:
         in_b = set(_lower(b))
         # In a's word order (not a set's), so the sum is the same float on every run.
         diffs: dict[str, float] = {w: 0.0 for w in dict.fromkeys(_lower(a)) if w in in_b}
@@ -251,50 +250,39 @@ class IndexDiff(_Factor):
         return sum(abs(d) for d in diffs.values()) if self.variant == "abs" else sum(diffs.values())
 
 
-class FirstTok(_Factor):
+class FirstTok(_PairFactor):
     """The score of the separator after text a: the first special token after the first word of segment 0
     ([SEP] for BERT and MiniLM, the first of RoBERTa's </s></s>). The paper's token is BERT's [SEP]; we take the
     special token that closes text a, whatever the tokenizer. None on a single text or without one."""
 
-    applies_to: ClassVar[tuple[InputKind, ...]] = ("pair",)
     description: ClassVar[str] = "attribution of the separator token after text a"
 
-    def factor(self, words: list[Word]) -> float | None:
-        if _sides(words) is None:
-            return None
+    def pair_factor(self, words: list[Word], a: list[Word], b: list[Word]) -> float | None:
         start = next(i for i, w in enumerate(words) if w.segment == 0)
         return next((w.score for w in words[start + 1:] if w.segment == _SPECIAL), None)
 
 
-class SwapAvg(_Factor):
+class SwapAvg(_PairFactor):
     """Attention to swapped words (the PAWS word-swap heuristic): a word of a is swapped when it also occurs in b
     (lower-cased) but outside the longest-matching-block alignment of the two word sequences
     (``difflib.SequenceMatcher``, no junk heuristic), and symmetrically for b; the mean score over the swapped
     words of both texts. The paper does not fix the alignment; this one is deterministic. None without any."""
 
-    applies_to: ClassVar[tuple[InputKind, ...]] = ("pair",)
     description: ClassVar[str] = "mean attribution of the words swapped between a and b"
 
-    def factor(self, words: list[Word]) -> float | None:
-        sides = _sides(words)
-        if sides is None:
-            return None
-        swapped = [w.score for side in _swapped(*sides) for w in side]
+    def pair_factor(self, words: list[Word], a: list[Word], b: list[Word]) -> float | None:
+        swapped = [w.score for side in _swapped(a, b) for w in side]
         return float(np.mean(swapped)) if swapped else None
 
 
-class SwapMaxDiff(_Factor):
+class SwapMaxDiff(_PairFactor):
     """The swapped word (as in ``swap-avg``) of largest |score| in a, signed, minus the same in b (the first one
     on a tie); a text without a swapped word contributes 0. None when neither has one."""
 
-    applies_to: ClassVar[tuple[InputKind, ...]] = ("pair",)
     description: ClassVar[str] = "strongest swapped-word attribution in a minus that in b"
 
-    def factor(self, words: list[Word]) -> float | None:
-        sides = _sides(words)
-        if sides is None:
-            return None
-        in_a, in_b = _swapped(*sides)
+    def pair_factor(self, words: list[Word], a: list[Word], b: list[Word]) -> float | None:
+        in_a, in_b = _swapped(a, b)
         if not in_a and not in_b:
             return None
         top_a = max((w.score for w in in_a), key=abs, default=0.0)

@@ -17,33 +17,28 @@ two-stage interval, and the share of probes with d_b ≤ 0 as a one-sided p-valu
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from beluga_core.analysis.regression.flips import rng_for
+
 Ties = Literal["half", "fail", "exclude"]
 TIES: tuple[Ties, ...] = ("half", "fail", "exclude")
-
-
-def keyed_rng(seed: int, *parts: str) -> np.random.Generator:
-    """A generator determined by ``seed`` and the parts (a group's name, a purpose), whatever else is drawn."""
-    key = hashlib.sha256("\x1f".join([str(seed), *parts]).encode("utf-8")).digest()
-    return np.random.default_rng([int.from_bytes(key[i:i + 4], "little") for i in range(0, 16, 4)])
 
 
 def draw_probes(pool_size: int, n: int, bootstrap: int, seed: int, key: str) -> np.ndarray:
     """``[B, n]`` indices into a pool of ``pool_size`` cases, drawn with replacement."""
     if pool_size < 1:
         raise ValueError("an empty pool has no probes")
-    return keyed_rng(seed, "probes", key).integers(0, pool_size, size=(bootstrap, n))
+    return rng_for(seed, "probes", key).integers(0, pool_size, size=(bootstrap, n))
 
 
 def random_keys(n_models: int, bootstrap: int, seed: int, key: str) -> np.ndarray:
     """``[B, m]``: a random order of the models per probe (a permutation: never a tie)."""
-    rng = keyed_rng(seed, "random-order", key)
+    rng = rng_for(seed, "random-order", key)
     return np.stack([rng.permutation(n_models).astype(np.float64) for _ in range(bootstrap)]) if n_models else \
         np.zeros((bootstrap, 0))
 
@@ -111,6 +106,16 @@ class GroupRanking:
         with np.errstate(invalid="ignore"):
             counts = (~np.isnan(self.success)).sum(axis=0)
             return np.where(counts > 0, np.nansum(self.success, axis=0) / np.maximum(counts, 1), np.nan)
+
+    @property
+    def mean_tau(self) -> float:
+        """Kendall tau-b averaged over the probes where it is defined."""
+        return _nanmean(self.tau)
+
+    @property
+    def tau_undefined(self) -> float:
+        """The share of probes whose order is constant (tau-b undefined)."""
+        return float(np.isnan(self.tau).mean()) if self.tau.size else float("nan")
 
     @property
     def tie_rate(self) -> float:
@@ -224,12 +229,12 @@ def summarize(groups: Sequence[GroupRanking], reference: Sequence[GroupRanking] 
               rounds: int = 2000, seed: int = 0, key: str = "") -> LevelSummary:
     """The level's figures over ``groups`` (those with at least one scored pair), each group weighing the same.
     ``reference``: the same groups under the reference signal, on the same probes."""
-    rng = keyed_rng(seed, "summary", key)
+    rng = rng_for(seed, "summary", key)
     scored = [i for i, g in enumerate(groups) if g.n_pairs]
     per_group = [groups[i].probe_accuracy() for i in scored]
     accuracy = _nanmean(np.array([_nanmean(a) for a in per_group])) if per_group else float("nan")
     top1_groups = [groups[i].top1 for i in scored]
-    taus = [_nanmean(groups[i].tau) for i in scored]
+    taus = [groups[i].mean_tau for i in scored]
     ties = [groups[i].tie_rate for i in scored]
     out = LevelSummary(
         n_groups=len(scored), pairs_used=sum(g.n_pairs for g in groups),

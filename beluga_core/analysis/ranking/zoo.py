@@ -12,13 +12,14 @@ import json
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from beluga_core.analysis.ranking.load import case_labels
 from beluga_core.analysis.ranking.rank import Candidate, GroupData
-from beluga_core.contracts.signals import InputAttribution, ProbeCase, Word
+from beluga_core.contracts.signals import InputAttribution, Outcome, ProbeCase, Word
+from beluga_core.core.constants import OUTCOME_NAMES
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import digest
 
@@ -175,16 +176,12 @@ def zoo_group(zoo: Zoo, where: Path, progress: Any = None) -> tuple[GroupData, s
                           for j in range(int(offsets[k]), int(offsets[k + 1])))
                 attr = {i: words[(method, c.id, i)] for i in range(len(c.inputs)) if (method, c.id, i) in words} \
                     if method else {}
-                cases.append(ProbeCase(c.id, c.test_type, tuple(c.inputs), _outcome(int(outcomes[k])),
-                                       case_labels(c, space), p, attr))
+                outcome = cast(Outcome, OUTCOME_NAMES[int(outcomes[k])])
+                cases.append(ProbeCase(c.id, c.test_type, tuple(c.inputs), outcome, case_labels(c, space), p, attr))
             per_method[method].append(cases)
         del model
     return GroupData(zoo.group or probe_suite.header.name, candidates, [c.id for c in pool], per_method), \
         probe_suite.header.name
-
-
-def _outcome(code: int) -> Any:
-    return "pass" if code == 1 else "fail" if code == 0 else "skip"
 
 
 def _word(text: Any, specials: Iterator[str], w: tuple[int, int, int, float]) -> Word:

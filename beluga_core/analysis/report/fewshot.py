@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from beluga_core.analysis.ranking.save import interval, percent
 from beluga_core.analysis.report.figures import DPI, slug
 
 FEWSHOT_NOTE = ("Which model blind to a group will do best there, predicted from n of its cases (a probe drawn from "
@@ -33,12 +34,9 @@ class FewshotTable:
     notes: list[str] = field(default_factory=list)
 
 
-def _p(v: Any) -> str:
-    return "—" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{100 * v:.1f}"
-
-
 def _ci(lo: Any, hi: Any) -> str:
-    return "" if lo is None else f" [{_p(lo)}, {_p(hi)}]"
+    text = interval(lo, hi)
+    return f" {text}" if text else ""
 
 
 def build_fewshot(rows: list[dict[str, Any]], pairs: list[dict[str, Any]], out_dir: Path | None,
@@ -62,10 +60,10 @@ def build_fewshot(rows: list[dict[str, Any]], pairs: list[dict[str, Any]], out_d
             diff = "" if r["diff_vs_acc"] is None else \
                 f"{100 * r['diff_vs_acc']:+.1f}{_ci(r['diff_ci_low'], r['diff_ci_high'])}"
             tau = "—" if r["tau_b"] is None or np.isnan(r["tau_b"]) else f"{r['tau_b']:.2f}"
-            table_rows.append([r["signal"], f"{_p(r['accuracy'])}{_ci(r['ci_low'], r['ci_high'])}",
-                               f"{r['pairs_used']} / {r['pairs_excluded']}", _p(r["tie_rate"]), tau,
-                               f"{_p(r['top1'])}{_ci(r['top1_ci_low'], r['top1_ci_high'])}", diff,
-                               f"{_p(r['near_accuracy'])} / {_p(r['far_accuracy'])}"])
+            table_rows.append([r["signal"], f"{percent(r['accuracy'])}{_ci(r['ci_low'], r['ci_high'])}",
+                               f"{r['pairs_used']} / {r['pairs_excluded']}", percent(r["tie_rate"]), tau,
+                               f"{percent(r['top1'])}{_ci(r['top1_ci_low'], r['top1_ci_high'])}", diff,
+                               f"{percent(r['near_accuracy'])} / {percent(r['far_accuracy'])}"])
         table = FewshotTable(title, table_rows, any(bool(r["stale"]) for r in rs))
         if first["source"] == "store" and first["task"] in (grid_on_seen or set()):
             table.notes.append("the candidates' hyper-parameters were selected on the seen scenario's T_val, which "
