@@ -18,7 +18,14 @@ from scipy.stats import spearmanr
 from beluga_core.contracts.generators import Source, SourceInstance, TargetModel, TokenScores, WordGradients
 from beluga_core.data.suite.io import load_suite
 from beluga_core.data.wordnet import have_wordnet
-from beluga_core.generators.adversarial import PWWS, STOP_WORDS, HotFlip, first_order_scores, pwws
+from beluga_core.generators.adversarial import (
+    PWWS,
+    STOP_WORDS,
+    HotFlip,
+    expected_gradient_scores,
+    first_order_scores,
+    pwws,
+)
 from beluga_core.generators.build import generate
 from beluga_core.generators.counterfactual import IGContrast, select_tokens
 
@@ -44,6 +51,10 @@ class BagOfWords:
         return np.stack([1 - p, p], axis=1)
 
     def word_gradients(self, xs: Sequence[str], label: str) -> list[WordGradients]:
+        raise NotImplementedError
+
+    def substituted_gradients(self, x: str, label: str, words: Sequence[int],
+                              embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
 
     def embeddings(self) -> np.ndarray:
@@ -115,10 +126,18 @@ def test_first_order_scores_equal_brute_force_on_a_loss_linear_in_the_embeddings
     def loss(ids: np.ndarray) -> float:
         return float(sum(w @ E[i] for i in ids))    # L = Σ_t wᵀ e_t: ∇_{e_t} L = w at every position
 
+    def swapped(i: int, v: int) -> float:
+        return loss(np.concatenate([x[:i], [v], x[i + 1:]]))
+
     scores = first_order_scores(np.tile(w, (len(x), 1)), E[x], E)
-    brute = np.array([[loss(np.concatenate([x[:i], [v], x[i + 1:]])) - loss(x) for v in range(vocab)]
-                      for i in range(len(x))])
+    brute = np.array([[swapped(i, v) - loss(x) for v in range(vocab)] for i in range(len(x))])
     np.testing.assert_allclose(scores, brute, atol=1e-6)
+    # Linearised around 5 sampled words instead: the losses there and the same gradient w, still exact.
+    samples = np.array([2, 9, 30, 44, 49])
+    losses = np.array([[swapped(i, v) for v in samples] for i in range(len(x))])
+    gradients = np.tile(w, (len(x), len(samples), 1))
+    expected = expected_gradient_scores(losses, gradients, E[samples], loss(x), E)
+    np.testing.assert_allclose(expected, brute, atol=1e-6)
 
 
 def test_ig_masking_selects_exactly_the_expected_tokens() -> None:
@@ -187,34 +206,43 @@ def relation_model(relation_store: Path) -> Any:
 
 
 def test_hotflip_first_order_scores_rank_like_brute_force_on_the_tiny_model(relation_model: Any) -> None:
-    """Over every swappable word of 3 FewRel sentences × 60 seeded vocabulary candidates, the first-order estimate
-    of the loss change ranks (Spearman) like the loss change the model really shows. Measured: 0.66, 0.61, 0.56
-    (the issue asked for ≥ 0.8, which a transformer's first-order estimate does not reach here: the embedding
-    layer norm and attention make a whole-word jump far from linear; on the 6-layer FewRel-16 IID model of
-    quick-relation the rank correlation per word position is ~0.5–0.7)."""
+    """Over every swappable word of 3 FewRel sentences × 60 seeded vocabulary candidates, the first-order estimates
+    of the loss change against the loss change the model really shows (Spearman). Linearised at the current word
+    (``gradient = "local"``, the paper's HotFlip) they rank it only moderately — measured 0.66, 0.61, 0.56: the
+    embedding layer norm and attention make a whole-word jump far from linear; linearised around 16 sampled words
+    (``gradient = "expected"``: their mean loss and mean gradient) they rank it well — measured 0.90, 0.83, 0.81,
+    0.85 over all candidates of the 3 inputs."""
     from beluga_core.generators.sources import read_source
 
     model = relation_model
-    hot = HotFlip({"same_pos": False})
     source = read_source("builtin:fewrel16#val")
     instances = source.instances[:3]
+    hot = HotFlip({"same_pos": False, "gradient": "expected", "samples": 16})
     hot.model = model
     hot.prepare(Source("s", "relation", instances, source.label_space), 0)
-    rng = np.random.default_rng(0)
-    picked = rng.choice(len(hot.candidate_ids), size=60, replace=False)
-    rhos = []
+    local = HotFlip({"same_pos": False})
+    local.model = model
+    local.prepare(Source("s", "relation", instances, source.label_space), 0)
+    picked = np.random.default_rng(0).choice(len(hot.candidate_ids), size=60, replace=False)
+    cand = hot.candidate_ids[picked]
+    rhos: dict[str, list[float]] = {"local": [], "expected": []}
+    pooled: dict[str, list[np.ndarray]] = {"local": [], "expected": [], "real": []}
     for x in instances:
         assert isinstance(x.input, str)
         (wg,) = model.word_gradients([x.input], x.label)
         positions = [i for i, (w, ids) in enumerate(zip(wg.words, wg.ids, strict=True)) if hot.swappable(w, ids)]
-        cand = hot.candidate_ids[picked]
-        est = first_order_scores(wg.gradients[positions], hot.matrix[[wg.ids[i][0] for i in positions]],
-                                 hot.matrix[cand])
         texts = [" ".join([*wg.words[:i], hot.vocab[v], *wg.words[i + 1:]]) for i in positions for v in cand]
         gold = model.labels.index(x.label)
         real = -np.log(model.probabilities(texts)[:, gold]) - wg.loss
-        rhos.append(spearmanr(est.ravel(), real).statistic)
-    assert min(rhos) >= 0.5, rhos
+        pooled["real"].append(real)
+        for name, attack in (("local", local), ("expected", hot)):
+            est = attack.scores(wg, positions, x.label)[:, picked].ravel()
+            rhos[name].append(spearmanr(est, real).statistic)
+            pooled[name].append(est)
+    real_all = np.concatenate(pooled["real"])
+    assert spearmanr(np.concatenate(pooled["expected"]), real_all).statistic >= 0.8, rhos
+    assert all(e > loc for e, loc in zip(rhos["expected"], rhos["local"], strict=True)), rhos
+    assert min(rhos["expected"]) >= 0.75 and min(rhos["local"]) >= 0.5, rhos
 
 
 def test_generate_against_a_stored_model_records_it(relation_store: Path, relation_model: Any,

@@ -118,8 +118,8 @@ class WordGradients:
 class TargetModel(Protocol):
     """A trained classifier as a model-dependent generator sees it. Inputs are the suite's own (a relation
     input is its marked text); labels are names of the head's classes. ``queries`` counts the inputs
-    evaluated (``probabilities``, ``word_gradients``) since the model was loaded: attacks report it per
-    success."""
+    evaluated (``probabilities``, ``word_gradients``, ``substituted_gradients``) since the model was loaded:
+    attacks report it per success."""
 
     name: str
     labels: tuple[str, ...]
@@ -132,6 +132,13 @@ class TargetModel(Protocol):
 
     def word_gradients(self, xs: Sequence[str], label: str) -> list[WordGradients]:
         """Per text, the gradient of the cross-entropy on ``label`` at its word embeddings (one batch)."""
+        ...
+
+    def substituted_gradients(self, x: str, label: str, words: Sequence[int],
+                              embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each word index in ``words`` and each row e of ``embeddings`` [K, d]: the cross-entropy on
+        ``label`` with the word's (first piece's) embedding set to e, and its gradient there — losses
+        [len(words), K] and gradients [len(words), K, d]; every (word, row) pair counts one query."""
         ...
 
     def embeddings(self) -> np.ndarray:

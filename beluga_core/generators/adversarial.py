@@ -131,6 +131,16 @@ def first_order_scores(gradients: np.ndarray, current: np.ndarray, candidates: n
     return g @ candidates.astype(np.float64).T - np.sum(g * current.astype(np.float64), axis=1, keepdims=True)
 
 
+def expected_gradient_scores(losses: np.ndarray, gradients: np.ndarray, samples: np.ndarray, loss: float,
+                             candidates: np.ndarray) -> np.ndarray:
+    """s[i, v] = (L̄_i − L) + (e_v − ē)ᵀ ḡ_i: the loss change linearised around the sampled words instead of
+    the current one. ``losses`` [n, K] and ``gradients`` [n, K, d] are the loss and its gradient with word i
+    set to sample k (embeddings ``samples`` [K, d]); L̄_i, ḡ_i, ē their means; ``loss`` the text's own."""
+    offset = losses.mean(axis=1) - loss
+    centre = np.tile(samples.astype(np.float64).mean(axis=0), (len(losses), 1))
+    return offset[:, None] + first_order_scores(gradients.mean(axis=1), centre, candidates)
+
+
 def predicted_classes(model: TargetModel, instances: Sequence[SourceInstance]) -> dict[str, int]:
     """The model's predicted class of every instance, by instance id (one batched pass)."""
     if not instances:
@@ -246,15 +256,19 @@ class HotFlip(_Attacker):
     """Word-level HotFlip with first-order scores, a beam and at most ``max_words`` swaps (module docstring)."""
 
     perturbations: ClassVar[tuple[str, ...]] = ("hotflip",)
-    defaults: ClassVar[dict[str, Any]] = {"beam": 10, "max_words": 2, "same_pos": True}
+    defaults: ClassVar[dict[str, Any]] = {"beam": 10, "max_words": 2, "same_pos": True, "gradient": "local",
+                                          "samples": 16}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        for key, low, high in (("beam", 1, 100), ("max_words", 1, 10)):
+        for key, low, high in (("beam", 1, 100), ("max_words", 1, 10), ("samples", 2, 1024)):
             v = self.options[key]
             if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
                 raise ValueError(f"{key} must be an integer in [{low}, {high}], got {v!r}")
+        if self.options["gradient"] not in ("local", "expected"):
+            raise ValueError(f"gradient must be 'local' or 'expected', got {self.options['gradient']!r}")
         self.wordnet: Any = None
+        self.samples = np.zeros((0, 0))
 
     def prepare(self, source: Source, seed: int) -> None:
         super().prepare(source, seed)
@@ -265,6 +279,9 @@ class HotFlip(_Attacker):
                                        if t.isalpha() and t.islower() and t not in STOP_WORDS], dtype=np.int64)
         self.matrix = model.embeddings()
         self.candidates = self.matrix[self.candidate_ids]
+        # The words the expected gradient is taken at: one seeded draw for the whole run.
+        k = min(int(self.options["samples"]), len(self.candidate_ids))
+        self.samples = self.matrix[np.random.default_rng(seed).choice(self.candidate_ids, size=k, replace=False)]
         if self.options["same_pos"]:
             from beluga_core.core.errors import BelugaError
             from beluga_core.data.wordnet import load_wordnet
@@ -284,14 +301,21 @@ class HotFlip(_Attacker):
         pos = self.wordnet.pos(old.lower())
         return pos is None or self.wordnet.pos(new) == pos
 
-    def flips(self, wg: WordGradients, done: frozenset[int]) -> list[tuple[float, int, str]]:
+    def scores(self, wg: WordGradients, positions: list[int], label: str) -> np.ndarray:
+        """The first-order loss change of every (position, candidate) pair [len(positions), candidates]."""
+        if self.options["gradient"] == "local":
+            current = self.matrix[[wg.ids[i][0] for i in positions]]
+            return first_order_scores(wg.gradients[positions], current, self.candidates)
+        losses, gradients = self.target.substituted_gradients(" ".join(wg.words), label, positions, self.samples)
+        return expected_gradient_scores(losses, gradients, self.samples, wg.loss, self.candidates)
+
+    def flips(self, wg: WordGradients, done: frozenset[int], label: str) -> list[tuple[float, int, str]]:
         """The beam's best (score, word index, new word) for one text, highest first."""
         positions = [i for i, (w, ids) in enumerate(zip(wg.words, wg.ids, strict=True))
                      if i not in done and self.swappable(w, ids)]
         if not positions:
             return []
-        current = self.matrix[[wg.ids[i][0] for i in positions]]
-        scores = first_order_scores(wg.gradients[positions], current, self.candidates)
+        scores = self.scores(wg, positions, label)
         for row, i in enumerate(positions):
             scores[row, self.candidate_ids == wg.ids[i][0]] = -np.inf
         beam = int(self.options["beam"])
@@ -319,7 +343,7 @@ class HotFlip(_Attacker):
             grads = model.word_gradients([" ".join(words) for words, _ in beam], instance.label)
             for (words, changed), wg in zip(beam, grads, strict=True):
                 done = frozenset(i for i, _, _ in changed)
-                for _, i, new in self.flips(wg, done):
+                for _, i, new in self.flips(wg, done, instance.label):
                     swapped = (*words[:i], new, *words[i + 1:])
                     candidates.setdefault(swapped, (*changed, (i, words[i], new)))
             if not candidates:

@@ -104,6 +104,40 @@ class LoadedModel:
                                      float(losses[row].detach())))
         return out
 
+    def substituted_gradients(self, x: str, label: str, words: Sequence[int],
+                              embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Row (i, k) of one batched pass is ``x`` with word ``words[i]``'s first piece embedded as
+        ``embeddings[k]``; its loss and the gradient at that piece."""
+        _, word_of, _ = self._pieces(x)
+        missing = [w for w in words if w not in word_of]
+        if missing:
+            raise BelugaError(f"word {missing[0]} of the input has no token in the model's input (truncated?)")
+        slots = [(word_of.index(w), k) for w in words for k in range(len(embeddings))]
+        values = torch.as_tensor(np.asarray(embeddings), dtype=torch.float32, device=self.device)
+        layer = self.task.input_embeddings(self.model)
+        target_id = self.label_id(label)
+        losses, grads = [], []
+        self.queries += len(slots)
+        for start in range(0, len(slots), self.batch_size):
+            chunk = slots[start:start + self.batch_size]
+            features = self.task.features(self.encoder, [x] * len(chunk), self.device)
+            rows = torch.arange(len(chunk), device=self.device)
+            tokens = torch.tensor([t for t, _ in chunk], device=self.device)
+            with fp32(self.device):
+                emb = layer(features["input_ids"]).detach().float()
+                emb[rows, tokens] = values[[k for _, k in chunk]]
+                emb.requires_grad_(True)
+                logits = self.task.forward_embeddings(self.model, features, emb)
+                assert isinstance(logits, torch.Tensor)
+                loss = torch.nn.functional.cross_entropy(
+                    logits.float(), torch.full((len(chunk),), target_id, device=self.device), reduction="none")
+            (grad,) = torch.autograd.grad(loss.sum(), emb)
+            losses.append(loss.detach().cpu().numpy())
+            grads.append(grad[rows, tokens].float().cpu().numpy())
+        shape = (len(words), len(embeddings))
+        return (np.concatenate(losses).reshape(shape).astype(np.float64),
+                np.concatenate(grads).reshape(*shape, -1).astype(np.float64))
+
     def attribute(self, x: str, label: str, method: str, options: Mapping[str, Any]) -> TokenScores:
         _, word_of, ids = self._pieces(x)
         estimator = ATTRIBUTIONS.get(method)(dict(options))
