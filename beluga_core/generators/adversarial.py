@@ -21,6 +21,15 @@ special or ``[unused]`` token); a word is swappable when it is one vocabulary pi
 word. TextAttack's embedding-similarity constraint (cos ≥ 0.8 in counter-fitted embeddings, not available
 offline) is replaced by "v has the WordNet part of speech of x_i" when WordNet is installed (a deviation).
 
+Option ``gradient = "expected"`` linearises around K sampled words instead of the current one (``samples``, 16,
+drawn once per run from the candidates with the run's seed): with L_ik and g_ik the loss and its gradient when
+word i is set to sample k, s(i, v) = (mean_k L_ik − L) + (e_v − ē)ᵀ mean_k g_ik. For a Gaussian cloud of
+candidates the mean gradient is the slope of the best linear fit of the loss over it (Stein's lemma), and the
+mean loss measures the offset that the local gradient gets wrong; on MiniLM it ranks the real loss changes far
+better than the local estimate and makes the attack stronger (tests/test_adversarial.py,
+benchmarks/bench_hotflip.py), at K forward and backward passes per swappable word and beam text. ``"local"``
+stays the default: it is the paper's, and an attack with it costs about a tenth of the time.
+
 Stop words are scikit-learn's English list (318 words), not DiagnoseRE's 125-word ``stopwords.txt``: a superset
 of its function words that also holds some content words (e.g. "found", "fire", "system", "bill"), which
 therefore are never swapped.
