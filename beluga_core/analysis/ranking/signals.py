@@ -108,10 +108,7 @@ class Acc(Signal):
     paper's strongest baseline."""
 
     direction: ClassVar[int] = 1
-    needs_attribution: ClassVar[bool] = False
-    applies_to: ClassVar[tuple[InputKind, ...]] = ("any",)
     description: ClassVar[str] = "accuracy: 1 for a passed case, 0 for a failed one"
-    defaults: ClassVar[dict[str, Any]] = {}
 
     def value(self, case: ProbeCase) -> float | None:
         return {"pass": 1.0, "fail": 0.0}.get(case.outcome)
@@ -122,10 +119,7 @@ class Conf(Signal):
     probability, whatever the gold label; None without probabilities."""
 
     direction: ClassVar[int] = 1
-    needs_attribution: ClassVar[bool] = False
-    applies_to: ClassVar[tuple[InputKind, ...]] = ("any",)
     description: ClassVar[str] = "confidence: mean over the inputs of the largest class probability"
-    defaults: ClassVar[dict[str, Any]] = {}
 
     def value(self, case: ProbeCase) -> float | None:
         tops = [float(np.max(p)) for p in case.probs if p is not None and p.size]
@@ -137,10 +131,8 @@ class ConfGT(Signal):
     the gold class's probability; None when no input has both."""
 
     direction: ClassVar[int] = 1
-    needs_attribution: ClassVar[bool] = False
     applies_to: ClassVar[tuple[InputKind, ...]] = ("labelled",)
     description: ClassVar[str] = "mean probability of the gold label over the labelled inputs"
-    defaults: ClassVar[dict[str, Any]] = {}
 
     def value(self, case: ProbeCase) -> float | None:
         gold = [float(p[label]) for label, p in zip(case.labels, case.probs, strict=True)
@@ -152,11 +144,8 @@ class RandomOrder(Signal):
     """The chance baseline: no value per case; ``beluga rank`` orders the models at random per probe."""
 
     direction: ClassVar[int] = 1
-    needs_attribution: ClassVar[bool] = False
-    applies_to: ClassVar[tuple[InputKind, ...]] = ("any",)
     random_order: ClassVar[bool] = True
     description: ClassVar[str] = "chance baseline: the models in a random order per probe"
-    defaults: ClassVar[dict[str, Any]] = {}
 
     def value(self, case: ProbeCase) -> float | None:
         return None
