@@ -13,7 +13,7 @@ import pytest
 
 from beluga_core.api import Backend, BelugaError, Event, Failed, Finished, Job, Lost, StepFn
 from beluga_core.execution.results import JobResult
-from beluga_core.execution.scheduling import dispatch
+from beluga_core.execution.scheduling import JobFailure, JobsFailed, dispatch
 from beluga_core.planning.jobs import Fold
 
 
@@ -52,8 +52,8 @@ class Scripted(Backend):
         if what == "ok":
             return [Finished(job, result(job.id))]
         if what == "raise":
-            return [Failed(job, f"Traceback: {job.id} raised\n")]
-        return [Lost(job, "its worker process was killed by SIGKILL")]
+            return [Failed(job, f"Traceback: {job.id} raised\nRuntimeError: {job.id} broke\n")]
+        return [Lost(job, "its worker process was killed by SIGKILL", worker="pid 7")]
 
     def close(self) -> None:
         self.closed = True
@@ -105,32 +105,66 @@ def test_a_lost_job_is_retried_first_and_counted() -> None:
                        ("retried", "a", "3", "its worker process was killed by SIGKILL")]
 
 
-def test_a_job_lost_more_often_than_max_retries_stops_the_run_naming_it() -> None:
+def test_a_job_lost_more_often_than_max_retries_fails_naming_it() -> None:
     backend = Scripted(slots=1, fate={"a": ["lost", "lost"]})
-    with pytest.raises(BelugaError, match=r"job a \(iid/vanilla/standard\) lost its worker 2 times .*SIGKILL"):
-        run(backend, [job("a"), job("b")], max_retries=1)
+    failures: list[JobFailure] = []
+    results: list[JobResult] = []
+    with pytest.raises(JobsFailed, match=r"job a .*\(iid/vanilla/standard, seed 0\) failed after 2 attempt\(s\) "
+                                         r"on pid 7: WorkerLost: lost its worker 2 times .*SIGKILL"):
+        dispatch(backend, [job("a"), job("b")], results.append, Recorder(), 1, failures.append)
+    assert [(f.job.id, f.error_type, f.attempts, f.worker) for f in failures] == [("a", "WorkerLost", 2, "pid 7")]
+    assert results == [result("b")]  # the other job still ran
+    assert JobsFailed("").exit_code == 1
 
 
-def test_a_failing_job_stops_the_run_after_the_jobs_in_flight_finish() -> None:
+def test_a_failing_job_is_recorded_and_the_jobs_that_do_not_need_it_go_on() -> None:
+    jobs = [job("a"), job("b"), job("child", "a"), job("grandchild", "child"), job("c")]
+    backend = Scripted(slots=2, fate={"a": ["raise"]})
+    results: list[JobResult] = []
+    failures: list[JobFailure] = []
+    with pytest.raises(JobsFailed) as caught:
+        dispatch(backend, jobs, results.append, Recorder(), 2, failures.append)
+    # a raised once (a raising job is not retried); the jobs that start from it (transitively) never ran.
+    assert backend.submitted == ["a", "b", "c"]
+    assert results == [result("b"), result("c")]
+    (f,) = failures
+    assert (f.job.id, f.error_type, f.message, f.attempts, f.traceback) == (
+        "a", "RuntimeError", "a broke", 1, "Traceback: a raised\nRuntimeError: a broke")
+    assert f.started_at <= f.finished_at
+    text = str(caught.value)
+    assert "1 job(s) failed" in text and "RuntimeError: a broke" in text
+    assert "2 job(s) that start from a failed one did not run" in text
+
+
+def test_fail_fast_stops_starting_jobs_after_the_first_failure() -> None:
     jobs = [job("a"), job("b"), job("c")]
     backend = Scripted(slots=2, fate={"a": ["raise"]})
     results: list[JobResult] = []
-    with pytest.raises(BelugaError, match=r"job a .* failed:\nTraceback: a raised"):
-        dispatch(backend, jobs, results.append, Recorder(), 2)
-    # b was running beside a: its result is kept; c never started (a raising job is not retried).
+    with pytest.raises(JobsFailed, match=r"1 job\(s\) did not start \(\[executor\] fail_fast\)"):
+        dispatch(backend, jobs, results.append, Recorder(), 2, fail_fast=True)
+    # b was running beside a: its result is kept; c never started.
     assert results == [result("b")] and backend.submitted == ["a", "b"]
 
 
-def test_a_failure_with_its_exception_at_hand_is_raised_as_it_is() -> None:
+def test_a_failure_with_its_exception_at_hand_names_its_class_and_message() -> None:
     error = BelugaError("the suite names no such loss")
 
     class Raising(Scripted):
         def events(self, step: StepFn) -> list[Event]:
-            return [Failed(self.running.pop(0), "Traceback…", error)]
+            return [Failed(self.running.pop(0), "Traceback…", error, worker="here")]
 
-    with pytest.raises(BelugaError) as caught:
-        run(Raising(slots=1, fate={}), [job("a")])
-    assert caught.value is error
+    failures: list[JobFailure] = []
+    with pytest.raises(JobsFailed, match="BelugaError: the suite names no such loss"):
+        dispatch(Raising(slots=1, fate={}), [job("a")], lambda r: None, Recorder(), 2, failures.append)
+    assert (failures[0].error_type, failures[0].message, failures[0].worker) == (
+        "BelugaError", "the suite names no such loss", "here")
+
+
+def test_the_failure_summary_names_the_held_out_group() -> None:
+    held = Job(task="t", config="iid-then-t", method="sam", seed=3, fold=Fold("class", "Negation", (), ()),
+               parent_id=None, score_iid=False, model="m", id="f" * 20, hparams={})
+    with pytest.raises(JobsFailed, match=r"iid-then-t/sam/class=Negation, seed 3"):
+        run(Scripted(slots=1, fate={held.id: ["raise"]}), [held])
 
 
 def test_jobs_that_can_never_start_are_reported_not_waited_for() -> None:
@@ -148,7 +182,7 @@ def test_the_backend_is_closed_by_executors_also_after_an_error(tmp_path: Any) -
         def open(self, plan: Any, jobs: Any, cache_dir: Any) -> Backend:
             return backend
 
-    with pytest.raises(BelugaError, match="lost its worker 1 times"):
+    with pytest.raises(JobsFailed, match="lost its worker 1 times"):
         Once(ExecutorSpec(options={"max_retries": 0})).run(None, [job("a")], lambda r: None,  # type: ignore[arg-type]
                                                            Recorder(), str(tmp_path))
     assert backend.closed

@@ -636,7 +636,7 @@ def test_pass_rates_of_a_hand_made_group_in_memory() -> None:
 def test_new_store_is_complete_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "sub" / "new.duckdb"
     real = connection_mod.sql_file
-    monkeypatch.setattr("beluga_core.store.writer.sql_file",
+    monkeypatch.setattr("beluga_core.store.migrations.sql_file",
                         lambda name: "CREATE VIEW broken AS SELECT * FROM nowhere;" if name == "views/10_scores.sql"
                         else real(name))
     with pytest.raises(duckdb.Error):
@@ -770,8 +770,8 @@ def test_documented_queries_run(store: Path) -> None:
         con.close()
 
 
-SCENARIO_KEY = {"task", "suite", "model_name", "config", "method", "scenario", "seed", "split_seed"}
-SELECTION_KEY = {"task", "suite", "model_name", "config", "method", "seed", "split_seed", "scope_level",
+SCENARIO_KEY = {"task", "suite", "model_name", "config", "method", "scenario", "seed", "split_seed", "variant"}
+SELECTION_KEY = {"task", "suite", "model_name", "config", "method", "seed", "split_seed", "variant", "scope_level",
                  "scope_group"}
 
 

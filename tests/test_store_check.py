@@ -48,7 +48,7 @@ def _copy(store: Path, tmp_path: Path) -> Path:
 
 def test_a_sound_store_passes(executors_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "store", "check", _copy(executors_store, tmp_path))
-    assert code == 0 and "all 19 invariants hold" in out
+    assert code == 0 and "all 21 invariants hold" in out
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))

@@ -19,7 +19,7 @@ from beluga_core.data.suite.io import Suite
 from beluga_core.data.suite.schema import SuiteHeader
 from beluga_core.execution.worker import weights_path
 from beluga_core.planning.plan import make_task
-from beluga_core.store.reader import open_store
+from beluga_core.store.reader import FAILED_JOBS, open_store
 from beluga_core.store.selectors import select_one
 from beluga_core.training.models import load_tokenizer
 
@@ -153,10 +153,16 @@ def store_info(store: Path) -> dict[str, Any]:
                                             "ORDER BY 1").fetchall()]
         rows = {t: int(con.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]) for t in tables}
         models = dict(con.execute("SELECT status, count(*) FROM models GROUP BY ALL").fetchall())
+        variants = dict(con.execute("SELECT variant, count(*) FROM models WHERE status = 'done' GROUP BY ALL "
+                                    "ORDER BY ALL").fetchall())
+        cur = con.execute(FAILED_JOBS)
+        names = [d[0] for d in cur.description]
+        failed = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
         runs = con.execute("SELECT count(*), max(started_at) FROM runs").fetchall()[0]
     cache = cache_dir_of(store)
     weights = sorted(cache.glob("*.pt")) if cache.exists() else []
     tokens = sum(p.stat().st_size for p in (cache / "tokens").rglob("*") if p.is_file()) if cache.exists() else 0
     return {"store": store, "bytes": store.stat().st_size, "schema_version": version, "runs": runs[0],
-            "last_run": runs[1], "models": models, "rows": rows, "weights": len(weights),
+            "last_run": runs[1], "models": models, "variants": variants, "failed": failed, "rows": rows,
+            "weights": len(weights),
             "weights_bytes": sum(p.stat().st_size for p in weights), "token_cache_bytes": tokens}

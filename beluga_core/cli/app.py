@@ -19,6 +19,7 @@ from beluga_core.cli import (
     report_cmd,
     run_cmd,
     select_cmd,
+    sql_cmd,
     store_check_cmd,
     suite_check_cmd,
     suite_from_table_cmd,
@@ -47,6 +48,7 @@ app.command("rank")(rank_cmd.rank)
 app.command("ensemble")(ensemble_cmd.ensemble)
 app.command("export")(export_cmd.export)
 app.command("explain")(explain_cmd.explain)
+app.command("sql")(sql_cmd.sql)
 suite_app.command("info")(suite_info_cmd.info)
 suite_app.command("check")(suite_check_cmd.check_cmd)
 suite_app.command("import-checklist")(suite_import_cmd.import_checklist_cmd)

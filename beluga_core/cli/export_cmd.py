@@ -34,6 +34,15 @@ def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB f
     console.print(f"{escape(str(i['store']))}: {_size(i['bytes'])}, schema version {i['schema_version']}, "
                   f"{i['runs']} run(s) (last started {i['last_run']} UTC)")
     console.print("models: " + ", ".join(f"{n} {s}" for s, n in sorted(i["models"].items())))
+    if len(i["variants"]) > 1 or any(i["variants"]):
+        console.print("variants (done models): "
+                      + ", ".join(f"{v or '(unnamed)'} {n}" for v, n in i["variants"].items()))
+    for f in i["failed"]:
+        where = f"{f['scenario']}={f['grp']}" if f["grp"] is not None else f["scenario"]
+        variant = f" ~{f['variant']}" if f["variant"] else ""
+        console.print(f"failed {f['kind']} {f['job_id'][:12]}: {f['task']} {f['config']}/{f['method']}{variant} "
+                      f"{where} seed {f['seed']}: {escape(str(f['error']))} ({f['attempts']} attempt(s), "
+                      f"{escape(str(f['worker']))}, {f['finished_at']:%Y-%m-%d %H:%M:%S} UTC)")
     console.print("rows: " + ", ".join(f"{t} {n:,}" for t, n in i["rows"].items() if n))
     console.print(f"kept weights: {i['weights']} model(s), {_size(i['weights_bytes'])}; token cache "
                   f"{_size(i['token_cache_bytes'])} (in {escape(str(store))}.cache)")

@@ -16,6 +16,8 @@ def report(
                                    help="Write a Markdown or a self-contained HTML report (with figures) to --out "
                                         "instead of printing the table."),
     out: Path | None = typer.Option(None, "--out", help="Folder for the report and its figures (with --format)."),
+    variant: str | None = typer.Option(None, "--variant", help="The variant to report (`beluga run --variant`); "
+                                       "default: the unnamed one, else the store's only one."),
 ) -> None:
     """Print Table 3 (i.i.d. score, G per scenario, Avg.) and s_T per scenario for every configuration-method,
     fitted to the terminal's width (80 columns in a CI log), and any degenerate model (works while a run goes on).
@@ -30,7 +32,7 @@ def report(
             raise BelugaError("--out needs --format md or --format html")
         from beluga_core.analysis.report.terminal import print_g_table
 
-        print_g_table(store, Console())
+        print_g_table(store, Console(), variant)
         return
     from beluga_core.analysis.report.build import FORMATS, write_report
 
@@ -38,5 +40,5 @@ def report(
         raise BelugaError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if out is None:
         raise BelugaError(f"--format {fmt} needs --out DIR (the report and its figures go there)")
-    path, content = write_report(store, out, fmt)
+    path, content = write_report(store, out, fmt, variant)
     Console().print(f"wrote {path} ({len(content.figures)} heatmap(s) as PNG and SVG in {path.parent / 'figures'})")

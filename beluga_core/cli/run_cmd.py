@@ -20,14 +20,20 @@ from beluga_core.core.io import human_size
 from beluga_core.data.availability import hub_status, iid_availability, model_availability, unreachable_hub_names
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.execution.worker import keeps_weights
-from beluga_core.orchestration.coordinator import run_plan
+from beluga_core.orchestration.coordinator import (
+    note_task_mismatch,
+    probe_pools_of,
+    required_evaluations,
+    run_plan,
+)
+from beluga_core.orchestration.settings_guard import check_settings
 from beluga_core.orchestration.teachers import resolve_teachers
 from beluga_core.planning.estimate import Rates, describe, seconds, stored_probability_bytes, training_examples
 from beluga_core.planning.grid_cost import grid_costs
 from beluga_core.planning.jobs import Fold, JobSpec
 from beluga_core.planning.plan import Plan, TaskPlan, build_plan, make_task
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
-from beluga_core.store.reader import measured_train_rate
+from beluga_core.store.reader import done_ids, failed_ids, measured_train_rate
 from beluga_core.training.models import parameter_count
 
 
@@ -45,7 +51,10 @@ def _fold_counts(tp: TaskPlan) -> Counter[tuple[str, str, str]]:
     return counts
 
 
-def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates: Rates | None = None) -> None:
+def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates: Rates | None = None,
+               failed: set[str] | None = None) -> None:
+    """The dry run's plan; with ``done`` / ``failed`` (the ids of a store's done and failed jobs), what of it
+    is done, what will run and what failed, per job kind."""
     done = done or set()
     rates = rates or Rates()
     cfg = plan.config
@@ -87,16 +96,31 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
         _print_availability(tp, console)
     n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
     total = n_folds + n_grid
-    known = {j.id for j in plan.jobs} | {j.id for j in plan.grid_jobs}
     if cfg.grid.enabled:
         other, other_grid = ("strict", n_strict) if cfg.grid.mode == "seen" else ("seen", n_seen)
         console.print(f"[bold]{total} trainings in all[/]: {n_folds} scenario models + {n_grid} grid points "
                       f"(grid mode {cfg.grid.mode}, criterion {cfg.grid.criterion}); grid mode {other} would "
-                      f"train {n_folds + other_grid} ({len(done & known)} already in the store); "
-                      f"store: {plan.store_path()}")
-        return
-    console.print(f"[bold]{total} trainings in all[/] ({len(done & known)} already in the store)"
-                  f"; store: {plan.store_path()}")
+                      f"train {n_folds + other_grid}")
+    else:
+        console.print(f"[bold]{total} trainings in all[/]")
+    _print_status(plan, console, done, failed or set())
+
+
+def _print_status(plan: Plan, console: Console, done: set[str], failed: set[str]) -> None:
+    """Per job kind: planned, already done, failed (retried by this run) and to run."""
+    variant = f" (variant {plan.config.variant!r})" if plan.config.variant else ""
+    console.print(f"store: {plan.store_path()}{variant}", highlight=False)
+    kinds = {"iid": "IID models", "fold": "scenario models", "grid": "grid points"}
+    for kind, label in kinds.items():
+        ids = [j.id for j in [*plan.jobs, *plan.grid_jobs] if j.kind == kind]
+        pending = len(plan.pending) if kind == "fold" else 0
+        if not ids and not pending:
+            continue
+        n_done = sum(i in done for i in ids)
+        n_failed = sum(i in failed and i not in done for i in ids)
+        later = f" (+ {pending} once the grid search has chosen their hyper-parameters)" if pending else ""
+        console.print(f"  {label}: {len(ids) + pending} planned, {n_done} done, {n_failed} failed (retried), "
+                      f"{len(ids) - n_done} to run{later}", highlight=False)
 
 
 def _print_grid(plan: Plan, tp: TaskPlan, console: Console) -> tuple[int, int]:
@@ -256,6 +280,10 @@ def run(
     config: Path = typer.Argument(..., help="Benchmark config (TOML)."),
     store: Path | None = typer.Option(None, "--store", help="Result store; overrides the config's `store`."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print the plan; train nothing."),
+    variant: str | None = typer.Option(
+        None, "--variant", help="Name this run's settings as a variant of their own (overrides the config's "
+        "`variant`): its models never share a view row with another variant's, and a store refuses a re-run with "
+        "changed settings unless it names one."),
     lock_timeout: float = typer.Option(
         DEFAULT_LOCK_TIMEOUT_S, "--lock-timeout", min=0,
         help="Seconds a commit waits for a reader that holds the store open (a report, a duckdb CLI) before "
@@ -266,6 +294,8 @@ def run(
     cfg = load_config(config)
     if store is not None:
         cfg = cfg.with_store_path(str(store.resolve()))
+    if variant is not None:
+        cfg = cfg.with_variant(variant)
     path = config.resolve()
     try:
         EXECUTORS.require(cfg.executor.name, field="executor.name")
@@ -279,7 +309,13 @@ def run(
     except BelugaError as exc:
         raise with_config_line(BelugaError(exc.message, source=path, field=exc.field), path) from None
     if dry_run:
-        print_plan(plan, console, rates=Rates.measured(measured_train_rate(plan.store_path())))
+        store_path = plan.store_path()
+        have = store_path.exists()
+        done = done_ids(store_path, required_evaluations(plan), probe_pools_of(plan)) if have else set()
+        print_plan(plan, console, done, rates=Rates.measured(measured_train_rate(store_path)),
+                   failed=failed_ids(store_path) if have else set())
+        note_task_mismatch(plan, console)
+        check_settings(plan)
         return
     _require_hub_names(plan, path)
     run_plan(plan, console, lock_timeout=lock_timeout)

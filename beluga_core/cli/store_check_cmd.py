@@ -23,7 +23,7 @@ def check_cmd(
     from beluga_core.store.checks import check_store
     from beluga_core.store.reader import open_store
 
-    with open_store(store) as con:
+    with open_store(store, migrate=False) as con:
         violations, n_checked = check_store(con, sample=sample)
     console = Console(highlight=False)
     if not violations:

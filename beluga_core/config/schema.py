@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from beluga_core.core.constants import ONLY_PREFIX, SEEN, STANDARD
+from beluga_core.core.errors import BelugaError
 
 
 class _Strict(BaseModel):
@@ -159,6 +160,9 @@ class ExecutorSpec(_Strict):
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto", description="auto: bf16 autocast on GPUs and on CPUs with native bf16, else fp32.")
     workers: int = Field(1, ge=1, description="Parallel workers (executors that support it).")
+    fail_fast: bool = Field(False, description=(
+        "Stop starting jobs once one failed (the jobs in flight finish). Default: a failed job is recorded in "
+        "the store and the jobs that do not need it go on."))
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
 
 
@@ -268,6 +272,11 @@ class BenchmarkConfig(_Strict):
     store: str | StoreSpec = Field("runs/beluga.duckdb", description=(
         "The DuckDB result store (relative to the config file), or a [store] table with its path and what else "
         "to keep."))
+    variant: str = Field("", max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]*$|^$", description=(
+        "A name for this run's settings (`beluga run --variant NAME` overrides it). A store keeps one set of "
+        "settings per (task, configuration, method, scenario, seed) and variant: a run whose settings differ "
+        "from the models already stored there is refused unless it names a variant of its own. Every view keys "
+        "on it; '' is the unnamed default."))
     seeds: list[int] = Field(default_factory=lambda: [42], min_length=1, description="Training seeds.")
     configurations: list[str] = Field(
         default_factory=lambda: ["iid", "iid-then-t", "iid-plus-t", "iid-then-iid-plus-t"], min_length=1,
@@ -328,6 +337,14 @@ class BenchmarkConfig(_Strict):
     @property
     def store_spec(self) -> StoreSpec:
         return StoreSpec(path=self.store) if isinstance(self.store, str) else self.store
+
+    def with_variant(self, name: str) -> BenchmarkConfig:
+        """This config under the variant ``name`` (``beluga run --variant``), validated as the field is."""
+        try:
+            return type(self).model_validate({**self.model_dump(by_alias=True, exclude_unset=True), "variant": name})
+        except ValidationError:
+            raise BelugaError(f"--variant {name!r}: a variant name is a letter or digit followed by letters, digits, "
+                              "'.', '_', '+' or '-' (at most 64)", field="variant") from None
 
     def with_store_path(self, path: str) -> BenchmarkConfig:
         """This config with its store moved to ``path`` (``beluga run --store``), keeping the other settings."""

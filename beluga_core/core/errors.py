@@ -6,6 +6,8 @@ the CLI prints its message and exits with status 2 instead of showing a tracebac
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -29,6 +31,12 @@ class BelugaError(Exception):
         self.source = source
         self.line = line
         self.field = field
+
+
+def did_you_mean(name: str, options: Iterable[str], cutoff: float = 0.6) -> str:
+    """"; did you mean 'x'?" for the closest of ``options`` to a mistyped ``name``, else ""."""
+    close = difflib.get_close_matches(name, list(options), n=1, cutoff=cutoff)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def format_validation_error(exc: object) -> str:

@@ -13,7 +13,6 @@ third-party package does, so ``beluga plugins list`` shows both the same way.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import inspect
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from stevedore import DriverManager
 
-from beluga_core.core.errors import BelugaError
+from beluga_core.core.errors import BelugaError, did_you_mean
 
 T = TypeVar("T")
 
@@ -44,10 +43,7 @@ def _reraise(_manager: object, _ep: EntryPoint, exc: BaseException) -> None:
 
 def unknown_name_message(kind: str, name: str, available: list[str]) -> str:
     """'unknown KIND 'x'; did you mean 'y'? Available: …' — the one wording of every unknown-name error."""
-    msg = f"unknown {kind} '{name}'"
-    close = difflib.get_close_matches(name, available, n=1, cutoff=0.5)
-    if close:
-        msg += f"; did you mean '{close[0]}'?"
+    msg = f"unknown {kind} '{name}'{did_you_mean(name, available, cutoff=0.5)}"
     msg += f" Available: {', '.join(available) if available else '(none installed)'}"
     return msg
 

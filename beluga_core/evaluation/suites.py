@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from beluga_core.contracts.registries import LOSSES
+from beluga_core.contracts.registries import LOSSES, TASKS
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import unknown_name_message
 from beluga_core.data.suite.io import Suite, load_suite, resolve_suite_path
@@ -41,6 +41,10 @@ def validate_suite_plugins(suite: Suite) -> None:
     """Every case's loss names an installed loss plugin, and its test type is a standard one or declared in
     the header; errors name the file, line and field, with a did-you-mean."""
     declared = sorted(set(STANDARD_TEST_TYPES) | set(suite.header.test_types))
+    task = suite.header.task
+    if task is not None and task not in TASKS:
+        raise BelugaError(unknown_name_message("task", task, TASKS.names()) + " (the header's task names the task "
+                          "plugin whose models the suite tests)", source=suite.path, line=1, field="task")
     losses = LOSSES.names()
     for case in suite.cases:
         for where, target in (("", case), *((("correction.", case.with_corrections()),) if case.correction else ())):

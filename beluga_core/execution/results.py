@@ -43,6 +43,17 @@ class TrainingRecord:
     # sha256 of the sorted ids of the suite cases the model trained on (None: it trained on none).
     train_digest: str | None = None
     device: str | None = None
+    # The run's variant name ('' unnamed): part of every view's scenario key.
+    variant: str = ""
+    # Everything that shaped the model, as its id hashes it (planning.jobs.job_identity): what a refused
+    # re-run with other settings compares against.
+    settings: dict[str, Any] | None = None
+    # A failed job (status 'failed'): the exception's class (``error`` holds class and message), the last
+    # lines of its traceback, how many times it was tried and where it ran.
+    error_type: str | None = None
+    traceback: str | None = None
+    attempts: int | None = None
+    worker: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("task", "config", "method"):

@@ -16,6 +16,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -114,12 +115,21 @@ class Finished:
 
 @dataclass(frozen=True)
 class Failed:
-    """A job raised. Not retried: the same job raises again. ``error`` is the exception where it is at hand
-    (raised in this process), re-raised as it is once the jobs in flight have finished."""
+    """A job raised. Not retried in this run: the same job raises again. ``error`` is the exception where it
+    is at hand (raised in this process); ``worker`` says where it ran."""
 
     job: Job
     traceback: str
     error: BaseException | None = None
+    worker: str = ""
+
+    def error_parts(self) -> tuple[str, str]:
+        """(the exception's class, its message): from the exception, else from the traceback's last line."""
+        if self.error is not None:
+            return type(self.error).__name__, str(self.error)
+        last = next((line for line in reversed(self.traceback.strip().splitlines()) if line.strip()), "")
+        kind, sep, message = last.partition(": ")
+        return (kind.rsplit(".", 1)[-1], message) if sep else (last or "error", "")
 
 
 @dataclass(frozen=True)
@@ -128,6 +138,28 @@ class Lost:
 
     job: Job
     why: str
+    worker: str = ""
+
+
+@dataclass(frozen=True)
+class JobFailure:
+    """A job that failed on every attempt, as the store records it."""
+
+    job: Job
+    error_type: str
+    message: str
+    traceback: str          # its last lines
+    attempts: int
+    worker: str
+    started_at: datetime
+    finished_at: datetime
+
+    @property
+    def error(self) -> str:
+        return f"{self.error_type}: {self.message}" if self.message else self.error_type
+
+
+TRACEBACK_LINES = 30   # the traceback lines a failure keeps (its end: where it raised)
 
 
 Event = Finished | Failed | Lost
@@ -173,27 +205,72 @@ class DispatchStats:
     retries: list[tuple[str, int, str]] = field(default_factory=list)  # (job id, attempt, why)
 
 
-def _describe(job: Job) -> str:
-    return f"{job.id[:12]} ({job.config}/{job.method}/{job.scenario})"
+def describe_job(job: Job) -> str:
+    """A job as a user finds it: its id prefix, configuration, method, scenario with the held-out (or trained)
+    group, and seed."""
+    fold = job.fold
+    group = fold.heldout_group if fold.heldout_group is not None else None
+    scenario = f"{job.scenario}={group}" if group is not None else job.scenario
+    return f"{job.id[:12]} ({job.config}/{job.method}/{scenario}, seed {job.seed})"
+
+
+class JobsFailed(BelugaError):
+    """Some jobs failed on every attempt: they are recorded in the store, everything else finished. Exit
+    status 1 (the config was valid; the work did not all succeed)."""
+
+    exit_code = 1
+
+
+FailureFn = Callable[[JobFailure], None]
+
+
+def _dependents(jobs: Sequence[Job], failed: str) -> set[str]:
+    """The ids of the jobs that need ``failed`` (its children, theirs, …): they cannot run now."""
+    out: set[str] = set()
+    frontier = {failed}
+    while frontier:
+        frontier = {j.id for j in jobs if j.id not in out and any(r in frontier for r in j.requires)}
+        out |= frontier
+    return out
 
 
 def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
-             max_retries: int) -> DispatchStats:
+             max_retries: int, on_failure: FailureFn | None = None, *, fail_fast: bool = False) -> DispatchStats:
     """Run ``jobs`` on ``backend``: parents before the jobs that start from them, a job lost with its worker
     retried (first in the queue) up to ``max_retries`` times, every result passed to ``on_result`` as it comes.
 
-    A job that raises stops the run once the jobs in flight have finished (their results are kept), with the
-    job's error: a finished job is never lost to another one's failure.
+    A job that raises (or loses its worker more than ``max_retries`` times) is a failure: passed to
+    ``on_failure`` (which records it), and the jobs that need it are skipped. The other jobs go on, unless
+    ``fail_fast``: then no new job starts once one failed, and the run ends when the jobs in flight have
+    finished (their results are kept). Either way a run with failures ends with ``JobsFailed`` naming them;
+    a finished job is never lost to another one's failure.
     """
     waiting = order_jobs(jobs)
     deps = Dependencies(jobs)
     in_flight: set[str] = set()
     attempts: dict[str, int] = {}
+    started: dict[str, datetime] = {}
     lost_why: dict[str, str] = {}
-    failure: Failed | None = None
+    failures: list[JobFailure] = []
+    blocked: set[str] = set()
     stats = DispatchStats()
+
+    def fail(event: Failed) -> None:
+        job = event.job
+        kind, message = event.error_parts()
+        tail = "\n".join(event.traceback.rstrip().splitlines()[-TRACEBACK_LINES:])
+        failure = JobFailure(job, kind, message, tail, attempts.get(job.id, 0) + 1, event.worker,
+                             started.get(job.id, datetime.now(UTC)), datetime.now(UTC))
+        failures.append(failure)
+        if on_failure is not None:
+            on_failure(failure)
+        skip = _dependents(jobs, job.id)
+        blocked.update(skip)
+        waiting[:] = [j for j in waiting if j.id not in skip]
+        progress.job_finished(job)
+
     while waiting or in_flight:
-        while failure is None and backend.idle() > 0:
+        while not (fail_fast and failures) and backend.idle() > 0:
             job = next((j for j in waiting if deps.ready(j)), None)
             if job is None:
                 break
@@ -202,10 +279,11 @@ def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progres
                 progress.job_retried(job, attempts[job.id] + 1, lost_why.pop(job.id))
             else:
                 progress.job_started(job)
+            started.setdefault(job.id, datetime.now(UTC))
             backend.submit(job)
             in_flight.add(job.id)
         if not in_flight:
-            if failure is not None:
+            if failures:
                 break
             raise BelugaError("jobs are waiting for parents that are neither done nor scheduled: "
                               + ", ".join(j.id[:12] for j in waiting[:5]))
@@ -218,21 +296,39 @@ def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progres
                 stats.finished += 1
                 progress.job_finished(job)
             elif isinstance(event, Failed):
-                failure = failure or event
+                fail(event)
             else:
                 attempts[job.id] = attempts.get(job.id, 0) + 1
                 if attempts[job.id] > max_retries:
-                    raise BelugaError(f"job {_describe(job)} lost its worker {attempts[job.id]} times (last: "
-                                      f"{event.why}); giving up. Finished jobs are in the store; re-running "
-                                      "resumes.")
+                    attempts[job.id] -= 1  # fail() counts this attempt
+                    fail(Failed(job, f"WorkerLost: lost its worker {attempts[job.id] + 1} times (last: "
+                                     f"{event.why})", worker=event.worker))
+                    continue
                 stats.retries.append((job.id, attempts[job.id] + 1, event.why))
                 lost_why[job.id] = event.why
                 waiting.insert(0, job)
-    if failure is not None:
-        if failure.error is not None:
-            raise failure.error
-        raise BelugaError(f"job {_describe(failure.job)} failed:\n{failure.traceback.rstrip()}")
+    if failures:
+        raise JobsFailed(_failure_summary(failures, blocked, len(waiting)))
     return stats
+
+
+def _failure_summary(failures: Sequence[JobFailure], blocked: set[str], not_started: int, limit: int = 5) -> str:
+    lines = [f"{len(failures)} job(s) failed on every attempt (recorded in the store with their tracebacks: "
+             "`beluga store info STORE`, `beluga report STORE`):"]
+    for f in failures[:limit]:
+        lines.append(f"  job {describe_job(f.job)} failed after {f.attempts} attempt(s) on {f.worker or 'a worker'}: "
+                     f"{f.error}")
+    if len(failures) > limit:
+        lines.append(f"  … and {len(failures) - limit} more")
+    if blocked:
+        lines.append(f"{len(blocked)} job(s) that start from a failed one did not run.")
+    if not_started:
+        lines.append(f"{not_started} job(s) did not start ([executor] fail_fast).")
+    lines.append("Every other job finished and is in the store; running the same command again retries the failed "
+                 "ones.")
+    if len(failures) == 1 and failures[0].traceback:
+        lines.append(failures[0].traceback)
+    return "\n".join(lines)
 
 
 def worker_class(spec: ExecutorSpec) -> type[Worker]:

@@ -55,7 +55,6 @@ from beluga_core.execution.results import (
     ModelRecord,
     Outcomes,
     ProbeResult,
-    TrainingRecord,
     ValidationRow,
 )
 from beluga_core.planning.jobs import Job
@@ -260,25 +259,16 @@ class Worker:
         if progress:
             progress("eval", 1, 1)
         notes = dict(trainset.notes)
-        common = TrainingRecord(
-            task=job.task, config=job.config, method=job.method, suite=suite.header.name, model_name=job.model,
-            seed=job.seed, split_seed=self.cfg.split.seed, split_id=state.plan.split_id,
+        grid = {"n_val_suite": len(eval_cases)} if job.kind == "grid" else {}
+        record = job_record(
+            state.plan, job,
             # What building the training set left out (e.g. reading MFT inputs whose answer is not in the
             # context) is recorded with the model, under hparams.train_notes.
             hparams={**job.hparams, "train_notes": notes} if notes else job.hparams,
-            parent_model_id=job.parent_id, started_at=started, finished_at=datetime.now(UTC),
-            train_seconds=stats.seconds, eval_seconds=eval_seconds, n_train_iid=len(iid_train),
-            n_train_suite=len(cases), train_digest=sorted_ids_digest([c.id for c in cases]) if cases else None,
-            device=f"{self.device}/{self.precision}")
-        record: ModelRecord | GridPointRecord
-        if job.kind == "grid":
-            record = GridPointRecord(**_fields(common), grid_id=job.id, point=job.point or {},
-                                     scope_level=job.fold.heldout_level, scope_group=job.fold.heldout_group,
-                                     n_val_suite=len(eval_cases))
-        else:
-            record = ModelRecord(**_fields(common), model_id=job.id, scenario=job.fold.scenario,
-                                 heldout_level=job.fold.heldout_level, heldout_group=job.fold.heldout_group,
-                                 trained_level=job.fold.trained_level, trained_group=job.fold.trained_group)
+            started_at=started, finished_at=datetime.now(UTC), train_seconds=stats.seconds,
+            eval_seconds=eval_seconds, n_train_iid=len(iid_train), n_train_suite=len(cases),
+            train_digest=sorted_ids_digest([c.id for c in cases]) if cases else None,
+            device=f"{self.device}/{self.precision}", **grid)
         return JobResult(record, outcomes, iid_results, validation, cross, kept, attributed, probes)
 
     def _attribute(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder, cases: list[Case],
@@ -388,8 +378,21 @@ def check_same_tokenizer(folder: Path, model_name: str, source: str) -> None:
                           "teacher must share the student's tokenizer")
 
 
-def _fields(record: TrainingRecord) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in TrainingRecord.columns()}
+def job_record(tp: TaskPlan, job: Job, **values: Any) -> ModelRecord | GridPointRecord:
+    """The store row of ``job``: what the job is, from its task's plan, and ``values``, how it went (timings
+    and counts of a finished job; status, error and attempts of a failed one)."""
+    fields: dict[str, Any] = {
+        "task": job.task, "config": job.config, "method": job.method, "suite": tp.suite.header.name,
+        "model_name": job.model, "seed": job.seed, "split_seed": tp.common["split"]["seed"], "split_id": tp.split_id,
+        "hparams": job.hparams, "parent_model_id": job.parent_id, "variant": tp.common.get("variant", ""),
+        "settings": tp.settings(job),
+    } | values
+    if job.kind == "grid":
+        return GridPointRecord(**fields, grid_id=job.id, point=job.point or {}, scope_level=job.fold.heldout_level,
+                               scope_group=job.fold.heldout_group)
+    return ModelRecord(**fields, model_id=job.id, scenario=job.fold.scenario, heldout_level=job.fold.heldout_level,
+                       heldout_group=job.fold.heldout_group, trained_level=job.fold.trained_level,
+                       trained_group=job.fold.trained_group)
 
 
 def _outcomes(cases: list[Case], predictions: FlatPredictions | None,

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble
@@ -18,9 +19,11 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.io import case_json
 from beluga_core.evaluation.gold import case_gold
 from beluga_core.execution.executors.base import EXECUTORS
-from beluga_core.execution.results import JobResult
-from beluga_core.execution.worker import weights_path
+from beluga_core.execution.results import JobResult, Outcomes
+from beluga_core.execution.scheduling import JobFailure, JobsFailed
+from beluga_core.execution.worker import job_record, weights_path
 from beluga_core.orchestration.progress import RichProgress
+from beluga_core.orchestration.settings_guard import check_settings
 from beluga_core.orchestration.teachers import cache_dir_for, resolve_teachers
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
@@ -60,6 +63,11 @@ def required_evaluations(plan: Plan) -> dict[str, dict[str, str]]:
     return {job.id: tp.eval_digests(job.fold) for tp in plan.tasks if tp.evals for job in tp.jobs}
 
 
+def probe_pools_of(plan: Plan) -> dict[str, tuple[str, ...]]:
+    """Per job id, the [fewshot] probe cases its model must have predicted."""
+    return {j.id: tp.pool_of(j) for tp in plan.tasks if tp.pools for j in tp.jobs}
+
+
 def _note_unattributed(finished: list[Job], writer: StoreWriter, cache_dir: Path, plan: Plan,
                        console: Console) -> None:
     """Say which finished models the ``[attributions]`` of this run will not reach: a model attributes while it
@@ -78,6 +86,12 @@ def _note_unattributed(finished: list[Job], writer: StoreWriter, cache_dir: Path
                   f"not add them; {kept} of them kept their weights and `beluga explain` can attribute those; the "
                   f"others get them when trained again: delete their rows from `models` (the next run re-trains "
                   f"them to the same results) or run into a new store.", soft_wrap=True, highlight=False)
+
+
+def note_task_mismatch(plan: Plan, console: Console) -> None:
+    for tp in plan.tasks:
+        if tp.task_note:
+            console.print(f"[yellow]note:[/] {escape(tp.task_note)}", soft_wrap=True, highlight=False)
 
 
 def _note_generated_against(plan: Plan, console: Console) -> None:
@@ -105,9 +119,11 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
     store_path.parent.mkdir(parents=True, exist_ok=True)
     writer = StoreWriter(store_path, lock_timeout=lock_timeout,
                          on_wait=lambda message: console.print(f"[yellow]{message}[/]", soft_wrap=True))
+    check_settings(plan)
     cache_dir = cache_dir_for(store_path)
     resolve_teachers(plan)
     _note_generated_against(plan, console)
+    note_task_mismatch(plan, console)
     record_plan(plan, writer)
     run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
                               device=plan.config.executor.device)
@@ -120,11 +136,13 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
             raise BelugaError(f"{exc.message}. The models finished before this one are in the store; run the "
                               "same command again to resume", source=exc.source) from exc
 
+    def on_failure(failure: JobFailure) -> None:
+        on_result(failed_result(plan, failure))
+
     def run_phase(jobs: list[Job], what: str) -> None:
         # A done model that lacks an evaluation on an eval suite of its task (added since, or with another
         # mapping or sample), or its [fewshot] probe predictions, runs again: same id, same numbers, plus those.
-        done = writer.done_ids(required_evaluations(plan),
-                               {j.id: tp.pool_of(j) for tp in plan.tasks if tp.pools for j in tp.jobs})
+        done = writer.done_ids(required_evaluations(plan), probe_pools_of(plan))
         todo = [j for j in jobs if j.id not in done]
         # A child whose parent finished in an earlier run needs the parent's weights; without them the parent
         # is trained again (deterministically, so its stored results do not change).
@@ -137,18 +155,22 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         _note_unattributed([j for j in jobs if j.kind != "grid" and j.id in done], writer, cache_dir, plan, console)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=console, transient=False) as bar:
-            executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir))
+            executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir), on_failure)
 
     status = "failed"
+    failed: JobsFailed | None = None
     try:
         if plan.pending:
             # Phase 1: IID models and grid points; then selection; phase 2: the folds with the chosen values.
             run_phase(plan.jobs + plan.grid_jobs, f" before selection ({len(plan.grid_jobs)} grid points)")
             new = select_and_resolve(plan, writer, run_id, console)
+            check_settings(plan, new)
             run_phase(new, " with the selected hyper-parameters")
         else:
             run_phase(plan.jobs, "")
         status = "done"
+    except JobsFailed as exc:  # recorded in the store: what finished is reported before the run says so
+        failed = exc
     except KeyboardInterrupt:
         status = "interrupted"
         raise
@@ -167,8 +189,20 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         console.print(machine_line(exe.precision, pick_device(exe.device)), highlight=False, soft_wrap=True)
     build_ensembles(plan, store_path, run_id, console)
     refresh_after_run(store_path, console)
-    print_g_table(store_path, console)
+    print_g_table(store_path, console, plan.config.variant)
+    if failed is not None:
+        raise failed
     return store_path
+
+
+def failed_result(plan: Plan, failure: JobFailure) -> JobResult:
+    """The store row of a job that failed on every attempt: what it is, its error, traceback, attempts, worker."""
+    job = failure.job
+    record = job_record(plan.task_plan(job.task), job, status="failed", error=failure.error,
+                        error_type=failure.error_type, traceback=failure.traceback, attempts=failure.attempts,
+                        worker=failure.worker, started_at=failure.started_at, finished_at=failure.finished_at,
+                        device=plan.config.executor.device)
+    return JobResult(record, Outcomes.of([], []))
 
 
 def build_ensembles(plan: Plan, store: Path, run_id: str, console: Console) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.registries import CONFIGURATIONS
-from beluga_core.core.errors import BelugaError
+from beluga_core.core.errors import BelugaError, did_you_mean
 from beluga_core.core.registry import unknown_name_message
 from beluga_core.data.pretrained import check_config_overrides
 from beluga_core.data.suite.io import Suite
@@ -47,8 +46,7 @@ def check_size_groups(per_group_of: dict[str, int], suite: Suite, config_path: P
     groups = {suite.group_of(c, level) for c in suite.cases}
     for name in per_group_of:
         if name not in groups:
-            close = difflib.get_close_matches(name, sorted(groups), n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else f"; its groups are: {', '.join(sorted(groups))}"
+            hint = did_you_mean(name, sorted(groups)) or f"; its groups are: {', '.join(sorted(groups))}"
             raise BelugaError(f"'{name}' is not a {level} of suite '{suite.header.name}'{hint}",
                               source=config_path, field=f"sizes.suite_test_per_group_of.{name}")
 

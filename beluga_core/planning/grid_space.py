@@ -14,7 +14,7 @@ from typing import Any, Literal
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.methods import TRAINING_KEYS
 from beluga_core.contracts.registries import METHODS, TASKS
-from beluga_core.core.errors import BelugaError
+from beluga_core.core.errors import BelugaError, did_you_mean
 
 
 def method_hparams(cfg: BenchmarkConfig, method: str) -> dict[str, Any]:
@@ -36,7 +36,9 @@ def method_hparams(cfg: BenchmarkConfig, method: str) -> dict[str, Any]:
                           f"[training.suite]); {takes}", field=field)
     if not plugin.reuses:
         takes += f" and the training keys {list(TRAINING_KEYS)}"
-    raise BelugaError(f"[method.{method}] sets unknown hyper-parameter(s) {unknown}; {takes}", field=field)
+    hint = did_you_mean(unknown[0], sorted(allowed))
+    raise BelugaError(f"[method.{method}] sets unknown hyper-parameter(s) {unknown}{hint or ';'} {takes}",
+                      field=field)
 
 
 def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None = None,

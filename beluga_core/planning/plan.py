@@ -33,7 +33,7 @@ from beluga_core.planning.cross import EvalSuitePlan, plan_eval_suite
 from beluga_core.planning.fewshot import Pools, check_pools, probe_pools
 from beluga_core.planning.folds import make_folds, selection_scopes
 from beluga_core.planning.grid_space import check_grid_tables, grid_methods, grid_points, job_hparams
-from beluga_core.planning.jobs import JOB_FORMAT, Fold, Job, JobSpec, SelectionKey, iid_job, make_job
+from beluga_core.planning.jobs import JOB_FORMAT, Fold, Job, JobSpec, SelectionKey, iid_job, job_identity, make_job
 
 
 def task_settings(spec: TaskSpec) -> TaskSettings:
@@ -86,6 +86,8 @@ class TaskPlan:
     unavailable: str | None = None  # why the task plugin cannot be loaded (dry runs only)
     evals: list[EvalSuitePlan] = field(default_factory=list)  # the eval suites of cross-suite evaluation
     pools: Pools = field(default_factory=dict)  # [fewshot]: (level, group) → probe pool case ids
+    # Settings that shape every job's numbers without being part of job ids (the precision policy).
+    shaping: dict[str, Any] = field(default_factory=dict)
 
     def pool_of(self, job: Job | JobSpec) -> tuple[str, ...]:
         """The probe cases a model predicts for few-shot ranking: its held-out group's pool (a fold of a
@@ -95,6 +97,20 @@ class TaskPlan:
         if CONFIGURATIONS.get(job.config).is_baseline():
             return tuple(dict.fromkeys(c for ids in self.pools.values() for c in ids))
         return self.pools.get((job.fold.heldout_level or "", job.fold.heldout_group or ""), ())
+
+    @property
+    def task_note(self) -> str | None:
+        """Said before a run trains: the suite declares another task than the one that trains on it."""
+        declared = self.suite.header.task
+        if declared is None or declared == self.spec.name:
+            return None
+        return (f"suite '{self.suite.header.name}' declares task '{declared}', but the config trains it with task "
+                f"'{self.spec.name}': its cases are read as '{self.spec.name}' reads them")
+
+    def settings(self, job: Job) -> dict[str, Any]:
+        """Everything that shapes ``job``'s model: the identity its id is the hash of, and what shapes it without
+        being part of its id (kept out so that the ids of earlier stores stay valid): the precision policy."""
+        return job_identity(self.common, job, job.kind, job.hparams, job.grid_scoring) | self.shaping
 
     def eval_digests(self, fold: Fold) -> dict[str, str]:
         """Eval suite → the identity of what a model of ``fold`` is evaluated on there."""
@@ -232,6 +248,8 @@ def _common(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str) -> d
         **({"task_options": spec.options} if spec.options else {}),
         **({"label_map": spec.label_map} if spec.label_map else {}),
         **({"model_config": cfg.model.config_overrides} if cfg.model.config_overrides else {}),
+        # A named variant is a complete set of models of its own (its IID model included).
+        **({"variant": cfg.variant} if cfg.variant else {}),
     }
 
 
@@ -307,7 +325,8 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         model = cfg.model.task_models.get(spec.name, cfg.model.name)
         check_model_config(cfg, model, config_path)
         tp = TaskPlan(spec, suite, split, split_identity(suite, cfg), _common(cfg, spec, suite, model), model,
-                      folds, skipped_groups=skipped, unavailable=unavailable)
+                      folds, skipped_groups=skipped, unavailable=unavailable,
+                      shaping={"precision": cfg.executor.precision})
         tp.evals = _eval_plans(cfg, config_path, index, spec, suite, unavailable is None)
         tp.pools = probe_pools(cfg, suite, split, folds)
         check_pools(cfg, suite, split, folds, tp.pools, config_path)

@@ -35,10 +35,24 @@ INVARIANTS: tuple[Invariant, ...] = (
     Invariant("no duplicate outcomes", "a model has at most one outcome per case",
               "SELECT model_id, suite, case_id, count(*) AS n FROM outcomes GROUP BY ALL HAVING count(*) > 1"),
     Invariant("one outcome per T_test case and scenario key",
-              "within a scenario key (task, model, configuration, method, scenario, seed) a case is scored once",
-              """SELECT m.task, m.model_name, m.config, m.method, m.scenario, m.seed, o.case_id, count(*) AS n
+              "within a scenario key (task, model, configuration, method, variant, scenario, seed, split seed) a "
+              "case is scored once",
+              """SELECT m.task, m.model_name, m.config, m.method, m.variant, m.scenario, m.seed, m.split_seed,
+                        o.case_id, count(*) AS n
                  FROM outcomes o JOIN models m USING (model_id)
                  WHERE m.status = 'done' GROUP BY ALL HAVING count(*) > 1"""),
+    Invariant("one done model per slot",
+              "a scenario key and held-out (or trained) group has one done model: two would be two settings in one "
+              "view row",
+              """SELECT task, suite, model_name, config, method, variant, scenario, heldout_group, trained_group,
+                        seed, split_seed, count(*) AS n, list(model_id ORDER BY model_id) AS model_ids
+                 FROM models WHERE status = 'done' GROUP BY ALL HAVING count(*) > 1"""),
+    Invariant("failed jobs keep their error", "a failed model or grid point records its error and attempts",
+              """SELECT 'model' AS kind, model_id AS id FROM models
+                 WHERE status = 'failed' AND (error IS NULL OR (settings IS NOT NULL AND attempts IS NULL))
+                 UNION ALL
+                 SELECT 'grid point', grid_id FROM grid_points
+                 WHERE status = 'failed' AND (error IS NULL OR (settings IS NOT NULL AND attempts IS NULL))"""),
     Invariant("outcomes only on kept T_test cases", "a model is scored on the T_test cases its split kept",
               f"""SELECT o.model_id, o.case_id, s.part, s.kept FROM outcomes o JOIN models m USING (model_id)
                   LEFT JOIN case_splits s ON s.split_id = m.split_id AND s.case_id = o.case_id

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import duckdb
 
-from beluga_core.store.connection import sql_file, transaction
+from beluga_core import __version__ as BELUGA_VERSION
+from beluga_core.store.connection import sql_file, transaction, view_files
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ MIGRATIONS = (
     Migration(9, "regression"),
     Migration(10, "attributions"),
     Migration(11, "fewshot"),
+    Migration(12, "variants_failures"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -52,3 +54,19 @@ def migrate(con: duckdb.DuckDBPyConnection, current: int) -> int:
             con.execute("INSERT OR REPLACE INTO beluga_meta VALUES ('schema_version', ?)", [str(migration.version)])
         current = migration.version
     return current
+
+
+def refresh_views(con: duckdb.DuckDBPyConnection) -> None:
+    """(Re-)create every view and record which beluga and DuckDB last wrote the store."""
+    for name in view_files():
+        con.execute(sql_file(name))
+    con.executemany("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)",
+                    [["last_beluga_version", BELUGA_VERSION], ["last_duckdb_version", duckdb.__version__]])
+
+
+def upgrade(con: duckdb.DuckDBPyConnection, current: int) -> None:
+    """Bring a store of schema ``current`` up to date: its migrations, then the views (which every open
+    re-creates, so a fixed definition reaches old stores without a migration)."""
+    migrate(con, current)
+    with transaction(con):
+        refresh_views(con)

@@ -15,8 +15,13 @@ from typing import Any
 import duckdb
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.store.connection import DEFAULT_READ_TIMEOUT_S, connect, store_schema_version
-from beluga_core.store.migrations import SCHEMA_VERSION
+from beluga_core.store.connection import (
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_READ_TIMEOUT_S,
+    connect,
+    store_schema_version,
+)
+from beluga_core.store.migrations import SCHEMA_VERSION, upgrade
 from beluga_core.store.rows import TABLES
 
 VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scores", "g_summary",
@@ -36,27 +41,117 @@ Source = str | Path | duckdb.DuckDBPyConnection
 
 
 @contextmanager
-def open_store(path: str | Path, *,
-               timeout: float = DEFAULT_READ_TIMEOUT_S) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-only connection to an existing beluga store, closed on exit."""
+def open_store(path: str | Path, *, timeout: float = DEFAULT_READ_TIMEOUT_S,
+               migrate: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection to an existing beluga store, closed on exit. A store of an older schema is first
+    brought up to date (readers rely on the current columns and views), unless ``migrate`` is False (``store
+    check``, which reports an older schema, and metadata reads)."""
     path = Path(path)
     if not path.exists():
         raise BelugaError("no such result store", source=path)
     con = connect(path, read_only=True, timeout=timeout)
     try:
-        if store_schema_version(con, path, SCHEMA_VERSION) is None:
+        version = store_schema_version(con, path, SCHEMA_VERSION)
+        if version is None:
             raise BelugaError("an empty DuckDB file, not a beluga result store", source=path)
+        if migrate and version < SCHEMA_VERSION:
+            # Readers rely on the current schema's columns and views: bring an older store up to date once.
+            con.close()
+            _migrate(path)
+            con = connect(path, read_only=True, timeout=timeout)
         yield con
     finally:
         con.close()
 
 
+def _migrate(path: Path) -> None:
+    con = connect(path, read_only=False, timeout=DEFAULT_LOCK_TIMEOUT_S)
+    try:
+        version = store_schema_version(con, path, SCHEMA_VERSION)
+        if version is not None:
+            upgrade(con, version)
+    finally:
+        con.close()
+
+
+def done_ids(path: Path, evaluations: Mapping[str, Mapping[str, str]] | None = None,
+             probes: Mapping[str, Sequence[str]] | None = None) -> set[str]:
+    """Ids of the models and grid points already done (a failed one is retried on resume).
+
+    ``evaluations``: per model id, the eval suites it must have been evaluated on, each with the digest of
+    its eval cases (``EvalSuitePlan.digest``); a done model lacking one, or evaluated on other cases, is not
+    done. ``probes``: per model id, the case ids of its [fewshot] probe pool; a done model without an outcome
+    for each of them (pools added, or changed by pool_cap) is not done either."""
+    with open_store(path) as con:
+        done = {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done' UNION ALL "
+                                          "SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
+        wanted_probes = {mid: ids for mid, ids in (probes or {}).items() if ids and mid in done}
+        if wanted_probes:
+            have_probes: dict[str, set[str]] = {}
+            for mid, cid in con.execute("SELECT model_id, case_id FROM probe_outcomes WHERE model_id IN "
+                                        "(SELECT unnest(?::VARCHAR[]))", [list(wanted_probes)]).fetchall():
+                have_probes.setdefault(mid, set()).add(cid)
+            done -= {mid for mid, ids in wanted_probes.items() if not set(ids) <= have_probes.get(mid, set())}
+        wanted = {mid: dict(e) for mid, e in (evaluations or {}).items() if e and mid in done}
+        if not wanted:
+            return done
+        have: dict[str, dict[str, str]] = {}
+        for mid, suite, cases_digest in con.execute(
+                "SELECT model_id, suite, cases_digest FROM cross_evaluations").fetchall():
+            have.setdefault(mid, {})[suite] = cases_digest
+    return {mid for mid in done
+            if mid not in wanted or all(have.get(mid, {}).get(s) == d for s, d in wanted[mid].items())}
+
+
+def failed_ids(path: Path) -> set[str]:
+    """Ids of the models and grid points whose last attempt failed."""
+    with open_store(path) as con:
+        return {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'failed' UNION ALL "
+                                          "SELECT grid_id FROM grid_points WHERE status = 'failed'").fetchall()}
+
+
+# Every job that failed on every attempt (models and grid points), oldest first.
+FAILED_JOBS = """
+    SELECT 'model' AS kind, model_id AS job_id, task, config, method, variant, scenario,
+           coalesce(heldout_group, trained_group) AS grp, seed, error_type, error, attempts, worker, finished_at
+    FROM models WHERE status = 'failed'
+    UNION ALL
+    SELECT 'grid point', grid_id, task, config, method, variant, 'grid', scope_group, seed, error_type, error,
+           attempts, worker, finished_at
+    FROM grid_points WHERE status = 'failed'
+    ORDER BY finished_at, job_id"""
+
+
+# A model's slot: at most one done model per slot, so that no view row mixes two settings (see
+# orchestration.settings_guard). Grid points have theirs (scope and point instead of scenario and group).
+SLOT_COLUMNS = ("task", "suite", "model_name", "config", "method", "variant", "scenario", "heldout_group",
+                "trained_group", "seed", "split_seed")
+GRID_SLOT_COLUMNS = ("task", "suite", "model_name", "config", "method", "variant", "scope_level", "scope_group",
+                     "seed", "split_seed", "point")
+
+Slot = tuple[Any, ...]
+
+
+def done_slots(path: Path) -> dict[Slot, tuple[str, str | None]]:
+    """Every done model's and grid point's slot → (its id, its recorded settings as JSON text or None). A grid
+    point's slot starts with 'grid'."""
+    out: dict[Slot, tuple[str, str | None]] = {}
+    with open_store(path) as con:
+        for row in con.execute(f"SELECT {', '.join(SLOT_COLUMNS)}, model_id, settings::VARCHAR FROM models "
+                               "WHERE status = 'done'").fetchall():
+            out[tuple(row[:-2])] = (row[-2], row[-1])
+        for row in con.execute(f"SELECT {', '.join(GRID_SLOT_COLUMNS[:-1])}, point::VARCHAR, grid_id, "
+                               "settings::VARCHAR FROM grid_points WHERE status = 'done'").fetchall():
+            out[("grid", *row[:-2])] = (row[-2], row[-1])
+    return out
+
+
 @contextmanager
-def _connection(source: Source) -> Iterator[duckdb.DuckDBPyConnection]:
+def _connection(source: Source, *, migrate: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
     if isinstance(source, duckdb.DuckDBPyConnection):
         yield source
     else:
-        with open_store(source) as con:
+        with open_store(source, migrate=migrate) as con:
             yield con
 
 
@@ -102,7 +197,7 @@ def fetch_dicts(source: Source, relation: str, *, where: Mapping[str, Any] | Non
 
 def read_meta(source: Source) -> dict[str, str]:
     """The ``beluga_meta`` key/value pairs (schema_version, beluga_version, duckdb_version, created_at, …)."""
-    with _connection(source) as con:
+    with _connection(source, migrate=False) as con:
         return dict(con.execute("SELECT key, value FROM beluga_meta").fetchall())
 
 

@@ -1,10 +1,11 @@
 """Model selectors: how a user names models of a store on the command line and in configs.
 
-``CONFIG/METHOD[@SCENARIO[=GROUP]][#SEED]`` — e.g. ``iid/vanilla@standard#0``, ``iid-update/distill#1``,
+``CONFIG/METHOD[~VARIANT][@SCENARIO[=GROUP]][#SEED]`` — e.g. ``iid/vanilla@standard#0``, ``iid-update/distill#1``,
 ``iid-then-t/vanilla@functionality`` (every fold model of that scenario), ``iid-then-t/vanilla@class=Negation``
 (the fold that held Negation out; an ``only:LEVEL=g`` scenario is named whole) — or a model id (or a unique
 prefix of at least 8 characters). ``METHOD`` defaults to vanilla; without ``@SCENARIO``, the models that hold
-nothing out are meant (standard, seen), which is one model per seed for most configurations.
+nothing out are meant (standard, seen), which is one model per seed for most configurations. Without
+``~VARIANT``, the models of the unnamed variant (``beluga run --variant``) are meant.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import duckdb
 
 from beluga_core.core.errors import BelugaError
 
-_SELECTOR = re.compile(r"^(?P<config>[^/@#]+)(?:/(?P<method>[^@#]+))?(?:@(?P<scenario>[^#]+))?(?:#(?P<seed>-?\d+))?$")
+_SELECTOR = re.compile(r"^(?P<config>[^/@#~]+)(?:/(?P<method>[^@#~]+))?(?:~(?P<variant>[^@#]+))?"
+                       r"(?:@(?P<scenario>[^#]+))?(?:#(?P<seed>-?\d+))?$")
 MODEL_COLUMNS = ("model_id", "task", "suite", "model_name", "config", "method", "scenario", "heldout_level",
-                 "heldout_group", "seed", "split_seed", "parent_model_id", "hparams")
+                 "heldout_group", "seed", "split_seed", "parent_model_id", "hparams", "variant")
 
 
 @dataclass(frozen=True)
@@ -31,28 +33,38 @@ class Selector:
     seed: int | None = None
     group: str | None = None      # the held-out group of a fold scenario
     model_id: str | None = None   # a bare word: a model id (or prefix) if one matches, else a configuration
+    variant: str = ""
 
     @classmethod
     def parse(cls, text: str) -> Selector:
         text = text.strip()
         if not text:
             raise BelugaError("an empty model selector; expected CONFIG/METHOD[@SCENARIO][#SEED] or a model id")
-        bare = "/" not in text and "@" not in text and "#" not in text
+        bare = not any(c in text for c in "/@#~")
         m = _SELECTOR.match(text)
         if bare and m is not None:   # a model id (or its prefix), else a configuration with its vanilla method
             return cls(text, text, "vanilla", model_id=text)
         if m is None:
-            raise BelugaError(f"model selector '{text}': expected CONFIG/METHOD[@SCENARIO][#SEED] (e.g. "
+            raise BelugaError(f"model selector '{text}': expected CONFIG/METHOD[~VARIANT][@SCENARIO][#SEED] (e.g. "
                               "iid/vanilla@standard#0) or a model id")
         seed = m.group("seed")
         scenario, group = m.group("scenario"), None
         if scenario is not None and "=" in scenario and not scenario.startswith("only:"):
             scenario, group = scenario.split("=", 1)
         return cls(text, m.group("config"), m.group("method") or "vanilla", scenario,
-                   int(seed) if seed is not None else None, group)
+                   int(seed) if seed is not None else None, group, variant=m.group("variant") or "")
 
     def __str__(self) -> str:
         return self.text
+
+
+def selector_text(row: dict[str, Any]) -> str:
+    """The selector that names a model row: ``CONFIG/METHOD[~VARIANT]@SCENARIO[=GROUP][#SEED]`` (its label in
+    reports)."""
+    variant = f"~{row['variant']}" if row.get("variant") else ""
+    group = f"={row['heldout_group']}" if row.get("heldout_group") is not None else ""
+    seed = f"#{row['seed']}" if row.get("seed") is not None else ""
+    return f"{row['config']}/{row['method']}{variant}@{row['scenario']}{group}{seed}"
 
 
 def select_models(con: duckdb.DuckDBPyConnection, selector: Selector | str, *, where: str = "store",
@@ -72,8 +84,8 @@ def select_models(con: duckdb.DuckDBPyConnection, selector: Selector | str, *, w
             raise BelugaError(f"model id prefix '{sel.model_id}' is ambiguous in {where}: "
                               + ", ".join(str(r[0])[:16] for r in rows[:5]))
     if not rows and sel.config is not None:
-        conditions = ["status = 'done'", "config = ?", "method = ?"]
-        params: list[Any] = [sel.config, sel.method]
+        conditions = ["status = 'done'", "config = ?", "method = ?", "variant = ?"]
+        params: list[Any] = [sel.config, sel.method, sel.variant]
         if sel.scenario is not None:
             conditions.append("scenario = ?")
             params.append(sel.scenario)
@@ -92,7 +104,8 @@ def select_models(con: duckdb.DuckDBPyConnection, selector: Selector | str, *, w
         rows = con.execute(f"SELECT {cols} FROM models WHERE {' AND '.join(conditions)} ORDER BY {order}",
                            params).fetchall()
     if not rows:
-        held = con.execute("SELECT DISTINCT config || '/' || method || '@' || scenario || coalesce('#' || seed, '') "
+        held = con.execute("SELECT DISTINCT config || '/' || method || CASE WHEN variant = '' THEN '' ELSE '~' || "
+                           "variant END || '@' || scenario || coalesce('#' || seed, '') "
                            "FROM models WHERE status = 'done' AND heldout_level IS NULL ORDER BY 1").fetchall()
         listing = ", ".join(r[0] for r in held[:12]) + (" …" if len(held) > 12 else "")
         raise BelugaError(f"model selector '{sel}' names no done model in {where}; it holds {listing or 'none'}")

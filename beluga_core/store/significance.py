@@ -22,11 +22,12 @@ TABLE = "significance_tests"
 VIEWS = ("significance_inputs", "significance_pairs", "significance")
 
 CROSS_TABLE = "cross_significance_tests"
-CROSS_COLUMNS = ("comparison_id", "task", "suite", "model_name", "seed", "split_seed", "config", "method", "scenario",
+CROSS_COLUMNS = ("comparison_id", "task", "suite", "model_name", "seed", "split_seed", "variant", "config", "method",
+                 "scenario",
                  "eval_suite", "mapped_level", "n_cases", "n_cases_differ", "s_cross", "base_s_cross", "g", "base_g",
                  "delta_g", "p_g", "rounds", "rng_seed", "inputs_digest", "computed_at", "beluga_version")
 
-COLUMNS = ("comparison_id", "scope", "task", "suite", "model_name", "seed", "split_seed", "config", "method",
+COLUMNS = ("comparison_id", "scope", "task", "suite", "model_name", "seed", "split_seed", "variant", "config", "method",
            "scenario", "base_config", "base_method", "base_scenario", "n_tasks", "n_strata", "iid_test", "n_iid",
            "n_discordant", "k_better", "s_iid", "base_s_iid", "delta_iid", "p_iid", "n_cases", "n_cases_differ",
            "s_suite", "base_s_suite", "g", "base_g", "delta_g", "p_g", "rounds", "rng_seed", "inputs_digest",

@@ -36,14 +36,13 @@ from beluga_core.store.connection import (
     Store,
     WaitFn,
     as_utc,
-    sql_file,
     store_schema_version,
     transaction,
     utc_now,
-    view_files,
 )
-from beluga_core.store.migrations import SCHEMA_VERSION, migrate
+from beluga_core.store.migrations import SCHEMA_VERSION, migrate, refresh_views, upgrade
 from beluga_core.store.plan_records import PlanRecords
+from beluga_core.store.reader import done_ids
 from beluga_core.store.rows import CaseRow, SuiteRow, canonical_json, external_model_id, level_pointer
 
 MODEL_COLUMNS = ModelRecord.columns()
@@ -54,7 +53,7 @@ def _record_values(record: TrainingRecord, columns: Sequence[str], run_id: str |
     values: list[Any] = []
     for name in columns:
         value = getattr(record, name)
-        if name in ("hparams", "point"):
+        if name in ("hparams", "point", "settings"):
             value = canonical_json(value)
         elif isinstance(value, datetime) or name in ("started_at", "finished_at"):
             value = as_utc(value) or (utc_now() if name == "finished_at" else None)
@@ -99,9 +98,7 @@ class StoreWriter(PlanRecords):
             if version is None:
                 _initialise(con)
                 return
-            migrate(con, version)
-            with transaction(con):
-                _refresh(con)
+            upgrade(con, version)
 
     @staticmethod
     def _create_new(path: Path) -> None:
@@ -153,31 +150,8 @@ class StoreWriter(PlanRecords):
 
     def done_ids(self, evaluations: Mapping[str, Mapping[str, str]] | None = None,
                  probes: Mapping[str, Sequence[str]] | None = None) -> set[str]:
-        """Ids of the models and grid points already done (a failed one is retried on resume).
-
-        ``evaluations``: per model id, the eval suites it must have been evaluated on, each with the digest of
-        its eval cases (``EvalSuitePlan.digest``); a done model lacking one, or evaluated on other cases, is not
-        done. ``probes``: per model id, the case ids of its [fewshot] probe pool; a done model without an outcome
-        for each of them (pools added, or changed by pool_cap) is not done either."""
-        with self.store.connection(read_only=True) as con:
-            done = {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done' UNION ALL "
-                                              "SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
-            wanted_probes = {mid: ids for mid, ids in (probes or {}).items() if ids and mid in done}
-            if wanted_probes:
-                have_probes: dict[str, set[str]] = {}
-                for mid, cid in con.execute("SELECT model_id, case_id FROM probe_outcomes WHERE model_id IN "
-                                            "(SELECT unnest(?::VARCHAR[]))", [list(wanted_probes)]).fetchall():
-                    have_probes.setdefault(mid, set()).add(cid)
-                done -= {mid for mid, ids in wanted_probes.items() if not set(ids) <= have_probes.get(mid, set())}
-            wanted = {mid: dict(e) for mid, e in (evaluations or {}).items() if e and mid in done}
-            if not wanted:
-                return done
-            have: dict[str, dict[str, str]] = {}
-            for mid, suite, cases_digest in con.execute(
-                    "SELECT model_id, suite, cases_digest FROM cross_evaluations").fetchall():
-                have.setdefault(mid, {})[suite] = cases_digest
-        return {mid for mid in done
-                if mid not in wanted or all(have.get(mid, {}).get(s) == d for s, d in wanted[mid].items())}
+        """``reader.done_ids`` of this store."""
+        return done_ids(self.path, evaluations, probes)
 
     def attributed_ids(self, methods: Sequence[str]) -> set[str]:
         """Ids of the models with stored attributions of every one of ``methods``."""
@@ -200,9 +174,9 @@ class StoreWriter(PlanRecords):
         record = result.record
         assert isinstance(record, ModelRecord)
         mid = record.model_id
-        for table in ("outcomes", "iid_predictions", "iid_metrics", "iid_probs", "cross_outcomes", "cross_evaluations",
-                      "case_predictions", "attributions", "probe_outcomes", "probe_predictions", "models"):
-            con.execute(f"DELETE FROM {table} WHERE model_id = ?", [mid])
+        if record.status == "done":
+            _claim_slot(con, record)
+        _delete_models(con, [mid])
         con.execute(f"INSERT INTO models (run_id, {', '.join(MODEL_COLUMNS)}) "
                     f"VALUES ({', '.join('?' * (len(MODEL_COLUMNS) + 1))})",
                     _record_values(record, MODEL_COLUMNS, run_id))
@@ -235,6 +209,15 @@ class StoreWriter(PlanRecords):
             self._insert_outcomes(con, "probe_outcomes", "model_id", mid, record.suite, result.probes.outcomes)
             if result.probes.predictions is not None:
                 _insert_arrow(con, "probe_predictions", mid, _case_prediction_rows(result.probes.predictions))
+
+    def replace_derived(self, results: Sequence[JobResult], stale_ids: Sequence[str],
+                        run_id: str | None = None) -> None:
+        """Write derived models (ensembles) in one transaction, deleting ``stale_ids`` (the rows they replace,
+        e.g. an ensemble of members that have changed since) first."""
+        with self.store.transaction() as con:
+            _delete_models(con, stale_ids)
+            for result in results:
+                self._write_model(con, result, run_id)
 
     def _write_grid_point(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
         record = result.record
@@ -344,6 +327,40 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, model_id: str, row
         con.unregister("_beluga_rows")
 
 
+_SLOT = """task = ? AND suite IS NOT DISTINCT FROM ? AND model_name IS NOT DISTINCT FROM ? AND config = ?
+           AND method = ? AND variant = ? AND scenario = ? AND heldout_group IS NOT DISTINCT FROM ?
+           AND trained_group IS NOT DISTINCT FROM ? AND seed IS NOT DISTINCT FROM ?
+           AND split_seed IS NOT DISTINCT FROM ? AND model_id <> ?"""
+
+
+_MODEL_TABLES = ("outcomes", "iid_predictions", "iid_metrics", "iid_probs", "cross_outcomes", "cross_evaluations",
+                 "case_predictions", "attributions", "probe_outcomes", "probe_predictions", "models")
+
+
+def _delete_models(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> None:
+    for table in _MODEL_TABLES:
+        con.execute(f"DELETE FROM {table} WHERE model_id IN (SELECT unnest(?::VARCHAR[]))", [list(ids)])
+
+
+def _claim_slot(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
+    """A done model's slot (its view key and held-out group) holds no other done model: two would mix in every
+    view (``beluga run`` refuses such a run before it trains; this is the store's own guarantee). Failed rows of
+    the slot are superseded and go."""
+    key = [record.task, record.suite, record.model_name, record.config, record.method, record.variant,
+           record.scenario, record.heldout_group, record.trained_group, record.seed, record.split_seed,
+           record.model_id]
+    other = con.execute(f"SELECT model_id FROM models WHERE status = 'done' AND {_SLOT} LIMIT 1", key).fetchall()
+    if other:
+        raise ValueError(f"model {record.model_id} ({record.config}/{record.method} {record.scenario}"
+                         f"{'=' + record.heldout_group if record.heldout_group else ''}, seed {record.seed}, variant "
+                         f"{record.variant!r}) takes the slot of done model {other[0][0]}: two models of one slot "
+                         "would mix in every view")
+    stale = [r[0] for r in con.execute(f"SELECT model_id FROM models WHERE status = 'failed' AND {_SLOT}",
+                                       key).fetchall()]
+    if stale:
+        _delete_models(con, stale)
+
+
 def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
     """A held-out fold's outcomes must all lie in its held-out group."""
     assert record.heldout_level is not None
@@ -360,13 +377,6 @@ def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
                          f"{n_outside} of its outcomes are for cases outside that group, e.g. {examples}")
 
 
-def _refresh(con: duckdb.DuckDBPyConnection) -> None:
-    for name in view_files():
-        con.execute(sql_file(name))
-    con.executemany("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)",
-                    [["last_beluga_version", BELUGA_VERSION], ["last_duckdb_version", duckdb.__version__]])
-
-
 def _initialise(con: duckdb.DuckDBPyConnection) -> None:
     """A new store: every migration, the views and the creation facts."""
     migrate(con, 0)
@@ -374,7 +384,7 @@ def _initialise(con: duckdb.DuckDBPyConnection) -> None:
         con.executemany("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)",
                         [["beluga_version", BELUGA_VERSION], ["duckdb_version", duckdb.__version__],
                          ["created_at", utc_now().isoformat(timespec="seconds") + "Z"]])
-        _refresh(con)
+        refresh_views(con)
 
 
 __all__ = ["GRID_COLUMNS", "MODEL_COLUMNS", "StoreWriter"]

@@ -20,6 +20,7 @@ from beluga_core.contracts.signals import InputAttribution, ProbeCase, Word
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.schema import Case
 from beluga_core.store.rows import level_pointer
+from beluga_core.store.selectors import selector_text
 
 
 @dataclass
@@ -50,11 +51,6 @@ def _baselines(con: duckdb.DuckDBPyConnection) -> list[str]:
     return out
 
 
-def label_of(row: dict[str, Any]) -> str:
-    scenario = row["scenario"] + (f"={row['heldout_group']}" if row.get("heldout_group") else "")
-    return f"{row['config']}/{row['method']}@{scenario}#{row['seed']}"
-
-
 def load_store_groups(con: duckdb.DuckDBPyConnection, level: str, task: str | None, where: str,
                       split: str | None = None) -> StoreGroups:
     found = con.execute(
@@ -83,11 +79,11 @@ def load_store_groups(con: duckdb.DuckDBPyConnection, level: str, task: str | No
                                 "level = ? ORDER BY grp, case_id", [split_id, suite, level]).fetchall():
         pools[grp].append(cid)
     models = con.execute(
-        """SELECT model_id, config, method, scenario, heldout_group, seed, finished_at FROM models
+        """SELECT model_id, config, method, scenario, heldout_group, seed, finished_at, variant FROM models
            WHERE status = 'done' AND task = ? AND suite = ? AND split_id = ? AND hparams->>'ensemble' IS NULL
              AND (heldout_level = ? OR (scenario = 'standard' AND list_contains(?, config)))
            ORDER BY config, method, seed, model_id""", [task_name, suite, split_id, level, baselines]).fetchall()
-    cols = ("model_id", "config", "method", "scenario", "heldout_group", "seed", "finished_at")
+    cols = ("model_id", "config", "method", "scenario", "heldout_group", "seed", "finished_at", "variant")
     rows = [dict(zip(cols, r, strict=True)) for r in models]
     truth = {(mid, grp): (int(p), int(n)) for mid, grp, p, n in con.execute(
         f"""SELECT o.model_id, {GROUP_SQL} AS grp, count(*) FILTER (WHERE o.outcome = 'pass'),
@@ -112,12 +108,12 @@ def load_store_groups(con: duckdb.DuckDBPyConnection, level: str, task: str | No
             if r["scenario"] != "standard" and r["heldout_group"] != grp:
                 continue
             if not set(pool) <= probed.get(r["model_id"], set()):   # trained before the pool was (as it is)
-                lacking.append(label_of(r))
+                lacking.append(selector_text(r))
                 continue
             passed, n = truth.get((r["model_id"], grp), (0, 0))
             if n == 0:
                 continue
-            candidates.append(Candidate(r["model_id"], label_of(r), passed / n, n, r["finished_at"]))
+            candidates.append(Candidate(r["model_id"], selector_text(r), passed / n, n, r["finished_at"]))
         missing = [c for c in pool if c not in specs]
         if missing:
             raise BelugaError(f"{where}: probe pool case {missing[0]!r} of {level} '{grp}' has no stored case spec")

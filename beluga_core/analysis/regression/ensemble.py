@@ -86,7 +86,7 @@ def _members(con: duckdb.DuckDBPyConnection, spec: EnsembleSpec) -> list[dict[st
         for r in select_models(con, selector):
             rows.setdefault(r["model_id"], r)
     members = list(rows.values())
-    for key in ("task", "suite", "model_name", "config", "split_seed"):
+    for key in ("task", "suite", "model_name", "config", "split_seed", "variant"):
         values = {m[key] for m in members}
         if len(values) > 1:
             raise BelugaError(f"ensemble '{spec.name}': its members differ in {key} ({sorted(map(str, values))}); "
@@ -110,9 +110,9 @@ def _baseline(con: duckdb.DuckDBPyConnection, members: Sequence[dict[str, Any]])
     row = con.execute("""SELECT model_id FROM models WHERE status = 'done' AND config = 'iid' AND method = 'vanilla'
                          AND scenario = 'standard' AND task = ? AND suite IS NOT DISTINCT FROM ?
                          AND model_name IS NOT DISTINCT FROM ? AND seed IS NOT DISTINCT FROM ?
-                         AND split_seed IS NOT DISTINCT FROM ? ORDER BY finished_at DESC LIMIT 1""",
+                         AND split_seed IS NOT DISTINCT FROM ? AND variant = ? ORDER BY finished_at DESC LIMIT 1""",
                       [first["task"], first["suite"], first["model_name"], first["seed"],
-                       first["split_seed"]]).fetchall()
+                       first["split_seed"], first["variant"]]).fetchall()
     return row[0][0] if row else None
 
 
@@ -258,13 +258,16 @@ def build_ensemble(store: str | Path, spec: EnsembleSpec, *, run_id: str | None 
                 model_id=model_id, task=first["task"], suite=first["suite"], model_name=first["model_name"],
                 config=first["config"], method=spec.name, scenario=scenario, heldout_level=level,
                 heldout_group=group, trained_level=(parse_only(scenario) or (None, None))[0],
-                trained_group=trained.get(ids[0]), seed=None, split_seed=first["split_seed"],
+                trained_group=trained.get(ids[0]), seed=None, split_seed=first["split_seed"], variant=first["variant"],
                 split_id=splits.get(ids[0]),
                 hparams={"ensemble": spec.name, "rule": spec.rule, "members": ids,
                          "vote_share": spec.rule == "vote", "selectors": list(spec.members)},
                 parent_model_id=_baseline(con, rows), finished_at=datetime.now(UTC))
             results.append(JobResult(record, outcomes, iid, cross=cross, predictions=kept))
-    writer = StoreWriter(store)
-    for result in results:
-        writer.commit(result, run_id)
+        # The ensemble's earlier rows (its members have changed since: another id) are replaced, not kept beside.
+        stale = [r[0] for r in con.execute(
+            "SELECT model_id FROM models WHERE method = ? AND hparams->>'ensemble' = ? AND config = ? AND variant = ?",
+            [spec.name, spec.name, first["config"], first["variant"]]).fetchall()
+            if r[0] not in {x.id for x in results}]
+    StoreWriter(store).replace_derived(results, stale, run_id)
     return [r.id for r in results]

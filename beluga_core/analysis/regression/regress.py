@@ -30,7 +30,7 @@ from beluga_core.analysis.regression.flips import (
 from beluga_core.core.errors import BelugaError
 from beluga_core.store.connection import utc_now
 from beluga_core.store.reader import open_store
-from beluga_core.store.selectors import select_models, select_one
+from beluga_core.store.selectors import select_models, select_one, selector_text
 from beluga_core.store.writer import StoreWriter
 
 ScenarioKey = tuple[str, str, str, int | None]   # config, method, scenario, seed
@@ -66,10 +66,8 @@ class Report:
     imported: str | None = None
 
 
-def label_of(m: dict[str, Any]) -> str:
-    group = f"={m['heldout_group']}" if m.get("heldout_group") is not None else ""
-    seed = f"#{m['seed']}" if m.get("seed") is not None else ""
-    return f"{m['config']}/{m['method']}@{m['scenario']}{group}{seed}"
+# The model columns a label (its selector) is made of.
+LABEL_COLUMNS = ("config", "method", "variant", "scenario", "heldout_group", "seed")
 
 
 def _row(con: duckdb.DuckDBPyConnection, label: str, old_label: str, pairs: list[tuple[str, str]], source: str,
@@ -112,16 +110,14 @@ def compute(store: Path, *, old: str | None, new: Sequence[str], by: str | None,
         if new:
             models = [m for sel in new for m in select_models(con, sel)]
         else:
-            models = [dict(zip(("model_id", "config", "method", "scenario", "heldout_group", "seed"), r, strict=True))
-                      for r in con.execute("""SELECT DISTINCT model_id, config, method, scenario, heldout_group, seed
-                                              FROM regression_pairs ORDER BY ALL""").fetchall()]
+            models = [dict(zip(("model_id", *LABEL_COLUMNS), r, strict=True))
+                      for r in con.execute(f"SELECT DISTINCT model_id, {', '.join(LABEL_COLUMNS)} "
+                                           "FROM regression_pairs ORDER BY ALL").fetchall()]
         if old_row is not None:
             models = [m for m in models if m["model_id"] != old_row["model_id"]]
         pairs_of = dict(con.execute("SELECT model_id, old_model_id FROM regression_pairs").fetchall())
-        labels = {r[0]: label_of(dict(zip(("config", "method", "scenario", "heldout_group", "seed"), r[1:],
-                                           strict=True)))
-                  for r in con.execute("SELECT model_id, config, method, scenario, heldout_group, seed "
-                                       "FROM models").fetchall()}
+        labels = {r[0]: selector_text(dict(zip(LABEL_COLUMNS, r[1:], strict=True)))
+                  for r in con.execute(f"SELECT model_id, {', '.join(LABEL_COLUMNS)} FROM models").fetchall()}
         suite_of = dict(con.execute("SELECT model_id, suite FROM models").fetchall())
         for (config, method, scenario, model_seed), members in _keys(models).items():
             label = f"{config}/{method}@{scenario}" + (f"#{model_seed}" if model_seed is not None else "")
@@ -195,10 +191,8 @@ def _md5(text: str) -> str:
 
 def _label_ids(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """(model id, label) of the models whose label names one model (seeded, holding nothing out)."""
-    rows = con.execute("SELECT model_id, config, method, scenario, heldout_group, seed FROM models "
-                       "WHERE status = 'done'").fetchall()
-    out = [(r[0], label_of(dict(zip(("config", "method", "scenario", "heldout_group", "seed"), r[1:], strict=True))))
-           for r in rows]
+    rows = con.execute(f"SELECT model_id, {', '.join(LABEL_COLUMNS)} FROM models WHERE status = 'done'").fetchall()
+    out = [(r[0], selector_text(dict(zip(LABEL_COLUMNS, r[1:], strict=True)))) for r in rows]
     counts: dict[str, int] = defaultdict(int)
     for _, label in out:
         counts[label] += 1
@@ -230,4 +224,4 @@ def centric(store: Path, selector: str, *, split: str, seed: int) -> tuple[Centr
             correct[m["model_id"]] = np.array([bool(r[1]) for r in rows], dtype=bool)
     if not examples:
         raise BelugaError(f"--centric {selector}: its models have no D_{split} predictions")
-    return centric_selection(correct, seed), {m["model_id"]: label_of(m) for m in models}
+    return centric_selection(correct, seed), {m["model_id"]: selector_text(m) for m in models}

@@ -10,14 +10,15 @@ FORMATS = ("md", "html")
 FIGURES_DIR = "figures"
 
 
-def write_report(store: str | Path, out_dir: str | Path, fmt: str) -> tuple[Path, ReportContent]:
+def write_report(store: str | Path, out_dir: str | Path, fmt: str,
+                 variant: str | None = None) -> tuple[Path, ReportContent]:
     """Write ``report.md`` (figures linked) or ``report.html`` (figures embedded) and the figures (PNG and SVG
     under ``figures/``) into ``out_dir``; returns the report's path and what it shows."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    content = build_content(store, out / FIGURES_DIR)
+    content = build_content(store, out / FIGURES_DIR, variant)
     if fmt == "md":
         from beluga_core.analysis.report.markdown import render_markdown
 

@@ -10,7 +10,7 @@ import numpy as np
 from beluga_core.analysis.report.alignment import AlignmentTable, build_alignment
 from beluga_core.analysis.report.attributions import FailingGroup, failing_groups
 from beluga_core.analysis.report.cross import CrossTable, OnlyMatrix, basis, build_cross_tables, build_only_matrices
-from beluga_core.analysis.report.data import ReportData, read_report_data
+from beluga_core.analysis.report.data import ReportData, read_report_data, scope_lines
 from beluga_core.analysis.report.degeneracy import DegeneracyRow, degeneracy_rows
 from beluga_core.analysis.report.fewshot import FewshotTable, build_fewshot
 from beluga_core.analysis.report.figures import FigureFiles, Heatmap, MatrixFigure, slug, write_heatmaps, write_matrices
@@ -80,7 +80,8 @@ class ReportContent:
     def status_lines(self) -> list[str]:
         """What the report covers: models so far, a run in progress, significance state."""
         d = self.data
-        lines = [f"{d.n_done} model(s) done, {d.n_failed} failed; read {d.read_at:%Y-%m-%d %H:%M:%S} UTC."]
+        lines = [f"{d.n_done} model(s) done, {d.n_failed} failed; read {d.read_at:%Y-%m-%d %H:%M:%S} UTC.",
+                 *scope_lines(d)]
         for r in d.running:
             lines.append(f"Run {r['run_id']} is still going (started {r['started_at']:%Y-%m-%d %H:%M:%S} UTC): "
                          "this report shows what is finished so far.")
@@ -97,8 +98,8 @@ class ReportContent:
         return lines
 
 
-def build_content(store: str | Path, figures_dir: Path) -> ReportContent:
-    data = read_report_data(store)
+def build_content(store: str | Path, figures_dir: Path, variant: str | None = None) -> ReportContent:
+    data = read_report_data(store, variant=variant)
     cross, only = build_cross_tables(data), build_only_matrices(data)
     regression, nfr_figures = build_regression(data)
     return ReportContent(data, build_table3(data), write_heatmaps(data, figures_dir), degeneracy_rows(data),

@@ -20,13 +20,15 @@ from typing import Any
 import duckdb
 
 from beluga_core.analysis.ranking.load import grid_selected_on_seen
+from beluga_core.core.errors import BelugaError, did_you_mean
 from beluga_core.store.connection import aggregate_row, table_names, utc_now
-from beluga_core.store.reader import open_store
+from beluga_core.store.reader import FAILED_JOBS, open_store
 from beluga_core.store.significance import has_cross, has_regression, has_significance
 
 # cross_alignment_cases counted per bootstrap unit, replicates pooled (the report's alignment intervals).
 ALIGNMENT_UNITS = """
-    SELECT task, suite, config, method, scenario, eval_suite, mapped_level, eval_group, mapped_group, side, unit,
+    SELECT task, suite, config, method, variant, scenario, eval_suite, mapped_level, eval_group, mapped_group, side,
+           unit,
            count(*) FILTER (WHERE outcome = 'pass') AS n_pass, count(*) FILTER (WHERE outcome <> 'skip') AS n_eval
     FROM cross_alignment_cases
     GROUP BY ALL
@@ -87,16 +89,40 @@ class ReportData:
     fewshot: list[dict[str, Any]] = field(default_factory=list)              # fewshot_accuracy (beluga rank)
     fewshot_pairs: list[dict[str, Any]] = field(default_factory=list)        # fewshot_pairs
     grid_on_seen: set[str] = field(default_factory=set)                      # tasks selected on the seen T_val
+    variant: str = ""                        # the variant shown (every row read is of it)
+    variants: list[str] = field(default_factory=list)                        # every variant with a done model
+    failed: list[dict[str, Any]] = field(default_factory=list)               # the variant's failed jobs
 
     @property
     def running(self) -> list[dict[str, Any]]:
         return [r for r in self.runs if r["status"] == "running"]
 
 
-def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+def _dicts(con: duckdb.DuckDBPyConnection, sql: str, variant: str | None = None) -> list[dict[str, Any]]:
+    """Rows of ``sql``; with ``variant``, only the rows of that variant (rows without the column are kept)."""
     cur = con.execute(sql)
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    if variant is None or "variant" not in names:
+        return rows
+    return [r for r in rows if r["variant"] == variant]
+
+
+def store_variants(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The variants with a done model, the unnamed one ('') first."""
+    return [r[0] for r in con.execute("SELECT DISTINCT variant FROM models WHERE status = 'done' "
+                                      "ORDER BY variant <> '', variant").fetchall()]
+
+
+def pick_variant(variants: list[str], wanted: str | None, store: Path) -> str:
+    """The variant a report shows: ``wanted`` (which must be in the store), else the unnamed one or the only one."""
+    if wanted is not None:
+        if variants and wanted not in variants:
+            shown = ", ".join(variant_name(v) for v in variants)
+            raise BelugaError(f"no variant {wanted!r} in the store{did_you_mean(wanted, variants)}; it holds "
+                              f"{shown}", source=store)
+        return wanted
+    return variants[0] if variants else ""
 
 
 def suite_layouts(con: duckdb.DuckDBPyConnection) -> dict[str, SuiteLayout]:
@@ -141,43 +167,76 @@ def _layout(suite: str, items: list[tuple[str, str, dict[str, str]]]) -> SuiteLa
     return SuiteLayout(suite, scoring, parent, levels, infos)
 
 
-def read_report_data(store: str | Path, *, figures: bool = True) -> ReportData:
-    """The rows a report shows; ``figures=False`` (the terminal table) skips the heatmaps' inputs."""
+def variant_name(variant: str) -> str:
+    return repr(variant) if variant else "(unnamed)"
+
+
+def scope_lines(data: ReportData, limit: int = 5) -> list[str]:
+    """What a report says beside its tables: which variant it shows, and the jobs that failed (left out of every
+    figure), each with its held-out group and error."""
+    lines = []
+    if len(data.variants) > 1 or data.variant:
+        others = ", ".join(variant_name(v) for v in data.variants if v != data.variant)
+        lines.append(f"Variant {variant_name(data.variant)}" + (f"; the store also holds {others} (`--variant NAME` "
+                                                              "shows one)" if others else "") + ".")
+    if data.failed:
+        lines.append(f"{len(data.failed)} job(s) failed and are left out of every figure (re-running the config "
+                     "retries them; `SELECT * FROM models WHERE status = 'failed'` has their tracebacks):")
+        for f in data.failed[:limit]:
+            where = f"{f['scenario']}={f['grp']}" if f["grp"] is not None else f["scenario"]
+            lines.append(f"  {f['config']}/{f['method']} {where} seed {f['seed']}: {f['error']} (attempts "
+                         f"{f['attempts']}, {f['worker']})")
+        if len(data.failed) > limit:
+            lines.append(f"  … and {len(data.failed) - limit} more")
+    return lines
+
+
+def read_report_data(store: str | Path, *, figures: bool = True, variant: str | None = None) -> ReportData:
+    """The rows a report shows, of one variant (``variant``, else the unnamed one or the store's only one);
+    ``figures=False`` (the terminal table) skips the heatmaps' inputs."""
     store = Path(store)
     with open_store(store) as con:
+        variants = store_variants(con)
+        v = pick_variant(variants, variant, store)
+
+        def rows(sql: str) -> list[dict[str, Any]]:
+            return _dicts(con, sql, v)
+
         runs = _dicts(con, "SELECT run_id, status, started_at, finished_at FROM runs ORDER BY started_at")
         n_done, n_failed = aggregate_row(con, "SELECT coalesce(sum(n_done), 0), coalesce(sum(n_failed), 0) "
-                                              "FROM models_status")
-        table3 = _dicts(con, "SELECT * FROM table3 ORDER BY ALL")
+                                              "FROM models_status WHERE variant = ?", [v])
+        table3 = rows("SELECT * FROM table3 ORDER BY ALL")
         significance, n_tests = None, 0
         if has_significance(con):
-            significance = _dicts(con, "SELECT * FROM significance")
-            n_tests = int(aggregate_row(con, "SELECT count(*) FROM significance_tests")[0])
-        degeneracy = _dicts(con, "SELECT * FROM degeneracy_labels ORDER BY ALL")
+            significance = rows("SELECT * FROM significance")
+            n_tests = int(aggregate_row(con, "SELECT count(*) FROM significance_tests WHERE variant = ?", [v])[0])
+        degeneracy = rows("SELECT * FROM degeneracy_labels ORDER BY ALL")
         data = ReportData(store, utc_now(), runs, int(n_done), int(n_failed),
-                          table3, significance, n_tests, degeneracy)
+                          table3, significance, n_tests, degeneracy, variant=v, variants=variants,
+                          failed=rows(FAILED_JOBS))
         if has_cross(con):
-            data.cross_summary = _dicts(con, "SELECT * FROM cross_summary ORDER BY ALL")
-            data.cross_significance = _dicts(con, "SELECT * FROM cross_significance ORDER BY ALL")
-            data.cross_pass_rates = _dicts(con, "SELECT * FROM cross_pass_rate_summary ORDER BY ALL")
-            data.only_matrix_summary = _dicts(con, "SELECT * FROM only_matrix_summary ORDER BY ALL")
-            data.alignment_units = _dicts(con, ALIGNMENT_UNITS)
+            data.cross_summary = rows("SELECT * FROM cross_summary ORDER BY ALL")
+            data.cross_significance = rows("SELECT * FROM cross_significance ORDER BY ALL")
+            data.cross_pass_rates = rows("SELECT * FROM cross_pass_rate_summary ORDER BY ALL")
+            data.only_matrix_summary = rows("SELECT * FROM only_matrix_summary ORDER BY ALL")
+            data.alignment_units = rows(ALIGNMENT_UNITS)
         if has_regression(con):
-            data.regression = _dicts(con, "SELECT * FROM regression_summary ORDER BY ALL")
+            data.regression = rows("SELECT * FROM regression_summary ORDER BY ALL")
             data.vote_share = {(r[0], r[1]) for r in con.execute(
-                "SELECT DISTINCT config, method FROM models WHERE hparams->>'vote_share' = 'true'").fetchall()}
+                "SELECT DISTINCT config, method FROM models WHERE hparams->>'vote_share' = 'true' AND variant = ?",
+                [v]).fetchall()}
         if "fewshot_rankings" in table_names(con):
-            data.fewshot = _dicts(con, "SELECT * FROM fewshot_accuracy ORDER BY ALL")
+            data.fewshot = rows("SELECT * FROM fewshot_accuracy ORDER BY ALL")
             data.grid_on_seen = {t for (t,) in con.execute("SELECT DISTINCT task FROM grid_selections").fetchall()
                                  if grid_selected_on_seen(con, t)}
             if figures:
-                data.fewshot_pairs = _dicts(con, "SELECT * FROM fewshot_pairs ORDER BY ALL")
+                data.fewshot_pairs = rows("SELECT * FROM fewshot_pairs ORDER BY ALL")
         if figures and "failing_words" in table_names(con):
-            data.failing_words = _dicts(con, "SELECT * FROM failing_words ORDER BY ALL")
+            data.failing_words = rows("SELECT * FROM failing_words ORDER BY ALL")
         if figures:
-            data.columns = _dicts(con, "SELECT * FROM report_columns ORDER BY ALL")
-            data.scenario_scores = _dicts(con, "SELECT * FROM scenario_summary ORDER BY ALL")
-            data.pass_rates = _dicts(con, "SELECT * FROM pass_rate_summary ORDER BY ALL")
-            data.worst_groups = _dicts(con, "SELECT * FROM worst_groups ORDER BY ALL")
+            data.columns = rows("SELECT * FROM report_columns ORDER BY ALL")
+            data.scenario_scores = rows("SELECT * FROM scenario_summary ORDER BY ALL")
+            data.pass_rates = rows("SELECT * FROM pass_rate_summary ORDER BY ALL")
+            data.worst_groups = rows("SELECT * FROM worst_groups ORDER BY ALL")
             data.layouts = suite_layouts(con)
     return data

@@ -30,7 +30,7 @@ from beluga_core.analysis.report.cross import (
     build_cross_tables,
     build_only_matrices,
 )
-from beluga_core.analysis.report.data import read_report_data
+from beluga_core.analysis.report.data import read_report_data, scope_lines
 from beluga_core.analysis.report.degeneracy import (
     DegeneracyRow,
     collapsed_summary,
@@ -46,10 +46,13 @@ ABBREVIATE_TO = 6         # scenario headers longer than this are abbreviated wh
 _UNBOUNDED = 10_000       # a width to measure a table's natural width at
 
 
-def print_g_table(store: Path, console: Console) -> None:
-    """Print Table 3 of ``store`` and the degeneracy warnings (``beluga report`` and the end of a run)."""
-    data = read_report_data(store, figures=False)
+def print_g_table(store: Path, console: Console, variant: str | None = None) -> None:
+    """Print Table 3 of ``store`` (of one variant), its failed jobs and the degeneracy warnings (``beluga report``
+    and the end of a run)."""
+    data = read_report_data(store, figures=False, variant=variant)
     table = build_table3(data)
+    for line in scope_lines(data):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not table.rows:
         console.print(f"no finished models in {store} yet", highlight=False)
         return

@@ -17,7 +17,7 @@ from beluga_core.planning.jobs import SelectionKey
 from beluga_core.planning.plan import Plan
 from beluga_core.store.reader import open_store
 
-KEY_COLUMNS = ("task", "suite", "model_name", "config", "method", "seed", "split_seed", "scope_level",
+KEY_COLUMNS = ("task", "suite", "model_name", "config", "method", "seed", "split_seed", "variant", "scope_level",
                "scope_group")
 
 

@@ -120,7 +120,8 @@ def _run_one(c: Comparison, arms: dict[Arm, str], suite_of: dict[tuple[Arm, Arm]
 
     return {
         "comparison_id": c.comparison_id, "scope": c.scope, "task": c.task, "suite": c.suite,
-        "model_name": c.model_name, "seed": c.seed, "split_seed": c.split_seed, "config": c.config,
+        "model_name": c.model_name, "seed": c.seed, "split_seed": c.split_seed, "variant": c.variant,
+        "config": c.config,
         "method": c.method, "scenario": c.scenario, "base_config": c.base_config, "base_method": c.base_method,
         "base_scenario": c.base_scenario, "n_tasks": c.n_tasks, "n_strata": len(c.strata),
         "iid_test": iid_test if has_iid else None,

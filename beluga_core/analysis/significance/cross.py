@@ -21,8 +21,8 @@ from beluga_core.analysis.significance.stats import IidCounts, Stratum, SuiteCou
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import SignificanceWriter
 
-_KEY = ("task", "suite", "model_name", "seed", "split_seed", "config", "method", "scenario", "eval_suite",
-        "mapped_level")
+_KEY = ("task", "suite", "model_name", "seed", "split_seed", "variant", "config", "method", "scenario",
+        "eval_suite", "mapped_level")
 
 
 def _comparisons(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -39,13 +39,13 @@ def _suite_counts(con: duckdb.DuckDBPyConnection, rows: Sequence[dict[str, Any]]
     """Per comparison, the paired eval-case outcomes of A and of the IID baseline at the comparison's basis."""
     con.execute("""CREATE OR REPLACE TEMP TABLE _beluga_cross_pairs (
                        pair_id BIGINT, task VARCHAR, suite VARCHAR, model_name VARCHAR, seed BIGINT,
-                       split_seed BIGINT, config VARCHAR, method VARCHAR, scenario VARCHAR, eval_suite VARCHAR,
-                       mapped_level VARCHAR)""")
+                       split_seed BIGINT, variant VARCHAR, config VARCHAR, method VARCHAR, scenario VARCHAR,
+                       eval_suite VARCHAR, mapped_level VARCHAR)""")
     try:
-        con.executemany(f"INSERT INTO _beluga_cross_pairs VALUES ({', '.join('?' * 11)})",
+        con.executemany(f"INSERT INTO _beluga_cross_pairs VALUES ({', '.join('?' * 12)})",
                         [[i, *(r[k] for k in _KEY)] for i, r in enumerate(rows)])
         same = " AND ".join(f"x.{c} IS NOT DISTINCT FROM p.{c}" for c in ("suite", "model_name", "seed", "split_seed",
-                                                                           "mapped_level"))
+                                                                           "variant", "mapped_level"))
         result = con.execute(f"""
             WITH a AS (
                 SELECT p.pair_id, x.case_id, x.eval_group, x.outcome
@@ -70,7 +70,8 @@ def _suite_counts(con: duckdb.DuckDBPyConnection, rows: Sequence[dict[str, Any]]
 
 
 def _arm(r: dict[str, Any], config: str, method: str, scenario: str) -> Arm:
-    return Arm(r["task"], r["suite"], r["model_name"], config, method, scenario, r["seed"], r["split_seed"])
+    return Arm(r["task"], r["suite"], r["model_name"], config, method, scenario, r["seed"], r["split_seed"],
+               r["variant"])
 
 
 def _test(r: dict[str, Any], suite: SuiteCounts, iid: IidCounts | None, rounds: int, seed: int) -> dict[str, Any]:

@@ -21,7 +21,8 @@ from beluga_core.analysis.significance.stats import IidCounts, SuiteCounts
 def _same_key(alias: str) -> str:
     """Join condition: ``alias`` has the replicate key of pair row ``p`` (NULL keys match NULL)."""
     return " AND ".join([f"{alias}.task = p.task"] + [f"{alias}.{c} IS NOT DISTINCT FROM p.{c}"
-                                                     for c in ("suite", "model_name", "seed", "split_seed")])
+                                                     for c in ("suite", "model_name", "seed", "split_seed",
+                                                               "variant")])
 
 
 @contextmanager
@@ -29,12 +30,12 @@ def _pairs_table(con: duckdb.DuckDBPyConnection, name: str, pairs: Sequence[tupl
     """The arm pairs as temp table ``name`` (one row per pair, ``pair_id`` = its index), dropped afterwards."""
     con.execute(f"""CREATE OR REPLACE TEMP TABLE {name} (
                         pair_id BIGINT, task VARCHAR, suite VARCHAR, model_name VARCHAR, seed BIGINT,
-                        split_seed BIGINT, a_config VARCHAR, a_method VARCHAR, a_scenario VARCHAR,
+                        split_seed BIGINT, variant VARCHAR, a_config VARCHAR, a_method VARCHAR, a_scenario VARCHAR,
                         b_config VARCHAR, b_method VARCHAR, b_scenario VARCHAR)""")
     try:
-        con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * 12)})",
-                        [[i, a.task, a.suite, a.model_name, a.seed, a.split_seed, a.config, a.method, a.scenario,
-                          b.config, b.method, b.scenario] for i, (a, b) in enumerate(pairs)])
+        con.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * 13)})",
+                        [[i, a.task, a.suite, a.model_name, a.seed, a.split_seed, a.variant, a.config, a.method,
+                          a.scenario, b.config, b.method, b.scenario] for i, (a, b) in enumerate(pairs)])
         yield
     finally:
         con.execute(f"DROP TABLE IF EXISTS {name}")

@@ -1,9 +1,9 @@
 """Which comparisons a store calls for, their strata, and the digest of their inputs.
 
-An *arm* is a scenario key (task, suite, model_name, config, method, scenario, seed, split_seed). A
-comparison pairs arm A with arm B of the same (task, suite, model_name, seed, split_seed): B's scenario is
+An *arm* is a scenario key (task, suite, model_name, config, method, scenario, seed, split_seed, variant). A
+comparison pairs arm A with arm B of the same (task, suite, model_name, seed, split_seed, variant): B's scenario is
 ``b_scenario`` (e.g. 'standard' for the IID baseline's G_standard) or, when that is None, A's own. A
-*replicate* comparison is one such pair; a *mean over tasks* pools every pair of one (seed, split_seed)
+*replicate* comparison is one such pair; a *mean over tasks* pools every pair of one (seed, split_seed, variant)
 and scenario — or all scenarios, the paper's Avg. — with each task weighing the same.
 
 The strata rule and the digest here must match the ``significance_pairs`` view (significance.sql), which
@@ -37,6 +37,7 @@ class Arm:
     scenario: str
     seed: int | None
     split_seed: int | None
+    variant: str = ""
 
     @property
     def stratum(self) -> str:
@@ -44,11 +45,12 @@ class Arm:
         return "|".join([self.task, self.suite or "", self.model_name or "", self.scenario])
 
     @property
-    def replicate(self) -> tuple[str, str | None, str | None, int | None, int | None]:
-        return (self.task, self.suite, self.model_name, self.seed, self.split_seed)
+    def replicate(self) -> tuple[str, str | None, str | None, int | None, int | None, str]:
+        return (self.task, self.suite, self.model_name, self.seed, self.split_seed, self.variant)
 
     def other(self, config: str, method: str, scenario: str) -> Arm:
-        return Arm(self.task, self.suite, self.model_name, config, method, scenario, self.seed, self.split_seed)
+        return Arm(self.task, self.suite, self.model_name, config, method, scenario, self.seed, self.split_seed,
+                   self.variant)
 
 
 @dataclass(frozen=True)
@@ -68,12 +70,14 @@ class Comparison:
     task: str | None = None
     suite: str | None = None
     model_name: str | None = None
+    variant: str = ""
 
     @property
     def comparison_id(self) -> str:
+        # The unnamed variant keeps the ids stores had before variants.
         return json.dumps([self.scope, self.task, self.suite, self.model_name, self.seed, self.split_seed,
                            self.config, self.method, self.scenario, self.base_config, self.base_method,
-                           self.base_scenario], ensure_ascii=False)
+                           self.base_scenario, *([self.variant] if self.variant else [])], ensure_ascii=False)
 
     @property
     def n_tasks(self) -> int:
@@ -104,9 +108,10 @@ class Comparison:
 
 def load_arms(con: duckdb.DuckDBPyConnection) -> dict[Arm, str]:
     """Every arm of the store with its input digest (view ``significance_inputs``)."""
-    rows = con.execute("""SELECT task, suite, model_name, config, method, scenario, seed, split_seed, digest
+    rows = con.execute("""SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant,
+                                 digest
                           FROM significance_inputs""").fetchall()
-    return {Arm(*r[:8]): r[8] for r in rows}
+    return {Arm(*r[:9]): r[9] for r in rows}
 
 
 def pair_comparisons(arms: Iterable[Arm], a: tuple[str, str], b: tuple[str, str], b_scenario: str | None,
@@ -122,22 +127,22 @@ def pair_comparisons(arms: Iterable[Arm], a: tuple[str, str], b: tuple[str, str]
         if other in arm_set and other != arm:
             strata.append((arm, other))
     out = [Comparison(REPLICATE, a[0], a[1], arm.scenario, b[0], b[1], b_scenario, arm.seed, arm.split_seed,
-                      ((arm, other),), arm.task, arm.suite, arm.model_name) for arm, other in strata]
-    by_seed: dict[tuple[int | None, int | None], list[tuple[Arm, Arm]]] = defaultdict(list)
+                      ((arm, other),), arm.task, arm.suite, arm.model_name, arm.variant) for arm, other in strata]
+    by_seed: dict[tuple[int | None, int | None, str], list[tuple[Arm, Arm]]] = defaultdict(list)
     for pair in strata:
-        by_seed[(pair[0].seed, pair[0].split_seed)].append(pair)
-    for (seed, split_seed), pairs in sorted(by_seed.items(), key=lambda kv: json.dumps(kv[0])):
+        by_seed[(pair[0].seed, pair[0].split_seed, pair[0].variant)].append(pair)
+    for (seed, split_seed, variant), pairs in sorted(by_seed.items(), key=lambda kv: json.dumps(kv[0])):
         by_scenario: dict[str, list[tuple[Arm, Arm]]] = defaultdict(list)
         for pair in pairs:
             by_scenario[pair[0].scenario].append(pair)
         for scenario, sp in sorted(by_scenario.items()):
             out.append(Comparison(MEAN_OVER_TASKS, a[0], a[1], scenario, b[0], b[1], b_scenario, seed, split_seed,
-                                  tuple(sp)))
+                                  tuple(sp), variant=variant))
         # The Avg. (all scenarios) pools the generalization scenarios, not the only:LEVEL=g models.
         pooled = tuple(p for p in pairs if parse_only(p[0].scenario) is None)
         if pooled:
             out.append(Comparison(MEAN_OVER_TASKS, a[0], a[1], None, b[0], b[1], b_scenario, seed, split_seed,
-                                  pooled))
+                                  pooled, variant=variant))
     return out
 
 

@@ -3,7 +3,8 @@
 An executor supplies a ``Backend`` (``open``); the dispatch loop every executor shares
 (``scheduling.dispatch``) decides which job starts when, retries a job whose worker died (up to
 ``[executor.options] max_retries``, default 2) and reports progress. The coordinator alone writes the store:
-``on_result`` is called in its process for every finished job, in whatever order jobs finish. A job whose
+``on_result`` is called in its process for every finished job, in whatever order jobs finish, and
+``on_failure`` for every job that failed on every attempt. A job whose
 parent (the IID model it starts from) is among the jobs given starts once that parent has finished; the
 parent's weights reach other processes through the cache folder (``worker.weights_path``).
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import Registry
-from beluga_core.execution.scheduling import Backend, Progress, ResultFn, dispatch
+from beluga_core.execution.scheduling import Backend, FailureFn, Progress, ResultFn, dispatch
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
 
@@ -43,12 +44,13 @@ class Executor(ABC):
         stops them)."""
 
     def run(self, plan: Plan, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
-            cache_dir: str) -> None:
-        """Run ``jobs`` through the shared dispatch loop, calling ``on_result`` for each."""
+            cache_dir: str, on_failure: FailureFn | None = None) -> None:
+        """Run ``jobs`` through the shared dispatch loop, calling ``on_result`` for each finished one and
+        ``on_failure`` for each that failed on every attempt (then ``JobsFailed`` at the end)."""
         if not jobs:
             return
         with self.open(plan, jobs, Path(cache_dir)) as backend:
-            dispatch(backend, jobs, on_result, progress, self.max_retries)
+            dispatch(backend, jobs, on_result, progress, self.max_retries, on_failure, fail_fast=self.spec.fail_fast)
 
 
 EXECUTORS: Registry[Executor] = Registry("executor", "beluga.executors", Executor)

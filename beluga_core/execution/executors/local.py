@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import traceback
 from collections.abc import Sequence
 from functools import partial
@@ -22,6 +24,7 @@ class InProcess(Backend):
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.job: Job | None = None
+        self.where = f"local {worker.device} pid {os.getpid()} on {socket.gethostname()}"
 
     def idle(self) -> int:
         return 0 if self.job else 1
@@ -35,7 +38,7 @@ class InProcess(Backend):
         try:
             return [Finished(job, self.worker.run(job, partial(step, job)))]
         except Exception as exc:
-            return [Failed(job, traceback.format_exc(), exc)]
+            return [Failed(job, traceback.format_exc(), exc, worker=self.where)]
 
 
 class LocalExecutor(Executor):

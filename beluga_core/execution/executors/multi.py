@@ -29,6 +29,7 @@ import contextlib
 import multiprocessing as mp
 import pickle
 import signal
+import socket
 import time
 import traceback
 from collections.abc import Sequence
@@ -212,7 +213,7 @@ class WorkerPool(Backend):
             step(p.job, *payload[1:])
         elif kind in ("result", "error") and p.job is not None:
             job, p.job = p.job, None
-            out.append(Finished(job, payload) if kind == "result" else Failed(job, payload[1]))
+            out.append(Finished(job, payload) if kind == "result" else Failed(job, payload[1], worker=_where(p)))
         return True
 
     def _replace(self, p: _Proc, why: str, out: list[Event]) -> None:
@@ -228,7 +229,7 @@ class WorkerPool(Backend):
             raise BelugaError(f"a worker process failed to start (exit code {code}); run with the local "
                               "executor to see why")
         if p.job is not None:
-            out.append(Lost(p.job, why))
+            out.append(Lost(p.job, why, worker=_where(p)))
         self._start(p.slot)
 
     def close(self) -> None:
@@ -244,6 +245,10 @@ class WorkerPool(Backend):
             p.jobs.close()
             p.results.close()
         self.procs.clear()
+
+
+def _where(p: _Proc) -> str:
+    return f"multi worker pid {p.process.pid} ({p.slot.device}, {p.slot.threads} thread(s)) on {socket.gethostname()}"
 
 
 class MultiExecutor(Executor):

@@ -141,9 +141,9 @@ class RayCluster(Backend):
         try:
             result, weights = self.ray.get(done[0])
         except self.ray.exceptions.RayTaskError as exc:  # the fold raised
-            return [Failed(job, _describe(exc))]
+            return [Failed(job, _describe(exc), worker=f"ray task on {getattr(exc, 'ip', None) or 'a node'}")]
         except self.ray.exceptions.RayError as exc:  # its worker process or node was lost
-            return [Lost(job, f"Ray lost its worker ({type(exc).__name__})")]
+            return [Lost(job, f"Ray lost its worker ({type(exc).__name__})", worker="ray task")]
         if weights is not None:
             if job.id in self.parents_needed:
                 self.parent_refs[job.id] = self.ray.put(weights)

@@ -3,7 +3,7 @@
 -- Readable by any DuckDB client with nothing of beluga installed. The writer re-creates these views each
 -- time it opens a store, so a fixed definition reaches old stores without a schema migration.
 --
--- A "scenario key" is (task, suite, model_name, config, method, scenario, seed, split_seed): the models of
+-- A "scenario key" is (task, suite, model_name, config, method, scenario, seed, split_seed, variant): the models of
 -- one key together give one outcome per T_test case (one model for standard / seen, one fold model per
 -- held-out group otherwise). Only models with status 'done' count. Key columns may be NULL (e.g. seed of an
 -- external evaluation), hence the IS NOT DISTINCT FROM joins.
@@ -12,7 +12,7 @@
 -- group whose cases all skipped has pass_rate NULL. `excluded` marks groups in g_exclusions.
 CREATE OR REPLACE VIEW pass_rates AS
 WITH counts AS (
-    SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed,
+    SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant,
            c.scoring_group,
            count(*) FILTER (WHERE o.outcome = 'pass') AS n_pass,
            count(*) FILTER (WHERE o.outcome = 'fail') AS n_fail,
@@ -22,10 +22,10 @@ WITH counts AS (
     JOIN models m ON m.model_id = o.model_id
     JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
     WHERE m.status = 'done'
-    GROUP BY m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed,
+    GROUP BY m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant,
              c.scoring_group
 )
-SELECT k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed, k.scoring_group,
+SELECT k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed, k.variant, k.scoring_group,
        k.n_pass, k.n_fail, k.n_skip,
        CASE WHEN k.n_pass + k.n_fail = 0 THEN NULL
             ELSE k.n_pass::DOUBLE / (k.n_pass + k.n_fail) END AS pass_rate,
@@ -38,32 +38,32 @@ LEFT JOIN g_exclusions x ON x.task = k.task AND x.scoring_group = k.scoring_grou
 -- without an evaluable case. n_cases lets a reader spot an incomplete held-out scenario (a fold not yet
 -- done or failed): it should equal the seen / standard scenario's n_cases.
 CREATE OR REPLACE VIEW suite_scores AS
-SELECT task, suite, model_name, config, method, scenario, seed, split_seed,
+SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant,
        avg(pass_rate) FILTER (WHERE NOT excluded AND pass_rate IS NOT NULL) AS s_suite,
        count(*) FILTER (WHERE NOT excluded AND pass_rate IS NOT NULL) AS n_groups,
        count(*) FILTER (WHERE NOT excluded AND pass_rate IS NULL) AS n_groups_no_evaluable,
        count(*) FILTER (WHERE excluded) AS n_groups_excluded,
        sum(n_pass + n_fail + n_skip)::BIGINT AS n_cases
 FROM pass_rates
-GROUP BY task, suite, model_name, config, method, scenario, seed, split_seed;
+GROUP BY task, suite, model_name, config, method, scenario, seed, split_seed, variant;
 
 -- Every done model's primary i.i.d. metric on D_test (fold models included).
 CREATE OR REPLACE VIEW model_iid_scores AS
 SELECT m.model_id, m.task, m.suite, m.model_name, m.config, m.method, m.scenario, m.heldout_group,
-       m.seed, m.split_seed, x.metric, x.value AS s_iid
+       m.seed, m.split_seed, m.variant, x.metric, x.value AS s_iid
 FROM models m
 JOIN iid_metrics x ON x.model_id = m.model_id AND x.split = 'test' AND x.is_primary
 WHERE m.status = 'done';
 
--- The s_iid that G uses for a (task, suite, model_name, config, method, seed, split_seed): that of its
+-- The s_iid that G uses for a (task, suite, model_name, config, method, seed, split_seed, variant): that of its
 -- 'seen' model (a configuration trained on suite data); when there is none, that of its 'standard' model
 -- (the IID baseline, config 'iid'; an external evaluation).
 CREATE OR REPLACE VIEW iid_scores AS
-SELECT task, suite, model_name, config, method, seed, split_seed, model_id, scenario AS source_scenario,
+SELECT task, suite, model_name, config, method, seed, split_seed, variant, model_id, scenario AS source_scenario,
        metric, s_iid
 FROM (
     SELECT *, row_number() OVER (
-               PARTITION BY task, suite, model_name, config, method, seed, split_seed
+               PARTITION BY task, suite, model_name, config, method, seed, split_seed, variant
                ORDER BY CASE scenario WHEN 'seen' THEN 0 ELSE 1 END, model_id) AS rank_
     FROM model_iid_scores
     WHERE scenario IN ('seen', 'standard')
@@ -72,7 +72,7 @@ WHERE rank_ = 1;
 
 -- G = 2·s_T·s_iid / (s_T + s_iid) per scenario key (0 when both are 0; NULL when either is missing).
 CREATE OR REPLACE VIEW g_scores AS
-SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.split_seed,
+SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.split_seed, s.variant,
        s.s_suite, i.s_iid,
        CASE WHEN s.s_suite IS NULL OR i.s_iid IS NULL THEN NULL
             WHEN s.s_suite + i.s_iid = 0 THEN 0.0
@@ -87,18 +87,18 @@ LEFT JOIN iid_scores i
       AND i.config = s.config
       AND i.method = s.method
       AND i.seed IS NOT DISTINCT FROM s.seed
-      AND i.split_seed IS NOT DISTINCT FROM s.split_seed;
+      AND i.split_seed IS NOT DISTINCT FROM s.split_seed AND i.variant = s.variant;
 
--- Mean and spread of the g_scores rows over replicates (seeds and split seeds). n_incomplete: replicates of a
+-- Mean and spread of the g_scores rows over replicates (seeds and split seeds) of one variant. n_incomplete: replicates of a
 -- held-out scenario with fewer cases than their seen (or standard) scenario, i.e. folds not done yet or failed.
 CREATE OR REPLACE VIEW g_summary AS
 WITH reference AS (
-    SELECT task, suite, model_name, config, method, seed, split_seed, max(n_cases) AS n_cases
+    SELECT task, suite, model_name, config, method, seed, split_seed, variant, max(n_cases) AS n_cases
     FROM g_scores
     WHERE scenario IN ('seen', 'standard')
     GROUP BY ALL
 )
-SELECT g.task, g.suite, g.model_name, g.config, g.method, g.scenario,
+SELECT g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario,
        count(*) AS n_replicates,
        count(g.g) AS n_g,
        avg(g.g) AS g_mean,
@@ -114,28 +114,32 @@ LEFT JOIN reference r
       AND r.config = g.config
       AND r.method = g.method
       AND r.seed IS NOT DISTINCT FROM g.seed
-      AND r.split_seed IS NOT DISTINCT FROM g.split_seed
-GROUP BY g.task, g.suite, g.model_name, g.config, g.method, g.scenario;
+      AND r.split_seed IS NOT DISTINCT FROM g.split_seed AND r.variant = g.variant
+GROUP BY g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario;
 
--- Progress of a run: models done / failed per scenario key, failed ones included.
+-- Progress of a run: models done / failed per scenario key. Failed models (status 'failed', kept with their error)
+-- count in n_failed and are left out of every score view: failed_groups names the held-out groups they lack.
 CREATE OR REPLACE VIEW models_status AS
-SELECT task, suite, model_name, config, method, scenario, seed, split_seed,
+SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant,
        count(*) AS n_models,
        count(*) FILTER (WHERE status = 'done') AS n_done,
        count(*) FILTER (WHERE status = 'failed') AS n_failed,
+       list(coalesce(heldout_group, trained_group, scenario) ORDER BY heldout_group, trained_group)
+           FILTER (WHERE status = 'failed') AS failed_groups,
+       arg_max(error, finished_at) FILTER (WHERE status = 'failed') AS last_error,
        sum(train_seconds) FILTER (WHERE status = 'done') AS train_seconds,
        sum(eval_seconds) FILTER (WHERE status = 'done') AS eval_seconds,
        max(finished_at) AS last_finished_at
 FROM models
-GROUP BY task, suite, model_name, config, method, scenario, seed, split_seed;
+GROUP BY task, suite, model_name, config, method, scenario, seed, split_seed, variant;
 
 -- Cases with more than one outcome within one scenario key: two models claim the same held-out case
 -- (e.g. a re-run under a changed configuration left an old fold model behind). Empty in a sound store.
 CREATE OR REPLACE VIEW duplicate_outcomes AS
-SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, o.case_id,
+SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant, o.case_id,
        count(*) AS n_outcomes, list(o.model_id ORDER BY o.model_id) AS model_ids
 FROM outcomes o
 JOIN models m ON m.model_id = o.model_id
 WHERE m.status = 'done'
-GROUP BY m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, o.case_id
+GROUP BY m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant, o.case_id
 HAVING count(*) > 1;

@@ -37,7 +37,7 @@ WITH labelled AS (
     GROUP BY ALL
 )
 SELECT m.task, m.suite, m.model_name, m.config, m.method, m.scenario, m.heldout_group, m.seed,
-       m.split_seed, k.model_id, k.source, k.test_type, k.label, n.name, k.n_pred, k.n_gold
+       m.split_seed, m.variant, k.model_id, k.source, k.test_type, k.label, n.name, k.n_pred, k.n_gold
 FROM counted k
 JOIN models m ON m.model_id = k.model_id
 LEFT JOIN label_names n
@@ -47,7 +47,7 @@ LEFT JOIN label_names n
 WHERE m.status = 'done';
 
 -- The degeneracy check: does a model's prediction set collapse onto one label? Per scenario key (task,
--- suite, model_name, config, method, scenario, seed, split_seed) and prediction set — D_test, or the MFT
+-- suite, model_name, config, method, scenario, seed, split_seed, variant) and prediction set — D_test, or the MFT
 -- cases' first inputs —, the most predicted label, its share, and its gold share: an upper bound that counts
 -- a "not X" gold (X other than the label) as possibly the label, so an uncertain gold never makes a flag.
 -- `collapsed`: at least 20 predictions, the top label takes at least 90 % of them, and at least 20 points
@@ -55,21 +55,21 @@ WHERE m.status = 'done';
 -- The paper's degenerate IID→T model predicts 95.2 % negative on SST-2 (gold 47.3 %).
 CREATE OR REPLACE VIEW degeneracy AS
 WITH sets AS (
-    SELECT task, suite, model_name, config, method, scenario, seed, split_seed,
+    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant,
            CASE WHEN source = 'iid_test' THEN 'D_test' ELSE 'MFT' END AS prediction_set,
            label, any_value(name) AS name, sum(n_pred)::BIGINT AS n_pred, sum(n_gold)::BIGINT AS n_gold
     FROM label_distribution
     WHERE source = 'iid_test' OR (source = 'suite' AND test_type = 'MFT')
     GROUP BY ALL
 ), totals AS (
-    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, prediction_set,
+    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, prediction_set,
            sum(n_pred) AS n, sum(n_gold) AS n_gold_total,
            arg_max(label, n_pred * 1e9 - rank_) AS top_label
     FROM (SELECT *, dense_rank() OVER (PARTITION BY task, suite, model_name, config, method, scenario, seed,
-                                       split_seed, prediction_set ORDER BY label) AS rank_ FROM sets)
+                                       split_seed, variant, prediction_set ORDER BY label) AS rank_ FROM sets)
     GROUP BY ALL
 )
-SELECT t.task, t.suite, t.model_name, t.config, t.method, t.scenario, t.seed, t.split_seed, t.prediction_set,
+SELECT t.task, t.suite, t.model_name, t.config, t.method, t.scenario, t.seed, t.split_seed, t.variant, t.prediction_set,
        t.n::BIGINT AS n, t.top_label, any_value(s.name) FILTER (WHERE s.label = t.top_label) AS top_name,
        (sum(s.n_pred) FILTER (WHERE s.label = t.top_label))::DOUBLE / nullif(t.n, 0) AS top_share,
        CASE WHEN t.n_gold_total > 0 THEN
@@ -79,13 +79,13 @@ SELECT t.task, t.suite, t.model_name, t.config, t.method, t.scenario, t.seed, t.
        (t.n >= 20 AND top_share >= 0.9 AND (top_gold_share IS NULL OR top_share - top_gold_share >= 0.2))
            AS collapsed
 FROM totals t
-JOIN sets s USING (task, suite, model_name, config, method, scenario, seed, split_seed, prediction_set)
-GROUP BY t.task, t.suite, t.model_name, t.config, t.method, t.scenario, t.seed, t.split_seed,
+JOIN sets s USING (task, suite, model_name, config, method, scenario, seed, split_seed, variant, prediction_set)
+GROUP BY t.task, t.suite, t.model_name, t.config, t.method, t.scenario, t.seed, t.split_seed, t.variant,
          t.prediction_set, t.n, t.n_gold_total, t.top_label;
 
 -- Confusion matrix of every done model's i.i.d. predictions (labels are the head's class ids).
 CREATE OR REPLACE VIEW iid_confusion AS
-SELECT m.task, m.suite, m.config, m.method, m.scenario, m.seed, p.model_id, p.split, p.gold, p.pred,
+SELECT m.task, m.suite, m.config, m.method, m.scenario, m.seed, m.variant, p.model_id, p.split, p.gold, p.pred,
        count(*)::BIGINT AS n
 FROM iid_predictions p JOIN models m ON m.model_id = p.model_id
 WHERE m.status = 'done'
@@ -105,7 +105,7 @@ WITH classes AS (
     FROM classes c JOIN iid_predictions p ON p.model_id = c.model_id AND p.split = c.split
     GROUP BY ALL
 )
-SELECT m.task, m.suite, m.config, m.method, m.scenario, m.seed, k.model_id, k.split, k.label,
+SELECT m.task, m.suite, m.config, m.method, m.scenario, m.seed, m.variant, k.model_id, k.split, k.label,
        n.name, k.support::BIGINT AS support,
        k.tp::DOUBLE / nullif(k.n_pred, 0) AS precision,
        k.tp::DOUBLE / nullif(k.support, 0) AS recall,
@@ -120,7 +120,7 @@ WHERE m.status = 'done';
 -- evaluation) has none. models.train_digest is the sha256 of the sorted list of these ids as the worker saw
 -- them, so a reader can check the two agree.
 CREATE OR REPLACE VIEW model_training_cases AS
-SELECT m.model_id, m.task, m.suite, m.config, m.scenario, m.heldout_level, m.heldout_group, s.case_id
+SELECT m.model_id, m.task, m.suite, m.config, m.variant, m.scenario, m.heldout_level, m.heldout_group, s.case_id
 FROM models m
 JOIN case_splits s ON s.split_id = m.split_id
 JOIN cases c ON c.suite = m.suite AND c.case_id = s.case_id

@@ -1,9 +1,9 @@
 -- Hyper-parameter search (schemas/store.md, "Grid search"). A "selection key" is (task, suite, model_name,
--- config, method, seed, split_seed, scope_level, scope_group): the grid points one selection chooses among.
+-- config, method, seed, split_seed, variant, scope_level, scope_group): the grid points one selection chooses among.
 
 -- T_val pass rate of every scoring group, per done grid point (skips left out, as pass_rates).
 CREATE OR REPLACE VIEW grid_pass_rates AS
-SELECT g.grid_id, g.task, g.suite, g.model_name, g.config, g.method, g.seed, g.split_seed, g.scope_level,
+SELECT g.grid_id, g.task, g.suite, g.model_name, g.config, g.method, g.seed, g.split_seed, g.variant, g.scope_level,
        g.scope_group, c.scoring_group,
        count(*) FILTER (WHERE o.outcome = 'pass') AS n_pass,
        count(*) FILTER (WHERE o.outcome = 'fail') AS n_fail,
@@ -48,7 +48,7 @@ WITH rates AS (
     FROM rates r LEFT JOIN own w USING (grid_id, test_type)
     WHERE w.own_objective IS NULL
 )
-SELECT g.grid_id, g.task, g.suite, g.model_name, g.config, g.method, g.seed, g.split_seed, g.scope_level,
+SELECT g.grid_id, g.task, g.suite, g.model_name, g.config, g.method, g.seed, g.split_seed, g.variant, g.scope_level,
        g.scope_group, t.test_type, t.metric, t.value
 FROM terms t
 JOIN grid_points g ON g.grid_id = t.grid_id
@@ -82,7 +82,7 @@ WITH objective AS (
     FROM grid_pass_rates
     GROUP BY grid_id
 )
-SELECT g.grid_id, g.task, g.suite, g.model_name, g.config, g.method, g.seed, g.split_seed, g.scope_level,
+SELECT g.grid_id, g.task, g.suite, g.model_name, g.config, g.method, g.seed, g.split_seed, g.variant, g.scope_level,
        g.scope_group, g.point, g.hparams,
        o.reference, i.iid_val, o.reference + i.iid_val AS reference_iid, r.mean_pass, r.worst_group,
        CASE WHEN r.mean_pass IS NULL OR i.iid_val IS NULL THEN NULL

@@ -4,10 +4,10 @@
 -- model names (and suites) are then averaged with equal weight, as the significance view does.
 -- =============================================================================================================
 
--- g_summary per (task, suite, config, method, scenario): the mean over model names of their means over
+-- g_summary per (task, suite, config, method, variant, scenario): the mean over model names of their means over
 -- replicates; n_replicates and n_incomplete summed over the model names.
 CREATE OR REPLACE VIEW scenario_summary AS
-SELECT task, suite, config, method, scenario,
+SELECT task, suite, config, method, variant, scenario,
        avg(g_mean) AS g,
        avg(s_suite_mean) AS s_suite,
        avg(s_iid_mean) AS s_iid,
@@ -15,21 +15,21 @@ SELECT task, suite, config, method, scenario,
        sum(n_incomplete)::BIGINT AS n_incomplete,
        count(*) AS n_model_names
 FROM g_summary
-GROUP BY task, suite, config, method, scenario;
+GROUP BY task, suite, config, method, variant, scenario;
 
--- pass_rates averaged the same way: per (task, suite, config, method, scenario, scoring_group), the mean over
+-- pass_rates averaged the same way: per (task, suite, config, method, variant, scenario, scoring_group), the mean over
 -- model names of the mean pass rate over replicates (NULL where no case of the group was evaluable).
 CREATE OR REPLACE VIEW pass_rate_summary AS
 WITH per_model_name AS (
-    SELECT task, suite, model_name, config, method, scenario, scoring_group,
+    SELECT task, suite, model_name, config, method, variant, scenario, scoring_group,
            avg(pass_rate) AS pass_rate, bool_or(excluded) AS excluded, count(*) AS n_replicates
     FROM pass_rates
-    GROUP BY task, suite, model_name, config, method, scenario, scoring_group
+    GROUP BY task, suite, model_name, config, method, variant, scenario, scoring_group
 )
-SELECT task, suite, config, method, scenario, scoring_group,
+SELECT task, suite, config, method, variant, scenario, scoring_group,
        avg(pass_rate) AS pass_rate, bool_or(excluded) AS excluded, sum(n_replicates)::BIGINT AS n_replicates
 FROM per_model_name
-GROUP BY task, suite, config, method, scenario, scoring_group;
+GROUP BY task, suite, config, method, variant, scenario, scoring_group;
 
 -- The scenario columns of the report, per (task, suite): every scenario but standard (standard where it is the
 -- only one). One row per column and configuration-method with data there; `source_scenario` is the scenario
@@ -38,7 +38,7 @@ GROUP BY task, suite, config, method, scenario, scoring_group;
 CREATE OR REPLACE VIEW report_columns AS
 WITH present AS (
     -- only:LEVEL=g models have their own section (the only_matrix heatmaps), not a column each.
-    SELECT DISTINCT task, suite, config, method, scenario FROM scenario_summary WHERE scenario NOT LIKE 'only:%'
+    SELECT DISTINCT task, suite, config, method, variant, scenario FROM scenario_summary WHERE scenario NOT LIKE 'only:%'
 ), columns_ AS (
     SELECT DISTINCT p.task, p.suite, p.scenario
     FROM present p
@@ -46,16 +46,16 @@ WITH present AS (
        OR NOT EXISTS (SELECT 1 FROM present q
                       WHERE q.task = p.task AND q.suite IS NOT DISTINCT FROM p.suite AND q.scenario <> 'standard')
 ), pairs AS (
-    SELECT task, suite, config, method, bool_and(scenario = 'standard') AS standard_only
+    SELECT task, suite, config, method, variant, bool_and(scenario = 'standard') AS standard_only
     FROM present
-    GROUP BY task, suite, config, method
+    GROUP BY task, suite, config, method, variant
 )
-SELECT c.task, c.suite, p.config, p.method, c.scenario,
+SELECT c.task, c.suite, p.config, p.method, p.variant, c.scenario,
        CASE WHEN p.standard_only THEN 'standard' ELSE c.scenario END AS source_scenario
 FROM columns_ c
 JOIN pairs p ON p.task = c.task AND p.suite IS NOT DISTINCT FROM c.suite
 JOIN present x
-  ON x.task = c.task AND x.suite IS NOT DISTINCT FROM c.suite AND x.config = p.config AND x.method = p.method
+  ON x.task = c.task AND x.suite IS NOT DISTINCT FROM c.suite AND x.config = p.config AND x.method = p.method AND x.variant = p.variant
  AND x.scenario = CASE WHEN p.standard_only THEN 'standard' ELSE c.scenario END;
 
 -- The paper's Table 3: one row per cell. kind 'iid': a configuration-method's i.i.d. score in a task (iid_scores:
@@ -66,64 +66,64 @@ JOIN present x
 -- for 'iid' and 'g'); `best`: the highest value of its column.
 CREATE OR REPLACE VIEW table3 AS
 WITH g_cells AS (
-    SELECT c.task, c.config, c.method, c.scenario, any_value(c.source_scenario) AS source_scenario,
+    SELECT c.task, c.config, c.method, c.variant, c.scenario, any_value(c.source_scenario) AS source_scenario,
            avg(s.g) AS value, avg(s.s_suite) AS s_suite, sum(s.n_replicates)::BIGINT AS n_replicates,
            sum(s.n_incomplete) > 0 AS partial
     FROM report_columns c
     JOIN scenario_summary s
       ON s.task = c.task AND s.suite IS NOT DISTINCT FROM c.suite AND s.config = c.config
-     AND s.method = c.method AND s.scenario = c.source_scenario
-    GROUP BY c.task, c.config, c.method, c.scenario
+     AND s.method = c.method AND s.variant = c.variant AND s.scenario = c.source_scenario
+    GROUP BY c.task, c.config, c.method, c.variant, c.scenario
 ), iid_per_model_name AS (
-    SELECT task, suite, model_name, config, method, avg(s_iid) AS s_iid, count(*) AS n_replicates
+    SELECT task, suite, model_name, config, method, variant, avg(s_iid) AS s_iid, count(*) AS n_replicates
     FROM iid_scores
-    GROUP BY task, suite, model_name, config, method
+    GROUP BY task, suite, model_name, config, method, variant
 ), iid_cells AS (
-    SELECT i.task, i.config, i.method, avg(i.s_iid) AS value, sum(i.n_replicates)::BIGINT AS n_replicates
+    SELECT i.task, i.config, i.method, i.variant, avg(i.s_iid) AS value, sum(i.n_replicates)::BIGINT AS n_replicates
     FROM iid_per_model_name i
-    WHERE EXISTS (SELECT 1 FROM g_cells g WHERE g.task = i.task AND g.config = i.config AND g.method = i.method)
-    GROUP BY i.task, i.config, i.method
+    WHERE EXISTS (SELECT 1 FROM g_cells g WHERE g.task = i.task AND g.config = i.config AND g.method = i.method AND g.variant = i.variant)
+    GROUP BY i.task, i.config, i.method, i.variant
 ), task_means AS (
-    SELECT task, config, method, CASE WHEN count(value) = count(*) THEN avg(value) END AS value
+    SELECT task, config, method, variant, CASE WHEN count(value) = count(*) THEN avg(value) END AS value
     FROM g_cells
-    GROUP BY task, config, method
+    GROUP BY task, config, method, variant
 ), replicates AS (
-    SELECT config, method, count(*) AS n_replicates
-    FROM (SELECT DISTINCT config, method, seed, split_seed FROM g_scores) AS r
-    GROUP BY config, method
+    SELECT config, method, variant, count(*) AS n_replicates
+    FROM (SELECT DISTINCT config, method, variant, seed, split_seed FROM g_scores) AS r
+    GROUP BY config, method, variant
 ), avg_cells AS (
-    SELECT t.config, t.method, avg(t.value) AS value, any_value(r.n_replicates)::BIGINT AS n_replicates
+    SELECT t.config, t.method, t.variant, avg(t.value) AS value, any_value(r.n_replicates)::BIGINT AS n_replicates
     FROM task_means t
-    LEFT JOIN replicates r ON r.config = t.config AND r.method = t.method
-    GROUP BY t.config, t.method
+    LEFT JOIN replicates r ON r.config = t.config AND r.method = t.method AND r.variant = t.variant
+    GROUP BY t.config, t.method, t.variant
 ), cells AS (
-    SELECT 'iid' AS kind, task, config, method, NULL::VARCHAR AS scenario, NULL::VARCHAR AS source_scenario,
+    SELECT 'iid' AS kind, task, config, method, variant, NULL::VARCHAR AS scenario, NULL::VARCHAR AS source_scenario,
            value, NULL::DOUBLE AS s_suite, n_replicates, false AS partial
     FROM iid_cells
     UNION ALL
-    SELECT 'g', task, config, method, scenario, source_scenario, value, s_suite, n_replicates, partial
+    SELECT 'g', task, config, method, variant, scenario, source_scenario, value, s_suite, n_replicates, partial
     FROM g_cells
     UNION ALL
-    SELECT 'avg', NULL, config, method, NULL, NULL, value, NULL, n_replicates, false
+    SELECT 'avg', NULL, config, method, variant, NULL, NULL, value, NULL, n_replicates, false
     FROM avg_cells
 )
-SELECT kind, task, config, method, scenario, source_scenario, value, s_suite, n_replicates, partial,
+SELECT kind, task, config, method, variant, scenario, source_scenario, value, s_suite, n_replicates, partial,
        coalesce(value = max(value) OVER (PARTITION BY kind, task, scenario), false) AS best
 FROM cells;
 
--- The worst scoring group per (task, suite, config, method, scenario): the lowest pass_rate_summary among the
+-- The worst scoring group per (task, suite, config, method, variant, scenario): the lowest pass_rate_summary among the
 -- groups that are neither excluded nor without an evaluable case (ties: the first group name).
 CREATE OR REPLACE VIEW worst_groups AS
-SELECT task, suite, config, method, scenario, scoring_group, pass_rate
+SELECT task, suite, config, method, variant, scenario, scoring_group, pass_rate
 FROM (
-    SELECT *, row_number() OVER (PARTITION BY task, suite, config, method, scenario
+    SELECT *, row_number() OVER (PARTITION BY task, suite, config, method, variant, scenario
                                  ORDER BY pass_rate, scoring_group) AS rank_
     FROM pass_rate_summary
     WHERE NOT excluded AND pass_rate IS NOT NULL
 ) AS ranked
 WHERE rank_ = 1;
 
--- The degeneracy check as the report shows it: per (task, suite, config, method, scenario) and prediction set
+-- The degeneracy check as the report shows it: per (task, suite, config, method, variant, scenario) and prediction set
 -- (D_test, or the MFT cases' first inputs), one row per label (a predicted label, or a gold one other than
 -- "not X") with its counts summed over replicates and folds: `share` of the predictions, `gold_share`, and
 -- `gold_share_upper`, which also counts the "not X" gold cases (X other than the label) as possibly the label
@@ -131,33 +131,33 @@ WHERE rank_ = 1;
 -- collapsed (degeneracy.collapsed) in n_collapsed of its n_sets replicates.
 CREATE OR REPLACE VIEW degeneracy_labels AS
 WITH counts AS (
-    SELECT task, suite, config, method, scenario,
+    SELECT task, suite, config, method, variant, scenario,
            CASE WHEN source = 'iid_test' THEN 'D_test' ELSE 'MFT' END AS prediction_set,
            label, any_value(name) AS name, sum(n_pred)::BIGINT AS n_pred, sum(n_gold)::BIGINT AS n_gold
     FROM label_distribution
     WHERE source = 'iid_test' OR (source = 'suite' AND test_type = 'MFT')
     GROUP BY ALL
 ), totals AS (
-    SELECT task, suite, config, method, scenario, prediction_set,
+    SELECT task, suite, config, method, variant, scenario, prediction_set,
            sum(n_pred)::BIGINT AS n, sum(n_gold)::BIGINT AS n_gold_total
     FROM counts
     GROUP BY ALL
 ), flags AS (
-    SELECT task, suite, config, method, scenario, prediction_set,
+    SELECT task, suite, config, method, variant, scenario, prediction_set,
            count(*) FILTER (WHERE collapsed) AS n_collapsed, count(*) AS n_sets
     FROM degeneracy
     GROUP BY ALL
 ), upper_ AS (
-    SELECT c.task, c.suite, c.config, c.method, c.scenario, c.prediction_set, c.label,
+    SELECT c.task, c.suite, c.config, c.method, c.variant, c.scenario, c.prediction_set, c.label,
            sum(o.n_gold) FILTER (WHERE o.label = c.label
                                     OR (o.label LIKE 'not %' AND o.label[5:] <> c.label)) AS n_gold_upper
     FROM counts c
     JOIN counts o
       ON o.task = c.task AND o.suite IS NOT DISTINCT FROM c.suite AND o.config = c.config
-     AND o.method = c.method AND o.scenario = c.scenario AND o.prediction_set = c.prediction_set
+     AND o.method = c.method AND o.variant = c.variant AND o.scenario = c.scenario AND o.prediction_set = c.prediction_set
     GROUP BY ALL
 )
-SELECT c.task, c.suite, c.config, c.method, c.scenario, c.prediction_set, c.label, c.name, c.n_pred, c.n_gold,
+SELECT c.task, c.suite, c.config, c.method, c.variant, c.scenario, c.prediction_set, c.label, c.name, c.n_pred, c.n_gold,
        t.n, t.n_gold_total,
        c.n_pred::DOUBLE / nullif(t.n, 0) AS share,
        CASE WHEN t.n_gold_total > 0 THEN c.n_gold::DOUBLE / t.n_gold_total END AS gold_share,
@@ -166,12 +166,12 @@ SELECT c.task, c.suite, c.config, c.method, c.scenario, c.prediction_set, c.labe
        coalesce(f.n_sets, 0)::BIGINT AS n_sets
 FROM counts c
 JOIN totals t
-  ON t.task = c.task AND t.suite IS NOT DISTINCT FROM c.suite AND t.config = c.config AND t.method = c.method
+  ON t.task = c.task AND t.suite IS NOT DISTINCT FROM c.suite AND t.config = c.config AND t.method = c.method AND t.variant = c.variant
  AND t.scenario = c.scenario AND t.prediction_set = c.prediction_set
 LEFT JOIN upper_ u
-  ON u.task = c.task AND u.suite IS NOT DISTINCT FROM c.suite AND u.config = c.config AND u.method = c.method
+  ON u.task = c.task AND u.suite IS NOT DISTINCT FROM c.suite AND u.config = c.config AND u.method = c.method AND u.variant = c.variant
  AND u.scenario = c.scenario AND u.prediction_set = c.prediction_set AND u.label IS NOT DISTINCT FROM c.label
 LEFT JOIN flags f
-  ON f.task = c.task AND f.suite IS NOT DISTINCT FROM c.suite AND f.config = c.config AND f.method = c.method
+  ON f.task = c.task AND f.suite IS NOT DISTINCT FROM c.suite AND f.config = c.config AND f.method = c.method AND f.variant = c.variant
  AND f.scenario = c.scenario AND f.prediction_set = c.prediction_set
 WHERE c.label IS NULL OR c.label NOT LIKE 'not %';

@@ -5,38 +5,38 @@
 -- exclusions. `digest` changes whenever any of these does.
 CREATE OR REPLACE VIEW significance_inputs AS
 WITH keys AS (
-    SELECT DISTINCT task, suite, model_name, config, method, scenario, seed, split_seed
+    SELECT DISTINCT task, suite, model_name, config, method, scenario, seed, split_seed, variant
     FROM models WHERE status = 'done'
 ), members AS (
-    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, model_id, finished_at
+    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, model_id, finished_at
     FROM models WHERE status = 'done'
     UNION
-    SELECT k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed,
+    SELECT k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed, k.variant,
            m.model_id, m.finished_at
     FROM keys k
     JOIN iid_scores i
       ON i.task = k.task AND i.suite IS NOT DISTINCT FROM k.suite
      AND i.model_name IS NOT DISTINCT FROM k.model_name AND i.config = k.config AND i.method = k.method
-     AND i.seed IS NOT DISTINCT FROM k.seed AND i.split_seed IS NOT DISTINCT FROM k.split_seed
+     AND i.seed IS NOT DISTINCT FROM k.seed AND i.split_seed IS NOT DISTINCT FROM k.split_seed AND i.variant = k.variant
     JOIN models m ON m.model_id = i.model_id
 ), exclusions AS (
     SELECT task, string_agg(scoring_group, ',' ORDER BY scoring_group) AS groups
     FROM g_exclusions GROUP BY task
 )
-SELECT mb.task, mb.suite, mb.model_name, mb.config, mb.method, mb.scenario, mb.seed, mb.split_seed,
+SELECT mb.task, mb.suite, mb.model_name, mb.config, mb.method, mb.scenario, mb.seed, mb.split_seed, mb.variant,
        count(*) AS n_models,
        md5(string_agg(mb.model_id || '@' || coalesce(strftime(mb.finished_at, '%Y-%m-%dT%H:%M:%S.%f'), ''),
                       ',' ORDER BY mb.model_id)
            || '|' || coalesce(any_value(x.groups), '')) AS digest
 FROM members mb
 LEFT JOIN exclusions x ON x.task = mb.task
-GROUP BY mb.task, mb.suite, mb.model_name, mb.config, mb.method, mb.scenario, mb.seed, mb.split_seed;
+GROUP BY mb.task, mb.suite, mb.model_name, mb.config, mb.method, mb.scenario, mb.seed, mb.split_seed, mb.variant;
 
 -- Every stored test with its current input digest; `stale` when the models it compared changed (or are
 -- gone, or a mean over tasks gained or lost a stratum). The strata rule matches the Python side
 -- (beluga_core/analysis/significance/plan.py): A's scenario keys of the row's replicate (every task for a mean over
 -- tasks; every scenario when scenario is NULL), each paired with B's key of the same task, suite,
--- model_name, seed, split_seed and scenario coalesce(base_scenario, A's scenario).
+-- model_name, seed, split_seed, variant and scenario coalesce(base_scenario, A's scenario).
 CREATE OR REPLACE VIEW significance_pairs AS
 WITH strata AS (
     SELECT t.comparison_id,
@@ -46,7 +46,7 @@ WITH strata AS (
     FROM significance_tests t
     JOIN significance_inputs a
       ON a.config = t.config AND a.method = t.method
-     AND a.seed IS NOT DISTINCT FROM t.seed AND a.split_seed IS NOT DISTINCT FROM t.split_seed
+     AND a.seed IS NOT DISTINCT FROM t.seed AND a.split_seed IS NOT DISTINCT FROM t.split_seed AND a.variant = t.variant
      AND (t.scope = 'mean_over_tasks'
           OR (a.task = t.task AND a.suite IS NOT DISTINCT FROM t.suite
               AND a.model_name IS NOT DISTINCT FROM t.model_name))
@@ -54,7 +54,7 @@ WITH strata AS (
     JOIN significance_inputs b
       ON b.task = a.task AND b.suite IS NOT DISTINCT FROM a.suite
      AND b.model_name IS NOT DISTINCT FROM a.model_name
-     AND b.seed IS NOT DISTINCT FROM a.seed AND b.split_seed IS NOT DISTINCT FROM a.split_seed
+     AND b.seed IS NOT DISTINCT FROM a.seed AND b.split_seed IS NOT DISTINCT FROM a.split_seed AND b.variant = a.variant
      AND b.config = t.base_config AND b.method = t.base_method
      AND b.scenario = coalesce(t.base_scenario, a.scenario)
     WHERE NOT (a.config = b.config AND a.method = b.method AND a.scenario = b.scenario)
@@ -77,38 +77,38 @@ CREATE OR REPLACE VIEW significance AS
 WITH baseline AS (
     SELECT * FROM g_scores WHERE config = 'iid' AND method = 'vanilla' AND scenario = 'standard'
 ), live AS (
-    SELECT g.task, g.suite, g.model_name, g.config, g.method, g.scenario, g.seed, g.split_seed,
+    SELECT g.task, g.suite, g.model_name, g.config, g.method, g.scenario, g.seed, g.split_seed, g.variant,
            g.s_iid, b.s_iid AS base_s_iid, g.g, b.g AS base_g
     FROM g_scores g
     JOIN baseline b
       ON b.task = g.task AND b.suite IS NOT DISTINCT FROM g.suite
      AND b.model_name IS NOT DISTINCT FROM g.model_name
-     AND b.seed IS NOT DISTINCT FROM g.seed AND b.split_seed IS NOT DISTINCT FROM g.split_seed
+     AND b.seed IS NOT DISTINCT FROM g.seed AND b.split_seed IS NOT DISTINCT FROM g.split_seed AND b.variant = g.variant
     WHERE NOT (g.config = 'iid' AND g.method = 'vanilla' AND g.scenario = 'standard')
 ), per_task AS (
     -- Within a task: mean over its strata (model names; and scenarios for the Avg. row, scenario NULL, which
     -- pools the generalization scenarios, not the only:LEVEL=g models).
-    SELECT task, config, method, scenario, seed, split_seed,
+    SELECT task, config, method, scenario, seed, split_seed, variant,
            avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
     FROM live
-    GROUP BY task, config, method, scenario, seed, split_seed
+    GROUP BY task, config, method, scenario, seed, split_seed, variant
     UNION ALL
-    SELECT task, config, method, NULL, seed, split_seed,
+    SELECT task, config, method, NULL, seed, split_seed, variant,
            avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
     FROM live
     WHERE scenario NOT LIKE 'only:%'
-    GROUP BY task, config, method, seed, split_seed
+    GROUP BY task, config, method, seed, split_seed, variant
 ), mean_live AS (
-    SELECT config, method, scenario, seed, split_seed, count(*) AS n_tasks,
+    SELECT config, method, scenario, seed, split_seed, variant, count(*) AS n_tasks,
            avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
     FROM per_task
-    GROUP BY config, method, scenario, seed, split_seed
+    GROUP BY config, method, scenario, seed, split_seed, variant
 ), stored AS (
     SELECT * FROM significance_pairs
     WHERE base_config = 'iid' AND base_method = 'vanilla' AND base_scenario = 'standard'
 ), joined AS (
     SELECT 'replicate' AS scope, l.task, l.suite, l.model_name, l.config, l.method, l.scenario,
-           l.seed, l.split_seed, 1::BIGINT AS n_tasks, l.s_iid, l.base_s_iid, l.g, l.base_g,
+           l.seed, l.split_seed, l.variant, 1::BIGINT AS n_tasks, l.s_iid, l.base_s_iid, l.g, l.base_g,
            s.iid_test, s.n_discordant, s.k_better, s.p_iid, s.p_g, s.delta_iid AS tested_delta_iid,
            s.delta_g AS tested_delta_g, s.rounds, s.rng_seed, s.computed_at, s.comparison_id, s.stale
     FROM live l
@@ -116,9 +116,9 @@ WITH baseline AS (
       ON s.scope = 'replicate' AND s.task = l.task AND s.suite IS NOT DISTINCT FROM l.suite
      AND s.model_name IS NOT DISTINCT FROM l.model_name AND s.config = l.config AND s.method = l.method
      AND s.scenario = l.scenario AND s.seed IS NOT DISTINCT FROM l.seed
-     AND s.split_seed IS NOT DISTINCT FROM l.split_seed
+     AND s.split_seed IS NOT DISTINCT FROM l.split_seed AND s.variant = l.variant
     UNION ALL
-    SELECT 'mean_over_tasks', NULL, NULL, NULL, l.config, l.method, l.scenario, l.seed, l.split_seed,
+    SELECT 'mean_over_tasks', NULL, NULL, NULL, l.config, l.method, l.scenario, l.seed, l.split_seed, l.variant,
            l.n_tasks, l.s_iid, l.base_s_iid, l.g, l.base_g,
            s.iid_test, s.n_discordant, s.k_better, s.p_iid, s.p_g, s.delta_iid, s.delta_g,
            s.rounds, s.rng_seed, s.computed_at, s.comparison_id, s.stale
@@ -126,9 +126,9 @@ WITH baseline AS (
     LEFT JOIN stored s
       ON s.scope = 'mean_over_tasks' AND s.config = l.config AND s.method = l.method
      AND s.scenario IS NOT DISTINCT FROM l.scenario AND s.seed IS NOT DISTINCT FROM l.seed
-     AND s.split_seed IS NOT DISTINCT FROM l.split_seed
+     AND s.split_seed IS NOT DISTINCT FROM l.split_seed AND s.variant = l.variant
 )
-SELECT scope, task, suite, model_name, config, method, scenario, seed, split_seed, n_tasks,
+SELECT scope, task, suite, model_name, config, method, scenario, seed, split_seed, variant, n_tasks,
        s_iid, base_s_iid, s_iid - base_s_iid AS delta_iid, p_iid, iid_test, n_discordant, k_better,
        CASE WHEN stale IS DISTINCT FROM false OR p_iid IS NULL OR p_iid >= 0.05 OR tested_delta_iid = 0
             THEN NULL WHEN tested_delta_iid > 0 THEN 'better' ELSE 'worse' END AS iid_mark,

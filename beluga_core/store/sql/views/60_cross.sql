@@ -9,7 +9,7 @@
 -- One row per (done model, eval case, basis).
 CREATE OR REPLACE VIEW cross_case_bases AS
 WITH base AS (
-    SELECT m.model_id, m.task, m.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed,
+    SELECT m.model_id, m.task, m.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant,
            m.heldout_level, o.suite AS eval_suite, o.case_id, o.outcome, c.scoring_group AS eval_group
     FROM cross_outcomes o
     JOIN models m ON m.model_id = o.model_id AND m.status = 'done'
@@ -29,7 +29,7 @@ WHERE b.heldout_level IS NULL OR x.level = b.heldout_level;
 -- its cases map to at the basis level (mapped_group; NULL for basis NULL). Skips left out of the rate.
 CREATE OR REPLACE VIEW cross_pass_rates AS
 WITH counts AS (
-    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, eval_suite, mapped_level,
+    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, eval_suite, mapped_level,
            eval_group, mapped_group,
            count(*) FILTER (WHERE outcome = 'pass') AS n_pass,
            count(*) FILTER (WHERE outcome = 'fail') AS n_fail,
@@ -38,7 +38,7 @@ WITH counts AS (
     FROM cross_case_bases
     GROUP BY ALL
 )
-SELECT task, suite, model_name, config, method, scenario, seed, split_seed, eval_suite, mapped_level, eval_group,
+SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, eval_suite, mapped_level, eval_group,
        mapped_group, n_pass, n_fail, n_skip,
        CASE WHEN n_pass + n_fail = 0 THEN NULL ELSE n_pass::DOUBLE / (n_pass + n_fail) END AS pass_rate,
        n_models
@@ -48,7 +48,7 @@ FROM counts;
 -- groups' pass rates (as s_T), and G with the s_iid that g_scores uses for the key.
 CREATE OR REPLACE VIEW cross_scores AS
 WITH per_group AS (
-    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, eval_suite, mapped_level,
+    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, eval_suite, mapped_level,
            eval_group,
            count(*) FILTER (WHERE outcome = 'pass') AS n_pass,
            count(*) FILTER (WHERE outcome = 'fail') AS n_fail,
@@ -56,7 +56,7 @@ WITH per_group AS (
     FROM cross_case_bases
     GROUP BY ALL
 ), scores AS (
-    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, eval_suite, mapped_level,
+    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, eval_suite, mapped_level,
            avg(CASE WHEN n_pass + n_fail > 0 THEN n_pass::DOUBLE / (n_pass + n_fail) END) AS s_cross,
            count(*) FILTER (WHERE n_pass + n_fail > 0) AS n_groups,
            count(*) FILTER (WHERE n_pass + n_fail = 0) AS n_groups_no_evaluable,
@@ -64,7 +64,7 @@ WITH per_group AS (
     FROM per_group
     GROUP BY ALL
 )
-SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.split_seed, s.eval_suite,
+SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.split_seed, s.variant, s.eval_suite,
        s.mapped_level, s.s_cross, i.s_iid,
        CASE WHEN s.s_cross IS NULL OR i.s_iid IS NULL THEN NULL
             WHEN s.s_cross + i.s_iid = 0 THEN 0.0
@@ -78,22 +78,22 @@ LEFT JOIN iid_scores i
       AND i.config = s.config
       AND i.method = s.method
       AND i.seed IS NOT DISTINCT FROM s.seed
-      AND i.split_seed IS NOT DISTINCT FROM s.split_seed;
+      AND i.split_seed IS NOT DISTINCT FROM s.split_seed AND i.variant = s.variant;
 
--- cross_scores and cross_pass_rates as the report shows them: per (task, suite, config, method, scenario, eval
--- suite, basis[, eval group]), the mean over replicates and model names.
+-- cross_scores and cross_pass_rates as the report shows them: per (task, suite, config, method, variant, scenario,
+-- eval suite, basis[, eval group]), the mean over replicates and model names.
 CREATE OR REPLACE VIEW cross_summary AS
-SELECT task, suite, config, method, scenario, eval_suite, mapped_level,
+SELECT task, suite, config, method, variant, scenario, eval_suite, mapped_level,
        avg(s_cross) AS s_cross, avg(s_iid) AS s_iid, avg(g) AS g, count(*) AS n_replicates,
        max(n_cases)::BIGINT AS n_cases
 FROM cross_scores
 GROUP BY ALL;
 
 CREATE OR REPLACE VIEW cross_pass_rate_summary AS
-SELECT task, suite, config, method, scenario, eval_suite, mapped_level, eval_group,
+SELECT task, suite, config, method, variant, scenario, eval_suite, mapped_level, eval_group,
        string_agg(DISTINCT mapped_group, ' / ' ORDER BY mapped_group) AS mapped_groups,
        avg(pass_rate) AS pass_rate, sum(n_pass + n_fail + n_skip)::BIGINT AS n_cases
-FROM (SELECT task, suite, config, method, scenario, seed, split_seed, model_name, eval_suite, mapped_level,
+FROM (SELECT task, suite, config, method, scenario, seed, split_seed, variant, model_name, eval_suite, mapped_level,
              eval_group, string_agg(DISTINCT mapped_group, ' / ' ORDER BY mapped_group) AS mapped_group,
              sum(n_pass) AS n_pass, sum(n_fail) AS n_fail, sum(n_skip) AS n_skip,
              CASE WHEN sum(n_pass + n_fail) = 0 THEN NULL
@@ -108,7 +108,7 @@ GROUP BY ALL;
 -- s_T averages them. The diagonal is each model's pass rate on its own group.
 CREATE OR REPLACE VIEW only_matrix AS
 WITH cells AS (
-    SELECT m.task, m.suite, m.model_name, m.config, m.method, m.seed, m.split_seed,
+    SELECT m.task, m.suite, m.model_name, m.config, m.method, m.seed, m.split_seed, m.variant,
            m.trained_level AS level, m.trained_group,
            CASE WHEN m.trained_level = 'test_type' THEN c.test_type
                 ELSE json_extract_string(c.groups, '$."' || m.trained_level || '"') END AS eval_group,
@@ -123,7 +123,7 @@ WITH cells AS (
     WHERE m.status = 'done' AND m.trained_group IS NOT NULL AND x.scoring_group IS NULL
     GROUP BY ALL
 )
-SELECT task, suite, model_name, config, method, seed, split_seed, level, trained_group, eval_group,
+SELECT task, suite, model_name, config, method, seed, split_seed, variant, level, trained_group, eval_group,
        avg(CASE WHEN n_pass + n_fail > 0 THEN n_pass::DOUBLE / (n_pass + n_fail) END) AS pass_rate,
        count(*) FILTER (WHERE n_pass + n_fail > 0) AS n_groups,
        sum(n_pass)::BIGINT AS n_pass, sum(n_fail)::BIGINT AS n_fail, sum(n_skip)::BIGINT AS n_skip,
@@ -133,7 +133,7 @@ GROUP BY ALL;
 
 -- only_matrix averaged over replicates and model names (the report's heatmap).
 CREATE OR REPLACE VIEW only_matrix_summary AS
-SELECT task, suite, config, method, level, trained_group, eval_group, avg(pass_rate) AS pass_rate,
+SELECT task, suite, config, method, variant, level, trained_group, eval_group, avg(pass_rate) AS pass_rate,
        count(*) AS n_replicates
 FROM only_matrix
 GROUP BY ALL;
@@ -149,25 +149,28 @@ WITH map_digests AS (
     FROM cross_maps
     GROUP BY ALL
 )
-SELECT json_array(a.task, a.suite, a.model_name, a.seed, a.split_seed, a.config, a.method, a.scenario,
-                  a.eval_suite, a.mapped_level)::VARCHAR AS comparison_id,
-       a.task, a.suite, a.model_name, a.seed, a.split_seed, a.config, a.method, a.scenario, a.eval_suite,
+SELECT (CASE WHEN a.variant = ''  -- the unnamed variant keeps the ids stores had before variants
+             THEN json_array(a.task, a.suite, a.model_name, a.seed, a.split_seed, a.config, a.method, a.scenario,
+                             a.eval_suite, a.mapped_level)
+             ELSE json_array(a.task, a.suite, a.model_name, a.seed, a.split_seed, a.config, a.method, a.scenario,
+                             a.eval_suite, a.mapped_level, a.variant) END)::VARCHAR AS comparison_id,
+       a.task, a.suite, a.model_name, a.seed, a.split_seed, a.variant, a.config, a.method, a.scenario, a.eval_suite,
        a.mapped_level, a.s_cross, b.s_cross AS base_s_cross, a.g, b.g AS base_g,
        md5(ia.digest || '/' || ib.digest || '|' || coalesce(mp.map_digest, '')) AS inputs_digest
 FROM cross_scores a
 JOIN cross_scores b
   ON b.task = a.task AND b.suite IS NOT DISTINCT FROM a.suite AND b.model_name IS NOT DISTINCT FROM a.model_name
- AND b.seed IS NOT DISTINCT FROM a.seed AND b.split_seed IS NOT DISTINCT FROM a.split_seed
+ AND b.seed IS NOT DISTINCT FROM a.seed AND b.split_seed IS NOT DISTINCT FROM a.split_seed AND b.variant = a.variant
  AND b.config = 'iid' AND b.method = 'vanilla' AND b.scenario = 'standard'
  AND b.eval_suite = a.eval_suite AND b.mapped_level IS NOT DISTINCT FROM a.mapped_level
 JOIN significance_inputs ia
   ON ia.task = a.task AND ia.suite IS NOT DISTINCT FROM a.suite AND ia.model_name IS NOT DISTINCT FROM a.model_name
  AND ia.config = a.config AND ia.method = a.method AND ia.scenario = a.scenario
- AND ia.seed IS NOT DISTINCT FROM a.seed AND ia.split_seed IS NOT DISTINCT FROM a.split_seed
+ AND ia.seed IS NOT DISTINCT FROM a.seed AND ia.split_seed IS NOT DISTINCT FROM a.split_seed AND ia.variant = a.variant
 JOIN significance_inputs ib
   ON ib.task = b.task AND ib.suite IS NOT DISTINCT FROM b.suite AND ib.model_name IS NOT DISTINCT FROM b.model_name
  AND ib.config = b.config AND ib.method = b.method AND ib.scenario = b.scenario
- AND ib.seed IS NOT DISTINCT FROM b.seed AND ib.split_seed IS NOT DISTINCT FROM b.split_seed
+ AND ib.seed IS NOT DISTINCT FROM b.seed AND ib.split_seed IS NOT DISTINCT FROM b.split_seed AND ib.variant = b.variant
 LEFT JOIN map_digests mp
   ON mp.task = a.task AND mp.train_suite = a.suite AND mp.eval_suite = a.eval_suite AND mp.level = a.mapped_level
 WHERE (a.mapped_level IS NULL OR a.mapped_level = a.scenario)
@@ -176,7 +179,7 @@ WHERE (a.mapped_level IS NULL OR a.mapped_level = a.scenario)
 -- Every cross-suite comparison with its stored test: status 'current', 'stale' (inputs changed since; run
 -- `beluga analyze`) or 'missing'; g_mark 'better' / 'worse' only for a current test with p < 0.05.
 CREATE OR REPLACE VIEW cross_significance AS
-SELECT c.task, c.suite, c.model_name, c.seed, c.split_seed, c.config, c.method, c.scenario, c.eval_suite,
+SELECT c.task, c.suite, c.model_name, c.seed, c.split_seed, c.variant, c.config, c.method, c.scenario, c.eval_suite,
        c.mapped_level, c.s_cross, c.base_s_cross, c.g, c.base_g, c.g - c.base_g AS delta_g, t.p_g,
        CASE WHEN t.comparison_id IS NULL OR t.inputs_digest <> c.inputs_digest OR t.p_g IS NULL
                  OR t.p_g >= 0.05 OR t.delta_g = 0 THEN NULL
@@ -194,19 +197,19 @@ LEFT JOIN cross_significance_tests t ON t.comparison_id = c.comparison_id;
 -- sentence are not independent), else the case itself.
 CREATE OR REPLACE VIEW cross_alignment_cases AS
 WITH mapped AS (
-    SELECT DISTINCT task, suite, model_name, config, method, scenario, seed, split_seed, eval_suite,
+    SELECT DISTINCT task, suite, model_name, config, method, scenario, seed, split_seed, variant, eval_suite,
            mapped_level, eval_group, mapped_group, model_id
     FROM cross_case_bases
     WHERE mapped_level IS NOT NULL
 )
-SELECT b.task, b.suite, b.model_name, b.config, b.method, b.scenario, b.seed, b.split_seed, b.eval_suite,
+SELECT b.task, b.suite, b.model_name, b.config, b.method, b.scenario, b.seed, b.split_seed, b.variant, b.eval_suite,
        b.mapped_level, b.eval_group, b.mapped_group, 'eval' AS side, b.model_id, b.case_id,
        coalesce(json_extract_string(s.spec, '$.meta.split_key'), b.case_id) AS unit, b.outcome
 FROM cross_case_bases b
 LEFT JOIN case_specs s ON s.suite = b.eval_suite AND s.case_id = b.case_id
 WHERE b.mapped_level IS NOT NULL
 UNION ALL
-SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.eval_suite,
+SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant, a.eval_suite,
        a.mapped_level, a.eval_group, a.mapped_group, 'template' AS side, a.model_id, o.case_id, o.case_id AS unit,
        o.outcome
 FROM mapped a
@@ -219,7 +222,7 @@ WHERE (CASE WHEN a.mapped_level = 'test_type' THEN c.test_type
 -- on the eval suite's cases beside the pass rate on the training suite's cases of the group they map to (skips
 -- left out of both rates).
 CREATE OR REPLACE VIEW cross_alignment AS
-SELECT task, suite, model_name, config, method, scenario, seed, split_seed, eval_suite, mapped_level, eval_group,
+SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, eval_suite, mapped_level, eval_group,
        mapped_group,
        count(*) FILTER (WHERE side = 'template' AND outcome = 'pass') AS template_n_pass,
        count(*) FILTER (WHERE side = 'template' AND outcome = 'fail') AS template_n_fail,

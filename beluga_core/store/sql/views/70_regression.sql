@@ -11,14 +11,14 @@
 -- task, suite, model name, seed and split seed (the latest, if a store holds several).
 CREATE OR REPLACE VIEW regression_pairs AS
 WITH baselines AS (
-    SELECT model_id, task, suite, model_name, seed, split_seed
+    SELECT model_id, task, suite, model_name, seed, split_seed, variant
     FROM models
     WHERE status = 'done' AND config = 'iid' AND method = 'vanilla' AND scenario = 'standard'
-    QUALIFY row_number() OVER (PARTITION BY task, suite, model_name, seed, split_seed
+    QUALIFY row_number() OVER (PARTITION BY task, suite, model_name, seed, split_seed, variant
                                ORDER BY finished_at DESC, model_id) = 1
 )
 SELECT m.model_id, m.task, m.suite, m.model_name, m.config, m.method, m.scenario, m.heldout_group,
-       m.trained_group, m.seed, m.split_seed,
+       m.trained_group, m.seed, m.split_seed, m.variant,
        coalesce(p.model_id, b.model_id) AS old_model_id,
        CASE WHEN p.model_id IS NOT NULL THEN 'parent' ELSE 'baseline' END AS old_source
 FROM models m
@@ -26,13 +26,13 @@ LEFT JOIN models p ON p.model_id = m.parent_model_id AND p.status = 'done'
 LEFT JOIN baselines b
        ON b.task = m.task AND b.suite IS NOT DISTINCT FROM m.suite
       AND b.model_name IS NOT DISTINCT FROM m.model_name AND b.seed IS NOT DISTINCT FROM m.seed
-      AND b.split_seed IS NOT DISTINCT FROM m.split_seed
+      AND b.split_seed IS NOT DISTINCT FROM m.split_seed AND b.variant = m.variant
 WHERE m.status = 'done' AND coalesce(p.model_id, b.model_id) IS NOT NULL
   AND coalesce(p.model_id, b.model_id) <> m.model_id;
 
 -- Per model, i.i.d. example (D_test; D_val where stored) and its old model's prediction of it.
 CREATE OR REPLACE VIEW iid_flips AS
-SELECT r.task, r.suite, r.model_name, r.config, r.method, r.scenario, r.heldout_group, r.seed, r.split_seed,
+SELECT r.task, r.suite, r.model_name, r.config, r.method, r.scenario, r.heldout_group, r.seed, r.split_seed, r.variant,
        r.model_id, r.old_model_id, n.split, n.example_idx, n.gold, o.pred AS old_pred, n.pred AS new_pred,
        o.correct AS old_correct, n.correct AS new_correct,
        CASE WHEN o.correct AND NOT n.correct THEN 'negative'
@@ -44,7 +44,7 @@ JOIN iid_predictions o ON o.model_id = r.old_model_id AND o.split = n.split AND 
 -- NFR, PFR and Δacc of every model with i.i.d. predictions against its old model, per split.
 CREATE OR REPLACE VIEW regression_iid AS
 WITH counts AS (
-    SELECT task, suite, model_name, config, method, scenario, heldout_group, seed, split_seed, model_id,
+    SELECT task, suite, model_name, config, method, scenario, heldout_group, seed, split_seed, variant, model_id,
            old_model_id, split,
            count(*) AS n,
            count(*) FILTER (WHERE flip = 'negative') AS n_neg,
@@ -54,7 +54,7 @@ WITH counts AS (
     FROM iid_flips
     GROUP BY ALL
 )
-SELECT task, suite, model_name, config, method, scenario, heldout_group, seed, split_seed, model_id,
+SELECT task, suite, model_name, config, method, scenario, heldout_group, seed, split_seed, variant, model_id,
        old_model_id, split, n, n_neg, n_pos,
        n_neg / n AS nfr, n_pos / n AS pfr, acc_old, acc_new, n_pos / n - n_neg / n AS delta_acc,
        CASE WHEN acc_new = 1 OR acc_old = 0 THEN NULL
@@ -63,7 +63,7 @@ FROM counts;
 
 -- Per model and T_test case it was scored on, the old model's outcome of the same case.
 CREATE OR REPLACE VIEW case_flips AS
-SELECT r.task, r.suite, r.model_name, r.config, r.method, r.scenario, r.heldout_group, r.seed, r.split_seed,
+SELECT r.task, r.suite, r.model_name, r.config, r.method, r.scenario, r.heldout_group, r.seed, r.split_seed, r.variant,
        r.model_id, r.old_model_id, n.case_id, c.test_type, c.scoring_group, c.groups,
        o.outcome AS old_outcome, n.outcome AS new_outcome,
        CASE WHEN o.outcome = 'skip' OR n.outcome = 'skip' THEN 'skip'
@@ -78,7 +78,7 @@ JOIN cases c ON c.suite = n.suite AND c.case_id = n.case_id;
 -- does) and scoring group; scoring_group NULL: all of the scenario's cases.
 CREATE OR REPLACE VIEW regression_cases AS
 WITH counts AS (
-    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, scoring_group,
+    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, scoring_group,
            count(*) FILTER (WHERE flip <> 'skip') AS n,
            count(*) FILTER (WHERE flip = 'skip') AS n_skipped,
            count(*) FILTER (WHERE flip = 'negative') AS n_neg,
@@ -86,10 +86,10 @@ WITH counts AS (
            count(DISTINCT model_id) AS n_models,
            string_agg(DISTINCT old_model_id, ',' ORDER BY old_model_id) AS old_model_ids
     FROM case_flips
-    GROUP BY GROUPING SETS ((task, suite, model_name, config, method, scenario, seed, split_seed, scoring_group),
-                            (task, suite, model_name, config, method, scenario, seed, split_seed))
+    GROUP BY GROUPING SETS ((task, suite, model_name, config, method, scenario, seed, split_seed, variant, scoring_group),
+                            (task, suite, model_name, config, method, scenario, seed, split_seed, variant))
 )
-SELECT task, suite, model_name, config, method, scenario, seed, split_seed, scoring_group, n, n_skipped, n_neg,
+SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, scoring_group, n, n_skipped, n_neg,
        n_pos,
        CASE WHEN n > 0 THEN n_neg / n END AS nfr,
        CASE WHEN n > 0 THEN n_pos / n END AS pfr,
@@ -153,16 +153,16 @@ LEFT JOIN models a ON a.model_id = t.a_model_id
 LEFT JOIN models b ON b.model_id = t.b_model_id;
 
 -- regression_iid and regression_cases pooled over replicates (seeds, split seeds, model names) per (task, suite,
--- config, method, scenario): the report's regression section. source 'iid' (part: the split) or 'suite' (part:
+-- config, method, variant, scenario): the report's regression section. source 'iid' (part: the split) or 'suite' (part:
 -- the suite; scoring_group NULL: all of the scenario's cases).
 CREATE OR REPLACE VIEW regression_summary AS
-SELECT task, suite, config, method, scenario, 'iid' AS source, split AS part, NULL::VARCHAR AS scoring_group,
+SELECT task, suite, config, method, variant, scenario, 'iid' AS source, split AS part, NULL::VARCHAR AS scoring_group,
        sum(n)::BIGINT AS n, sum(n_neg)::BIGINT AS n_neg, sum(n_pos)::BIGINT AS n_pos,
        sum(n_neg) / sum(n) AS nfr, sum(n_pos) / sum(n) AS pfr, count(*) AS n_models
 FROM regression_iid
 GROUP BY ALL
 UNION ALL
-SELECT task, suite, config, method, scenario, 'suite', suite, scoring_group,
+SELECT task, suite, config, method, variant, scenario, 'suite', suite, scoring_group,
        sum(n)::BIGINT, sum(n_neg)::BIGINT, sum(n_pos)::BIGINT,
        CASE WHEN sum(n) > 0 THEN sum(n_neg) / sum(n) END, CASE WHEN sum(n) > 0 THEN sum(n_pos) / sum(n) END,
        sum(n_models)::BIGINT

@@ -30,11 +30,11 @@ FROM attribution_tokens
 GROUP BY model_id, suite, case_id, input_idx, method, target, predicted, segment,
          CASE WHEN word < 0 THEN -1 - token_idx ELSE word END;
 
--- Per (task, suite, config, method, scenario, scoring group, attribution method) and lower-cased word: the mean
+-- Per (task, suite, config, method, variant, scenario, scoring group, attribution method) and lower-cased word: the mean
 -- score of the word over the group's failing T_test cases (pooled over replicates and fold models), and how
 -- many occurrences it rests on. Special tokens are left out.
 CREATE OR REPLACE VIEW failing_words AS
-SELECT m.task, w.suite, m.config, m.method, m.scenario, c.scoring_group, w.method AS attribution,
+SELECT m.task, w.suite, m.config, m.method, m.variant, m.scenario, c.scoring_group, w.method AS attribution,
        lower(w.text) AS word, avg(w.score) AS mean_score, count(*) AS n, count(DISTINCT w.case_id) AS n_cases
 FROM attribution_words w
 JOIN models m ON m.model_id = w.model_id AND m.status = 'done'

@@ -23,7 +23,7 @@ WITH judged AS (
     SELECT model_id, suite, case_id, outcome FROM cross_outcomes
 )
 SELECT m.task, m.suite AS train_suite, m.model_name, m.config, m.method, m.scenario, m.heldout_group, m.seed,
-       m.split_seed, m.model_id, x.suite, x.scoring_group, x.case_id, x.seed_case_id,
+       m.split_seed, m.variant, m.model_id, x.suite, x.scoring_group, x.case_id, x.seed_case_id,
        so.outcome AS seed_outcome, eo.outcome AS expansion_outcome,
        CASE WHEN so.outcome = 'skip' OR eo.outcome = 'skip' THEN 'skip'
             WHEN so.outcome = 'pass' AND eo.outcome = 'fail' THEN 'pass_to_fail'
@@ -37,7 +37,7 @@ JOIN models m ON m.model_id = eo.model_id AND m.status = 'done';
 -- expansion_flips counted per model and scoring group (S²LCT's per-capability table: seed and expansion failure
 -- rates, pass-to-fail count).
 CREATE OR REPLACE VIEW expansion_summary AS
-SELECT task, train_suite, model_name, config, method, scenario, heldout_group, seed, split_seed, model_id, suite,
+SELECT task, train_suite, model_name, config, method, scenario, heldout_group, seed, split_seed, variant, model_id, suite,
        scoring_group,
        count(DISTINCT seed_case_id) AS n_seeds,
        count(DISTINCT seed_case_id) FILTER (WHERE seed_outcome = 'fail')::DOUBLE
