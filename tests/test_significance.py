@@ -469,17 +469,17 @@ def test_documented_queries_run(known: tuple[Path, dict]) -> None:
 def test_refresh_after_run(known: tuple[Path, dict], monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
 
-    from beluga_core.analysis.significance import analyze as analyze_mod
+    from beluga_core.analysis import refresh as refresh_mod
     from beluga_core.core.errors import BelugaError
 
     path, _ = known
     console = Console(record=True, width=200)
-    analyze_mod.refresh_after_run(path, console)
-    assert "significance:" in console.export_text()
+    refresh_mod.refresh_after_run(path, console)
+    assert "significance:" in console.export_text() and "intervals over seeds:" in console.export_text()
 
     def locked(*args: object, **kwargs: object) -> None:
         raise BelugaError("the result store is held open by another process")
 
-    monkeypatch.setattr(analyze_mod, "analyze_store", locked)
-    analyze_mod.refresh_after_run(path, console)          # a warning, not a failed run
+    monkeypatch.setattr(refresh_mod, "analyze_store", locked)
+    refresh_mod.refresh_after_run(path, console)          # a warning, not a failed run
     assert "significance tests not updated" in console.export_text()

@@ -52,7 +52,8 @@ def analyze(
     """Compute significance tests against the IID baseline (and between two configuration-methods)."""
     if not store.exists():
         raise BelugaError("no such result store", source=store)
-    from beluga_core.analysis.significance.analyze import analyze_store, parse_config_method
+    from beluga_core.analysis.refresh import refresh
+    from beluga_core.analysis.significance.analyze import parse_config_method
     from beluga_core.store.reader import open_store
 
     console = Console()
@@ -62,9 +63,11 @@ def analyze(
             pairs = [(parse_config_method(compare[0]), parse_config_method(compare[1]))]
         except ValueError as exc:
             raise BelugaError(f"--compare: {exc}") from exc
-    summary = analyze_store(store, rounds=rounds, seed=seed, pairs=pairs, force=force)
+    done = refresh(store, rounds=rounds, seed=seed, pairs=pairs, force=force)
+    summary = done.significance
     console.print(f"{summary.n_comparisons} comparison(s): {summary.n_computed} computed, {summary.n_kept} "
-                  f"already current ({rounds:,} rounds, seed {seed}; {summary.seconds:.1f} s)")
+                  f"already current ({rounds:,} rounds, seed {seed}; {summary.seconds:.1f} s); intervals over seeds: "
+                  f"{done.intervals_computed} row(s) computed, {done.cells_kept} cell(s) already current")
     if summary.dropped_stale:
         console.print(f"[yellow]{len(summary.dropped_stale)} test(s) not stored: their models changed while "
                       "computing (a run is writing?); run `beluga analyze` again when it is done")

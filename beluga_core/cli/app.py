@@ -14,6 +14,7 @@ from beluga_core.cli import (
     explain_cmd,
     export_cmd,
     plugins_cmd,
+    power_cmd,
     rank_cmd,
     regress_cmd,
     report_cmd,
@@ -49,6 +50,7 @@ app.command("ensemble")(ensemble_cmd.ensemble)
 app.command("export")(export_cmd.export)
 app.command("explain")(explain_cmd.explain)
 app.command("sql")(sql_cmd.sql)
+app.command("power")(power_cmd.power)
 suite_app.command("info")(suite_info_cmd.info)
 suite_app.command("check")(suite_check_cmd.check_cmd)
 suite_app.command("import-checklist")(suite_import_cmd.import_checklist_cmd)

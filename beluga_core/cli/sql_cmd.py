@@ -50,10 +50,13 @@ def sql(
     else:
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
         for name in names:
-            table.add_column(name, overflow="fold")
+            table.add_column(name, no_wrap=True)
         for r in rows:
             table.add_row(*("" if v is None else str(v) for v in r))
-        Console(highlight=False).print(table)
+        console = Console(highlight=False)
+        # Rows are data: never folded or cut to the terminal's width (a wide result wraps whole lines).
+        natural = console.measure(table, options=console.options.update_width(100_000)).maximum
+        Console(highlight=False, width=max(console.width, natural)).print(table)
     if cut:
         Console(stderr=True).print(f"(first {limit} rows; --limit 0 prints all)")
 

@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from beluga_core.analysis.refresh import refresh_after_run
 from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble
 from beluga_core.analysis.report.terminal import print_g_table
 from beluga_core.analysis.selection.select import select_for_plan
 from beluga_core.analysis.selection.show import print_selection
-from beluga_core.analysis.significance.analyze import refresh_after_run
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.io import case_json
 from beluga_core.evaluation.gold import case_gold

@@ -39,6 +39,7 @@ MIGRATIONS = (
     Migration(10, "attributions"),
     Migration(11, "fewshot"),
     Migration(12, "variants_failures"),
+    Migration(13, "replicates"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

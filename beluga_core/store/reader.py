@@ -34,7 +34,7 @@ VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scor
          "only_matrix", "only_matrix_summary", "cross_comparisons", "cross_significance", "regression_pairs",
          "iid_flips", "regression_iid", "case_flips", "regression_cases", "regression_test_status",
          "regression_summary", "seed_expansions", "expansion_flips", "expansion_summary", "fewshot_status",
-         "fewshot_pairs", "fewshot_group_accuracy", "fewshot_accuracy")
+         "fewshot_pairs", "fewshot_group_accuracy", "fewshot_accuracy", "replicate_inputs", "replicate_summary")
 RELATIONS = frozenset(TABLES) | frozenset(VIEWS)
 
 Source = str | Path | duckdb.DuckDBPyConnection

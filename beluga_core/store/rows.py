@@ -16,7 +16,7 @@ TABLES = ("beluga_meta", "runs", "suites", "cases", "splits", "case_splits", "ta
           "cross_maps", "cross_significance_tests", "iid_probs", "case_predictions", "case_specs",
           "regression_tests", "attribution_inputs", "attributions", "fewshot_pools", "probe_outcomes",
           "probe_predictions", "fewshot_rankings", "fewshot_candidates", "fewshot_results", "fewshot_groups",
-          "fewshot_summary")
+          "fewshot_summary", "replicate_intervals")
 
 
 def level_pointer(level: str) -> str:

@@ -34,6 +34,13 @@ COLUMNS = ("comparison_id", "scope", "task", "suite", "model_name", "seed", "spl
            "computed_at", "beluga_version")
 
 
+REPLICATE_TABLE = "replicate_intervals"
+REPLICATE_COLUMNS = ("interval_id", "task", "suite", "model_name", "config", "method", "variant", "scenario",
+                     "split_seed", "base_config", "base_method", "base_scenario", "statistic", "grp", "n_seeds",
+                     "n_cases", "mean", "seed_lo", "seed_hi", "hier_lo", "hier_hi", "hier_df", "cases_lo", "cases_hi",
+                     "p_hier", "rounds", "rng_seed", "inputs_digest", "computed_at", "beluga_version")
+
+
 def has_significance(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the store holds the significance table and views (every store of schema 3 or newer)."""
     names = table_names(con)
@@ -76,8 +83,13 @@ class SignificanceWriter:
         return self._write(CROSS_TABLE, CROSS_COLUMNS, rows,
                            "SELECT comparison_id FROM cross_significance WHERE status = 'stale'")
 
+    def write_replicates(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, list[str]]:
+        """``write`` for the intervals over seeds (``replicate_intervals``, keyed by ``interval_id``)."""
+        return self._write(REPLICATE_TABLE, REPLICATE_COLUMNS, rows,
+                           "SELECT interval_id FROM replicate_summary WHERE status = 'stale'", key="interval_id")
+
     def _write(self, table: str, columns: Sequence[str], rows: Sequence[Mapping[str, Any]],
-               stale_sql: str) -> tuple[int, list[str]]:
+               stale_sql: str, key: str = "comparison_id") -> tuple[int, list[str]]:
         if not rows:
             return 0, []
         now = utc_now()
@@ -87,20 +99,20 @@ class SignificanceWriter:
                     "beluga_version": r.get("beluga_version") or BELUGA_VERSION}
             missing = [c for c in columns if c not in full]
             if missing:
-                raise ValueError(f"{table} row {r.get('comparison_id')}: missing {missing}")
+                raise ValueError(f"{table} row {r.get(key)}: missing {missing}")
             values.append([full[c] for c in columns])
         ids = [v[0] for v in values]
         with self.store.transaction() as con:
-            con.execute("CREATE TEMP TABLE _beluga_sig_ids (comparison_id VARCHAR)")
+            con.execute("CREATE TEMP TABLE _beluga_sig_ids (id VARCHAR)")
             con.executemany("INSERT INTO _beluga_sig_ids VALUES (?)", [[i] for i in ids])
-            con.execute(f"DELETE FROM {table} WHERE comparison_id IN (SELECT comparison_id FROM _beluga_sig_ids)")
+            con.execute(f"DELETE FROM {table} WHERE {key} IN (SELECT id FROM _beluga_sig_ids)")
             con.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
                             values)
             stale = [r[0] for r in con.execute(
-                f"""SELECT comparison_id FROM ({stale_sql})
-                    WHERE comparison_id IN (SELECT comparison_id FROM _beluga_sig_ids) ORDER BY comparison_id"""
+                f"""SELECT {key} FROM ({stale_sql})
+                    WHERE {key} IN (SELECT id FROM _beluga_sig_ids) ORDER BY {key}"""
             ).fetchall()]
             if stale:
-                con.executemany(f"DELETE FROM {table} WHERE comparison_id = ?", [[i] for i in stale])
+                con.executemany(f"DELETE FROM {table} WHERE {key} = ?", [[i] for i in stale])
             con.execute("DROP TABLE _beluga_sig_ids")
         return len(ids) - len(stale), stale

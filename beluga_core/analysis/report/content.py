@@ -15,6 +15,7 @@ from beluga_core.analysis.report.degeneracy import DegeneracyRow, degeneracy_row
 from beluga_core.analysis.report.fewshot import FewshotTable, build_fewshot
 from beluga_core.analysis.report.figures import FigureFiles, Heatmap, MatrixFigure, slug, write_heatmaps, write_matrices
 from beluga_core.analysis.report.regression import RegressionLine, build_regression
+from beluga_core.analysis.report.seeds import SeedFigure, write_seed_figures
 from beluga_core.analysis.report.table3 import Table3, build_table3
 
 PARTIAL = "†"
@@ -58,6 +59,7 @@ class ReportContent:
     failing: list[FailingGroup] = field(default_factory=list)             # attributions of failing groups
     alignment: list[AlignmentTable] = field(default_factory=list)         # eval groups beside their mapped groups
     fewshot: list[FewshotTable] = field(default_factory=list)             # stored rankings (beluga rank)
+    seeds: list[SeedFigure] = field(default_factory=list)                 # G per seed, mean and interval
 
     @property
     def heatmaps(self) -> list[Heatmap]:
@@ -107,7 +109,8 @@ def build_content(store: str | Path, figures_dir: Path, variant: str | None = No
                          only, write_matrices([only_figure(m) for m in only], figures_dir),
                          regression, write_matrices(nfr_figures, figures_dir), failing_groups(data.failing_words),
                          build_alignment(data.alignment_units),
-                         build_fewshot(data.fewshot, data.fewshot_pairs, figures_dir, data.grid_on_seen))
+                         build_fewshot(data.fewshot, data.fewshot_pairs, figures_dir, data.grid_on_seen),
+                         write_seed_figures(data, figures_dir))
 
 
 def cross_figure(t: CrossTable) -> MatrixFigure:

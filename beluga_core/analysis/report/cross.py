@@ -24,6 +24,7 @@ class CrossCell:
     s: float | None
     mark: str | None = None
     shown_from: str | None = None        # the baseline: its standard scenario on this column's cases
+    pm: float | None = None              # G: half its 95 % interval over seeds (two or more seeds)
 
 
 @dataclass
@@ -63,6 +64,9 @@ def build_cross_tables(data: Any) -> list[CrossTable]:
     for r in data.cross_pass_rates:
         key = (r["task"], r["suite"], r["eval_suite"], r["config"], r["method"], r["scenario"], r["mapped_level"])
         rates[key][r["eval_group"]] = (r["pass_rate"], r["mapped_groups"])
+    over_seeds = {(r["task"], r["suite"], r["grp"], r["config"], r["method"], r["scenario"]): r
+                  for r in data.replicates if r["statistic"] == "g_cross" and r["status"] == "current"
+                  and r["n_seeds"] >= 2}
     out = []
     for (task, suite, eval_suite), rows in sorted(summary.items()):
         scenarios = {r["scenario"] for r in rows if parse_only(r["scenario"]) is None}
@@ -78,8 +82,10 @@ def build_cross_tables(data: Any) -> list[CrossTable]:
                     continue
                 tested = source == col and pair != BASELINE
                 mark = agreed(marks[(task, suite, eval_suite, *pair, col)], r["n_replicates"]) if tested else None
+                seeds = over_seeds.get((task, suite, f"{eval_suite}|{basis(col) or ''}", *pair, source))
+                pm = None if seeds is None or seeds["lo"] is None else (seeds["hi"] - seeds["lo"]) / 2
                 table.cells[(pair, col)] = CrossCell(r["g"], r["s_cross"], mark,
-                                                     source if source != col else None)
+                                                     source if source != col else None, pm)
                 table.groups[(pair, col)] = rates.get((task, suite, eval_suite, *pair, source, basis(col)), {})
         table.eval_groups = sorted({g for v in table.groups.values() for g in v})
         out.append(table)

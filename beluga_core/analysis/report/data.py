@@ -92,6 +92,8 @@ class ReportData:
     variant: str = ""                        # the variant shown (every row read is of it)
     variants: list[str] = field(default_factory=list)                        # every variant with a done model
     failed: list[dict[str, Any]] = field(default_factory=list)               # the variant's failed jobs
+    replicates: list[dict[str, Any]] = field(default_factory=list)           # replicate_summary (intervals)
+    seed_scores: list[dict[str, Any]] = field(default_factory=list)          # g_scores per seed (figures)
 
     @property
     def running(self) -> list[dict[str, Any]]:
@@ -214,6 +216,9 @@ def read_report_data(store: str | Path, *, figures: bool = True, variant: str | 
         data = ReportData(store, utc_now(), runs, int(n_done), int(n_failed),
                           table3, significance, n_tests, degeneracy, variant=v, variants=variants,
                           failed=rows(FAILED_JOBS))
+        if "replicate_summary" in table_names(con):
+            data.replicates = rows("SELECT * FROM replicate_summary WHERE grp = '' ORDER BY ALL" if not figures
+                                   else "SELECT * FROM replicate_summary ORDER BY ALL")
         if has_cross(con):
             data.cross_summary = rows("SELECT * FROM cross_summary ORDER BY ALL")
             data.cross_significance = rows("SELECT * FROM cross_significance ORDER BY ALL")
@@ -238,5 +243,7 @@ def read_report_data(store: str | Path, *, figures: bool = True, variant: str | 
             data.scenario_scores = rows("SELECT * FROM scenario_summary ORDER BY ALL")
             data.pass_rates = rows("SELECT * FROM pass_rate_summary ORDER BY ALL")
             data.worst_groups = rows("SELECT * FROM worst_groups ORDER BY ALL")
+            data.seed_scores = rows("SELECT task, config, method, variant, scenario, seed, g FROM g_scores "
+                                    "ORDER BY ALL")
             data.layouts = suite_layouts(con)
     return data

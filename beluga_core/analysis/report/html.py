@@ -23,7 +23,8 @@ from beluga_core.analysis.report.degeneracy import format_distribution
 from beluga_core.analysis.report.fewshot import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.figures import MatrixFigure
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
-from beluga_core.analysis.report.table3 import AVG, IID, Cell
+from beluga_core.analysis.report.seeds import SeedFigure
+from beluga_core.analysis.report.table3 import AVG, IID, Cell, interval_notes
 from beluga_core.core.constants import BASELINE
 
 STYLE = """
@@ -44,6 +45,8 @@ code { background: #f6f8fa; padding: 0 .25em; }
 
 def _num_cell(cell: Cell) -> str:
     text = escape(pct(cell.value))
+    if cell.pm is not None and cell.value is not None:
+        text += f' <span class="pm">± {escape(pct(cell.pm))}</span>'
     if cell.mark:
         text += f" {MARKERS[cell.mark]}"
     if cell.bold and cell.value is not None:
@@ -88,7 +91,7 @@ def _png_data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def _figure(fig: MatrixFigure, caption: str) -> str:
+def _figure(fig: MatrixFigure | SeedFigure, caption: str) -> str:
     if fig.png is None:
         return ""
     svg = f" (also <code>{escape(fig.svg.name)}</code>)" if fig.svg is not None else ""
@@ -153,13 +156,15 @@ def render_html(content: ReportContent) -> str:
     d, t = content.data, content.table
     parts = [f"<h1>beluga report: {escape(d.store.name)}</h1>", f"<p>Store <code>{escape(str(d.store))}</code>.</p>"]
     parts += [f'<p class="note">{escape(line)}</p>' for line in content.status_lines()]
+    rule = ("with two or more seeds, the 95 % interval of the difference paired by seed (seeds, then cases) "
+            "excludes 0 (docs/method.md, 'Replicates')" if t.n_seeds >= 2 else
+            "p &lt; 0.05: two-tailed binomial sign test for i.i.d., paired approximate randomization for G "
+            "(docs/method.md, 'Significance')")
     parts += ["<h2>i.i.d. score and G per scenario (%) — Table 3</h2>",
               '<p class="note">Scores significantly above / below the IID baseline (first row; its suite columns '
               'are G_standard) in <span class="better">green ▲</span> / <span class="worse">red ▼</span>, '
-              "p &lt; 0.05: two-tailed binomial sign test for i.i.d., paired approximate randomization for G "
-              "(docs/method.md, 'Significance'). <b>Bold</b>: best in the column. Avg.: mean G over all tasks and "
-              "generalization "
-              "scenarios.</p>", _table3(content)]
+              f"{rule}. <b>Bold</b>: best in the column. Avg.: mean G over all tasks and generalization "
+              "scenarios.</p>", *(f'<p class="note">{escape(n)}</p>' for n in interval_notes(t)), _table3(content)]
 
     worst = content.worst_groups()
     if worst:
@@ -189,6 +194,9 @@ def render_html(content: ReportContent) -> str:
                          f"<figcaption>{escape(h.task)} — scenario {escape(h.scenario)} "
                          f"(also <code>{escape(f.svg.name)}</code>)</figcaption></figure>")
 
+    if content.seeds:
+        parts.append("<h2>Seeds</h2>")
+        parts += [_figure(f, f.title) for f in content.seeds]
     parts += _cross_html(content)
     parts += _regression_html(content)
     if content.fewshot:

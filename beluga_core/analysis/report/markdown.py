@@ -19,12 +19,15 @@ from beluga_core.analysis.report.cross import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
 from beluga_core.analysis.report.fewshot import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
-from beluga_core.analysis.report.table3 import AVG, IID, Cell, Column
+from beluga_core.analysis.report.table3 import AVG, IID, Cell, Column, interval_notes
 
 SIGNIFICANCE_LEGEND = ("▲ / ▼: significantly better / worse than the IID baseline (first row; its suite "
                        "columns are G_standard), p < 0.05: two-tailed binomial sign test for i.i.d., paired "
                        "approximate randomization for G (docs/method.md, 'Significance'). **Bold**: best in the "
                        "column.")
+SEED_LEGEND = ("▲ / ▼: better / worse than the IID baseline (first row; its suite columns are G_standard): with two "
+               "or more seeds, the 95 % interval of the difference paired by seed (seeds, then cases) excludes 0 "
+               "(docs/method.md, 'Replicates'). **Bold**: best in the column.")
 
 
 def _esc(text: object) -> str:
@@ -33,6 +36,8 @@ def _esc(text: object) -> str:
 
 def _cell(cell: Cell) -> str:
     text = pct(cell.value)
+    if cell.pm is not None and cell.value is not None:
+        text += f" ± {pct(cell.pm)}"
     if cell.bold and cell.value is not None:
         text = f"**{text}**"
     if cell.mark:
@@ -127,7 +132,8 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
     lines = [f"# beluga report: {d.store.name}", "", f"Store `{d.store}`."]
     lines += ["", *content.status_lines()]
     several = len(t.tasks) > 1
-    lines += ["", "## i.i.d. score and G per scenario (%) — Table 3", "", SIGNIFICANCE_LEGEND,
+    lines += ["", "## i.i.d. score and G per scenario (%) — Table 3", "",
+              SEED_LEGEND if t.n_seeds >= 2 else SIGNIFICANCE_LEGEND, *interval_notes(t),
               "Avg.: mean G over all tasks and generalization scenarios.", ""]
     if not t.rows:
         lines.append("No finished models yet.")
@@ -162,6 +168,12 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
                       f"![{h.task}, {h.scenario}: pass rates per scoring group]({rel_png})", "",
                       f"[SVG]({rel_svg})", ""]
 
+    if content.seeds:
+        lines += ["", "## Seeds", "", *(f"*{_esc(n)}*" for n in interval_notes(t))]
+        for sf in content.seeds:
+            if sf.png is not None and sf.svg is not None:
+                lines += ["", f"![{_esc(sf.title)}]({sf.png.relative_to(out_dir).as_posix()})", "",
+                          f"[SVG]({sf.svg.relative_to(out_dir).as_posix()})"]
     lines += cross_markdown(content, out_dir)
     lines += regression_markdown(content, out_dir)
     if content.fewshot:

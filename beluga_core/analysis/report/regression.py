@@ -18,7 +18,9 @@ REGRESSION_NOTE = ("Each model against its old model: its recorded parent (an II
                    "baseline) or else the IID baseline of its seed. NFR: share of the paired items the old model got "
                    "right and the new one wrong; PFR the reverse; Δacc = PFR − NFR. D_test: i.i.d. test examples "
                    "(held-out folds only with score_folds_on_iid_test); suite: T_test cases, skipped ones left out. "
-                   "Replicates pooled; 95 % intervals from 2,000 seeded bootstrap rounds over the items.")
+                   "Replicates pooled; 95 % intervals from 2,000 seeded bootstrap rounds over the items, except the "
+                   "suite rates of a cell with two or more seeds: their mean over seeds, with the interval over "
+                   "seeds, then cases (docs/method.md, 'Replicates').")
 VOTE_NOTE = ("† a vote ensemble: its probability vectors are vote shares, which INV and DIR expectations read as "
              "confidences.")
 
@@ -31,6 +33,7 @@ class RegressionLine:
     scenario: str
     values: dict[str, tuple[float | None, float | None, dict[str, tuple[float, float]]]]  # source → nfr, pfr, CI
     vote_share: bool = False
+    seeds: int = 0     # suite rates: the mean over this many seeds with the interval over seeds (0: pooled)
 
 
 def build_regression(data: Any) -> tuple[list[RegressionLine], list[MatrixFigure]]:
@@ -43,6 +46,16 @@ def build_regression(data: Any) -> tuple[list[RegressionLine], list[MatrixFigure
         line = lines.setdefault(key, RegressionLine(*key, {}, (r["config"], r["method"]) in data.vote_share))
         ci = count_interval(int(r["n"]), int(r["n_neg"]), int(r["n_pos"]), rng_for(0, *key, r["source"]))
         line.values[r["source"]] = (r["nfr"], r["pfr"], ci)
+    # With seeds as replicates the suite rates are the mean over seeds with the interval over seeds, then cases.
+    over_seeds = {(r["task"], r["config"], r["method"], r["scenario"], r["statistic"]): r for r in data.replicates
+                  if r["statistic"] in ("nfr", "pfr") and r["base_config"] is None and r["status"] == "current"
+                  and r["n_seeds"] >= 2}
+    for key, line in lines.items():
+        nfr, pfr = over_seeds.get((*key, "nfr")), over_seeds.get((*key, "pfr"))
+        if nfr is not None and pfr is not None and "suite" in line.values:
+            line.values["suite"] = (nfr["mean"], pfr["mean"], {"nfr": (nfr["lo"], nfr["hi"]),
+                                                               "pfr": (pfr["lo"], pfr["hi"])})
+            line.seeds = int(nfr["n_seeds"])
     ordered = []
     for task in sorted({k[0] for k in lines}):
         for pair in pair_order({(k[1], k[2]) for k in lines if k[0] == task}):

@@ -45,6 +45,9 @@ class Cell:
     partial: bool = False          # a held-out scenario with folds still missing
     s_suite: float | None = None   # G cells: the s_T it combines with the i.i.d. score
     shown_from: str | None = None  # G cells showing another scenario's values (the IID baseline: standard)
+    pm: float | None = None        # half the width of its 95 % interval (replicate_summary's default kind)
+    n_seeds: int = 0               # the seeds its value is the mean of (0: no interval stored)
+    s_pm: float | None = None      # the same for s_suite
 
 
 @dataclass
@@ -55,6 +58,7 @@ class Table3:
     cells: dict[tuple[Pair, Column], Cell] = field(default_factory=dict)
     significance_status: dict[str, int] = field(default_factory=dict)   # current / stale / missing → rows
     has_significance: bool = False      # the store holds significance tests (`beluga analyze` ran)
+    n_seeds: int = 0                    # the most seeds of any cell (≥ 2: marks and ± are over seeds)
 
     def cell(self, row: Pair, col: Column) -> Cell:
         return self.cells.get((row, col), Cell(None))
@@ -95,17 +99,68 @@ def build_table3(data: ReportData) -> Table3:
         columns.append(Column(None, AVG))
     table = Table3(tasks, columns, pairs, has_significance=data.n_tests > 0)
     marks = significance_marks(data.significance)
+    own, diff = replicate_cells(data.replicates)
     for r in rows:
         pair, col = (r["config"], r["method"]), _column(r)
         # The baseline is the reference of every test; a column showing another scenario's value has no test.
         tested = pair != BASELINE and not (col.is_g and r["source_scenario"] != col.scenario)
         mark = agreed(marks.get((col.task, pair, col.scenario), []), r["n_replicates"]) if tested else None
         shown_from = r["source_scenario"] if col.is_g and r["source_scenario"] != col.scenario else None
+        scenario = r["source_scenario"] if col.is_g else None
+        task = col.task
+        interval = own.get((task, pair, scenario)) if task is not None else None
+        n_seeds = int(interval["n_seeds"]) if interval else 0
+        if tested and n_seeds >= 2 and task is not None:
+            # Seeds are replicates: the mark is the interval of the difference from the baseline (paired by seed).
+            d = diff.get((task, pair, scenario))
+            mark = None if d is None else {"A > B": "better", "A < B": "worse"}.get(d["ordering"])
+        s_interval = own.get((task, pair, f"s_T:{scenario}")) if task is not None and col.is_g else None
+        table.n_seeds = max(table.n_seeds, n_seeds)
         table.cells[(pair, col)] = Cell(r["value"], mark, bool(r["best"]), bool(r["partial"]), r["s_suite"],
-                                        shown_from)
+                                        shown_from, half_width(interval), n_seeds, half_width(s_interval))
     for r in data.significance or []:
         table.significance_status[r["status"]] = table.significance_status.get(r["status"], 0) + 1
     return table
+
+
+ReplicateKey = tuple[str, Pair, str | None]
+
+
+def half_width(row: dict[str, Any] | None) -> float | None:
+    """Half the width of a replicate_summary row's default interval."""
+    if row is None or row["lo"] is None or row["hi"] is None:
+        return None
+    return float(row["hi"] - row["lo"]) / 2
+
+
+def replicate_cells(rows: list[dict[str, Any]]) -> tuple[dict[ReplicateKey, dict[str, Any]],
+                                                          dict[ReplicateKey, dict[str, Any]]]:
+    """The current intervals of G per (task, pair, scenario), of s_T per (task, pair, "s_T:" + scenario) and of
+    s_iid per (task, pair, None), and the differences from the IID baseline likewise; a key some task holds for
+    several suites or models is left out (Table 3 averages those, no one interval is theirs)."""
+    own: dict[ReplicateKey, list[dict[str, Any]]] = defaultdict(list)
+    diff: dict[ReplicateKey, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        if r["status"] != "current" or r["grp"] or r["statistic"] not in ("g", "s_iid", "s_suite"):
+            continue
+        if r["base_config"] is not None and (r["base_config"], r["base_method"]) != BASELINE:
+            continue
+        if r["statistic"] == "s_iid" and r["scenario"] not in ("seen", "standard"):
+            continue   # the i.i.d. score of a configuration-method is its seen (else standard) model's
+        scenario = None if r["statistic"] == "s_iid" else r["scenario"]
+        key = (r["task"], (r["config"], r["method"]), scenario if r["statistic"] != "s_suite" else f"s_T:{scenario}")
+        (own if r["base_config"] is None else diff)[key].append(r)
+
+    def unique(d: dict[ReplicateKey, list[dict[str, Any]]]) -> dict[ReplicateKey, dict[str, Any]]:
+        out = {}
+        for k, v in d.items():
+            seen = [x for x in v if x["scenario"] == "seen"] if k[2] is None else v
+            chosen = seen or v
+            if len({(x["suite"], x["model_name"]) for x in chosen}) == 1:
+                out[k] = chosen[0]
+        return out
+
+    return unique(own), unique(diff)
 
 
 def significance_marks(rows: list[dict[str, Any]] | None) -> dict[tuple[str | None, Pair, str], list[str | None]]:
@@ -126,3 +181,16 @@ def significance_marks(rows: list[dict[str, Any]] | None) -> dict[tuple[str | No
         elif r["scenario"] is None:
             out[(None, pair, AVG)].append(r["g_mark"])
     return out
+
+
+def interval_notes(table: Table3) -> list[str]:
+    """What the ± of Table 3 is (docs/method.md, "Replicates"), and, for one training run, that it is one draw."""
+    seeds = sorted({c.n_seeds for c in table.cells.values() if c.pm is not None})
+    if not seeds:
+        return []
+    if seeds[-1] >= 2:
+        return [f"±: half the 95 % interval over {'–'.join(map(str, sorted({seeds[0], seeds[-1]})))} seeds, then the "
+                "cases within them (the mean over seeds is shown)."]
+    return ["±: half the 95 % interval of one training run: case variation only. One seed is one draw: its "
+            "orderings can flip with another seed (benchmarks/quick-seeds.toml runs three; docs/method.md, "
+            "\"Replicates\")."]

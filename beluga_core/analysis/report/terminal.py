@@ -37,7 +37,7 @@ from beluga_core.analysis.report.degeneracy import (
     degeneracy_rows,
     format_distribution,
 )
-from beluga_core.analysis.report.table3 import AVG, Cell, Pair, Table3, build_table3
+from beluga_core.analysis.report.table3 import AVG, Cell, Pair, Table3, build_table3, interval_notes
 from beluga_core.core.constants import BASELINE, STANDARD, pair_order
 
 MARKS = {"better": ("▲", "green"), "worse": ("▼", "red")}
@@ -87,8 +87,11 @@ def _abbreviations(names: Sequence[str], width: int = ABBREVIATE_TO) -> dict[str
 
 
 def _value_text(value: float | None, cell: Cell | None = None) -> Text:
-    """'63.6 ', '63.6▲' (green), '63.6▼' (red), '—   ', and ' †' after a partial cell."""
+    """'63.6 ', '63.6±4.1▲' (green: ± half its 95 % interval), '63.6▼' (red), '—   ', and ' †' after a partial
+    cell."""
     text = Text("—" if value is None else f"{100 * value:.1f}")
+    if value is not None and cell is not None and cell.pm is not None:
+        text.append(f"±{100 * cell.pm:.1f}", style="dim")
     symbol, style = MARKS.get(cell.mark or "", (" ", "")) if cell is not None else (" ", "")
     text.append(symbol)
     if style:
@@ -179,7 +182,8 @@ def print_table3(table: Table3, console: Console) -> None:
                                 [_value_text(table.cell(p, c).value, table.cell(p, c)) for p in rows])
                    for c in shown]
         s_table = [_ValueColumn(c.scenario, short_names[c.scenario],
-                                [_value_text(table.cell(p, c).s_suite) for p in rows]) for c in g_columns]
+                                [_value_text(table.cell(p, c).s_suite, Cell(None, pm=table.cell(p, c).s_pm))
+                                 for p in rows]) for c in g_columns]
         method_note = f"; method {methods[0]}" if len(methods) == 1 else ""
         short = _print_tables(console, f"{task}: i.i.d. score, then G per scenario (%){method_note}", labels,
                               g_table)
@@ -208,8 +212,11 @@ def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) ->
         notes.append(", ".join(f"{c}/{m}" for c, m in standard_only) + ": evaluated in the standard scenario "
                      "only, shown in every scenario column.")
     cells = table.cells.values()
+    notes += interval_notes(table)
     if any(c.mark for c in cells):
-        notes.append("▲ / ▼: significantly better / worse than the IID baseline (p < 0.05).")
+        notes.append("▲ / ▼: better / worse than the IID baseline: " + (
+            "the 95 % interval of the difference, paired by seed (seeds, then cases), excludes 0." if
+            table.n_seeds >= 2 else "randomization test, p < 0.05."))
     if any(c.partial for c in cells):
         notes.append(f"{PARTIAL} a held-out scenario with folds still missing.")
     for note in notes:
@@ -253,7 +260,7 @@ def print_cross_tables(tables: list[CrossTable], console: Console) -> None:
 
 
 def _mark(cell: CrossCell) -> Cell:
-    return Cell(cell.g, cell.mark)
+    return Cell(cell.g, cell.mark, pm=cell.pm)
 
 
 def print_only_matrices(matrices: list[OnlyMatrix], console: Console) -> None:

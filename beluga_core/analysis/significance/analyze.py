@@ -16,7 +16,6 @@ from typing import Any
 
 import duckdb
 import numpy as np
-from rich.markup import escape
 
 from beluga_core.analysis.significance.cross import analyze_cross
 from beluga_core.analysis.significance.data import iid_counts, suite_counts
@@ -29,7 +28,6 @@ from beluga_core.analysis.significance.plan import (
     pair_comparisons,
 )
 from beluga_core.analysis.significance.stats import IidCounts, Stratum, SuiteCounts, comparison_rng, randomization_test
-from beluga_core.core.errors import BelugaError
 from beluga_core.store.connection import sql_file
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import SignificanceWriter, has_significance
@@ -200,16 +198,3 @@ def _views_in_memory(con: duckdb.DuckDBPyConnection) -> None:
     start = sql.index("CREATE OR REPLACE VIEW significance_inputs")
     end = sql.index("CREATE OR REPLACE VIEW significance_pairs")
     con.execute(sql[start:end].replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1))
-
-
-def refresh_after_run(store: Path, console: Any) -> None:
-    """The end of ``beluga run``: bring the store's significance tests up to date, or say why not."""
-    try:
-        summary = analyze_store(store)
-    except (BelugaError, duckdb.Error) as exc:
-        console.print(f"[yellow]significance tests not updated[/] ({escape(str(exc))}); run `beluga analyze {store}`")
-        return
-    cross = (f"; cross-suite G: {summary.n_cross_computed} computed, {summary.n_cross_kept} already current"
-             if summary.n_cross_computed or summary.n_cross_kept else "")
-    console.print(f"significance: {summary.n_computed} test(s) computed, {summary.n_kept} already current{cross} "
-                  f"({summary.seconds:.1f} s; {DEFAULT_ROUNDS:,} rounds, seed {DEFAULT_SEED})")

@@ -1,0 +1,208 @@
+"""How many seeds and T_test cases a question needs (``beluga power``; docs/method.md, "Power").
+
+For a difference between two cells paired by seed and case (a configuration against the IID baseline, or two
+scenarios), every case c of group g and seed s gives d[s, c] = outcome_A − outcome_B (pass 1, fail 0). Within each
+group a two-way random-effects ANOVA of that S × n_g table (method of moments) splits it into a case component
+σ²_case,g (MS_case − MS_rest) / S and the rest σ²_rest,g = MS_rest; between seeds, the spread of the per-seed
+difference of s_T (or of the group's pass rate) less what the rest contributes gives the training-run component
+σ²_seed. With S′ seeds and n′ cases per group the difference's variance is
+
+    s_T:        σ²_seed / S′ + mean_g σ²_case,g / (G n′) + mean_g σ²_rest,g / (G S′ n′)
+    pass rate:  σ²_seed,g / S′ + σ²_case,g / n′ + σ²_rest,g / (S′ n′)
+    G:          (∂G/∂s_T)² Var(Δs_T) + (∂G/∂s_iid)² Var(Δs_iid), s_iid's terms likewise over the D_test examples
+                (their number is not a choice here: D_test is fixed)
+
+and the test is the two-stage t of the hierarchical interval (Welch–Satterthwaite df): power = P(|T| > t_crit)
+for T noncentral t with ncp = d / SE. σ²_seed rests on S − 1 degrees of freedom, so the recommendation is given
+at its estimate and at the ends of its 95 % chi-square interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from beluga_core.analysis.replicates.intervals import Replicates, aligned
+from beluga_core.analysis.significance.stats import harmonic
+
+MAX_SEEDS = 1000
+MAX_CASES = 100_000
+
+
+@dataclass(frozen=True)
+class Components:
+    """Variance components of a difference, on the scale of one seed and one case per group."""
+
+    seed: float                 # σ²_seed: between training runs (of the statistic, per seed)
+    case: float                 # mean over groups of σ²_case,g
+    rest: float                 # mean over groups of σ²_rest,g
+    groups: int                 # G (1 for a group's pass rate)
+    seeds: int                  # S the components were estimated from
+    cases: float                # the mean n_g they were estimated at
+    observed: float             # the observed difference (mean over seeds)
+
+    def variance(self, seeds: int, cases: float) -> tuple[float, float]:
+        """(total variance of the mean difference, its seed part) with ``seeds`` seeds and ``cases`` per group."""
+        seed_part = self.seed / seeds
+        return seed_part + self.case / (self.groups * cases) + self.rest / (self.groups * seeds * cases), seed_part
+
+    def seed_interval(self, level: float = 0.95) -> tuple[float, float]:
+        """The chi-square interval of σ²_seed (S − 1 degrees of freedom)."""
+        df = self.seeds - 1
+        if df < 1:
+            return (0.0, float("inf"))
+        lo = df * self.seed / stats.chi2.ppf(0.5 + level / 2, df)
+        hi = df * self.seed / stats.chi2.ppf(0.5 - level / 2, df)
+        return float(lo), float(hi)
+
+    def with_seed(self, seed: float) -> Components:
+        return Components(seed, self.case, self.rest, self.groups, self.seeds, self.cases, self.observed)
+
+
+def _anova(d: np.ndarray) -> tuple[float, float]:
+    """(σ²_case, σ²_rest) of an S × n table of differences (rows seeds, columns cases), by moments."""
+    s, n = d.shape
+    if n < 2:
+        return 0.0, 0.0
+    grand = d.mean()
+    case_means = d.mean(axis=0)
+    seed_means = d.mean(axis=1)
+    ms_case = s * float(((case_means - grand) ** 2).sum()) / (n - 1)
+    if s < 2:
+        return max(ms_case, 0.0), 0.0
+    resid = d - case_means[None, :] - seed_means[:, None] + grand
+    ms_rest = float((resid ** 2).sum()) / ((s - 1) * (n - 1))
+    return max((ms_case - ms_rest) / s, 0.0), ms_rest
+
+
+def _group_tables(a: Replicates, b: Replicates) -> list[np.ndarray]:
+    """Per scoring group (that s_T scores), the S × n table of A − B over the cases both evaluated on every seed."""
+    out = []
+    for g in range(len(a.groups)):
+        if not a.scored[g]:
+            continue
+        cols = np.flatnonzero(a.case_group == g)
+        both = (a.evaluable[:, cols] > 0).all(axis=0) & (b.evaluable[:, cols] > 0).all(axis=0)
+        cols = cols[both]
+        if len(cols):
+            out.append(a.passed[:, cols] - b.passed[:, cols])
+    return out
+
+
+def suite_components(a: Replicates, b: Replicates) -> Components:
+    """Components of Δs_T (A − B, paired by seed and case)."""
+    a, b = aligned(a, b)
+    tables = _group_tables(a, b)
+    if not tables:
+        raise ValueError("no scoring group with cases both cells evaluated")
+    parts = [_anova(t) for t in tables]
+    case = float(np.mean([p[0] for p in parts]))
+    rest = float(np.mean([p[1] for p in parts]))
+    per_seed = a.per_seed("s_suite") - b.per_seed("s_suite")
+    n = float(np.mean([t.shape[1] for t in tables]))
+    g = len(tables)
+    return Components(_seed_part(per_seed, rest / (g * n)), case, rest, g, a.n_seeds, n,
+                      float(np.nanmean(per_seed)))
+
+
+def group_components(a: Replicates, b: Replicates, group: str) -> Components:
+    """Components of the difference of one group's pass rate."""
+    a, b = aligned(a, b)
+    g = a.groups.index(group)
+    cols = np.flatnonzero(a.case_group == g)
+    cols = cols[(a.evaluable[:, cols] > 0).all(axis=0) & (b.evaluable[:, cols] > 0).all(axis=0)]
+    if not len(cols):
+        raise ValueError(f"no case of group {group!r} both cells evaluated")
+    d = a.passed[:, cols] - b.passed[:, cols]
+    case, rest = _anova(d)
+    per_seed = d.mean(axis=1)
+    return Components(_seed_part(per_seed, rest / len(cols)), case, rest, 1, a.n_seeds, float(len(cols)),
+                      float(per_seed.mean()))
+
+
+def iid_components(a: Replicates, b: Replicates) -> Components:
+    """Components of Δs_iid over the D_test examples (one 'group')."""
+    a, b = aligned(a, b)
+    if a.iid is None or b.iid is None:
+        raise ValueError("a cell without D_test predictions")
+    d = a.iid - b.iid
+    case, rest = _anova(d)
+    per_seed = d.mean(axis=1)
+    return Components(_seed_part(per_seed, rest / d.shape[1]), case, rest, 1, a.n_seeds, float(d.shape[1]),
+                      float(per_seed.mean()))
+
+
+def _seed_part(per_seed: np.ndarray, rest_share: float) -> float:
+    """σ²_seed: the per-seed values' variance less the share the rest contributes to each (≥ 0)."""
+    v = per_seed[np.isfinite(per_seed)]
+    if len(v) < 2:
+        return 0.0
+    return max(float(v.var(ddof=1)) - rest_share, 0.0)
+
+
+def power(variance: float, seed_part: float, seeds: int, effect: float, alpha: float = 0.05) -> float:
+    """Power of the two-sided two-stage t test (Welch–Satterthwaite df) to detect ``effect``."""
+    if variance <= 0:
+        return 1.0 if effect else alpha
+    se = np.sqrt(variance)
+    df = np.inf if seed_part <= 0 or seeds < 2 else variance ** 2 * (seeds - 1) / seed_part ** 2
+    ncp = abs(effect) / se
+    if not np.isfinite(df):
+        z = stats.norm.ppf(1 - alpha / 2)
+        return float(stats.norm.sf(z - ncp) + stats.norm.cdf(-z - ncp))
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    return float(stats.nct.sf(crit, df, ncp) + stats.nct.cdf(-crit, df, ncp))
+
+
+VarianceFn = Callable[[int, float], tuple[float, float]]
+
+
+def seeds_needed(variance: VarianceFn, cases: float, effect: float, target: float = 0.8,
+                 alpha: float = 0.05) -> int | None:
+    """The fewest seeds (≥ 2) that reach ``target`` power with ``cases`` per group; None beyond MAX_SEEDS."""
+    for s in range(2, MAX_SEEDS + 1):
+        total, seed_part = variance(s, cases)
+        if power(total, seed_part, s, effect, alpha) >= target:
+            return s
+    return None
+
+
+def cases_needed(variance: VarianceFn, seeds: int, effect: float, target: float = 0.8,
+                 alpha: float = 0.05) -> int | None:
+    """The fewest T_test cases per group that reach ``target`` power with ``seeds``; None when more cases cannot
+    (the seed component alone is too large) or beyond MAX_CASES."""
+    total, seed_part = variance(seeds, float(MAX_CASES))
+    if power(total, seed_part, seeds, effect, alpha) < target:
+        return None
+    lo, hi = 1, MAX_CASES
+    while lo < hi:
+        mid = (lo + hi) // 2
+        total, seed_part = variance(seeds, float(mid))
+        if power(total, seed_part, seeds, effect, alpha) >= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def g_variance(suite: Components, iid: Components, s_suite: float, s_iid: float) -> VarianceFn:
+    """Var(ΔG) by the delta method at (s_T, s_iid): G's partial derivatives times the two differences'
+    variances (D_test's size fixed at what it is)."""
+    den = (s_suite + s_iid) ** 2
+    ga, gb = (2 * s_iid ** 2 / den, 2 * s_suite ** 2 / den) if den else (0.0, 0.0)
+
+    def variance(seeds: int, cases: float) -> tuple[float, float]:
+        vs, ss = suite.variance(seeds, cases)
+        vi, si = iid.variance(seeds, iid.cases)
+        return ga ** 2 * vs + gb ** 2 * vi, ga ** 2 * ss + gb ** 2 * si
+
+    return variance
+
+
+def observed_g_difference(a: Replicates, b: Replicates) -> float:
+    a, b = aligned(a, b)
+    return float(np.nanmean(harmonic(a.per_seed("s_suite"), a.per_seed("s_iid"))
+                            - harmonic(b.per_seed("s_suite"), b.per_seed("s_iid"))))

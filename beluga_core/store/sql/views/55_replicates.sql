@@ -1,0 +1,45 @@
+-- Replicates (docs/method.md, "Replicates"; schemas/store.md "Replicates"): the seeds of a cell are its
+-- replicates. A *cell* is a scenario key without its seed.
+
+-- What a cell is computed from: per seed, its significance_inputs digest (its done models and the model its
+-- s_iid comes from, with their finished_at, and the G exclusions).
+CREATE OR REPLACE VIEW replicate_inputs AS
+SELECT task, suite, model_name, config, method, variant, scenario, split_seed,
+       count(*) AS n_seeds, list(seed ORDER BY seed) AS seeds,
+       md5(string_agg(coalesce(seed::VARCHAR, '') || '=' || digest, ',' ORDER BY seed)) AS digest
+FROM significance_inputs
+GROUP BY task, suite, model_name, config, method, variant, scenario, split_seed;
+
+-- Every stored interval with the one reports show (default_kind: hierarchical with two or more seeds, the case
+-- bootstrap with one), its label, and for a difference A − B the ordering its interval resolves; `status` is
+-- 'stale' when a model of either cell changed since (run `beluga analyze`).
+CREATE OR REPLACE VIEW replicate_summary AS
+WITH current_inputs AS (
+    SELECT r.interval_id,
+           CASE WHEN r.base_config IS NULL THEN a.digest ELSE md5(a.digest || '/' || b.digest) END AS current_digest
+    FROM replicate_intervals r
+    LEFT JOIN replicate_inputs a
+           ON a.task = r.task AND a.suite IS NOT DISTINCT FROM r.suite
+          AND a.model_name IS NOT DISTINCT FROM r.model_name AND a.config = r.config AND a.method = r.method
+          AND a.variant = r.variant AND a.scenario = r.scenario AND a.split_seed IS NOT DISTINCT FROM r.split_seed
+    LEFT JOIN replicate_inputs b
+           ON b.task = r.task AND b.suite IS NOT DISTINCT FROM r.suite
+          AND b.model_name IS NOT DISTINCT FROM r.model_name AND b.config = r.base_config
+          AND b.method = r.base_method AND b.variant = r.variant AND b.scenario = r.base_scenario
+          AND b.split_seed IS NOT DISTINCT FROM r.split_seed
+), chosen AS (
+    SELECT r.*,
+           CASE WHEN r.n_seeds >= 2 THEN 'hierarchical' ELSE 'cases' END AS default_kind,
+           CASE WHEN r.n_seeds >= 2 THEN r.hier_lo ELSE r.cases_lo END AS lo,
+           CASE WHEN r.n_seeds >= 2 THEN r.hier_hi ELSE r.cases_hi END AS hi,
+           CASE WHEN r.n_seeds >= 2 THEN 'seeds, then cases within them'
+                ELSE 'one training run: case variation only' END AS interval_label,
+           c.current_digest
+    FROM replicate_intervals r
+    JOIN current_inputs c USING (interval_id)
+)
+SELECT * EXCLUDE (current_digest),
+       CASE WHEN base_config IS NULL OR lo IS NULL THEN NULL
+            WHEN lo > 0 THEN 'A > B' WHEN hi < 0 THEN 'A < B' ELSE 'not resolved' END AS ordering,
+       CASE WHEN current_digest IS DISTINCT FROM inputs_digest THEN 'stale' ELSE 'current' END AS status
+FROM chosen;
