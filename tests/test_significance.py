@@ -475,7 +475,8 @@ def test_refresh_after_run(known: tuple[Path, dict], monkeypatch: pytest.MonkeyP
     path, _ = known
     console = Console(record=True, width=200)
     refresh_mod.refresh_after_run(path, console)
-    assert "significance:" in console.export_text() and "intervals over seeds:" in console.export_text()
+    text = console.export_text()
+    assert "significance:" in text and "intervals over seeds:" in text
 
     def locked(*args: object, **kwargs: object) -> None:
         raise BelugaError("the result store is held open by another process")

@@ -31,6 +31,28 @@ def _print_rows(console: Console, title: str, rows: list[dict]) -> None:
     console.print(table)
 
 
+def _interval(lo: float | None, hi: float | None) -> str:
+    return "—" if lo is None or hi is None else f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"
+
+
+def _print_seed_rows(console: Console, rows: list[dict]) -> None:
+    """Differences from the IID baseline over seeds (docs/method.md, "Replicates"), in percentage points."""
+    table = Table(title="Against the IID baseline over seeds, paired by seed (percentage points): the mean, the "
+                        "seed-level and the hierarchical 95 % intervals, and the ordering the latter resolves",
+                  title_justify="left")
+    for col in ("task", "configuration/method", "scenario", "figure", "seeds", "Δ", "seed-level", "hierarchical",
+                "ordering"):
+        table.add_column(col, justify="right" if col in ("seeds", "Δ") else "left")
+    names = {"g": "G", "s_suite": "s_T", "s_iid": "s_iid"}
+    for r in rows:
+        variant = f"~{r['variant']}" if r["variant"] else ""
+        ordering = {"A > B": "holds (better)", "A < B": "reversed (worse)"}.get(r["ordering"], "not resolved")
+        table.add_row(r["task"], f"{r['config']}/{r['method']}{variant}", r["scenario"], names[r["statistic"]],
+                      str(r["n_seeds"]), _pct(r["mean"]), _interval(r["seed_lo"], r["seed_hi"]),
+                      _interval(r["hier_lo"], r["hier_hi"]), ordering + (" (stale)" if r["status"] == "stale" else ""))
+    console.print(table)
+
+
 def _mark(row: dict, p: str, delta: str) -> str | None:
     # As the significance view does it: only a current test below α marks, in its tested direction.
     if row["stale"] or row[p] is None or row[p] >= 0.05 or not row[delta]:
@@ -76,6 +98,13 @@ def analyze(
                              ORDER BY scope DESC, task, config, method, scenario NULLS LAST, seed, split_seed""")
         names = [d[0] for d in cur.description]
         baseline_rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        cur = con.execute("""SELECT task, config, method, variant, scenario, statistic, n_seeds, mean, seed_lo, seed_hi,
+                                    hier_lo, hier_hi, ordering, status
+                             FROM replicate_summary
+                             WHERE base_config IS NOT NULL AND n_seeds >= 2 AND statistic IN ('g', 's_suite', 's_iid')
+                             ORDER BY task, config, method, variant, scenario, statistic""")
+        names = [d[0] for d in cur.description]
+        seed_rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
         pair_rows: list[dict] = []
         if pairs:
             (a, b), = pairs
@@ -91,6 +120,8 @@ def analyze(
     else:
         _print_rows(console, "Against the IID baseline (its G_standard), in percentage points; ▲ / ▼ significantly "
                              "better / worse (p < 0.05)", baseline_rows)
+    if seed_rows:
+        _print_seed_rows(console, seed_rows)
     if pairs:
         for r in pair_rows:
             r["iid_mark"], r["g_mark"] = _mark(r, "p_iid", "delta_iid"), _mark(r, "p_g", "delta_g")
