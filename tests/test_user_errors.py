@@ -171,6 +171,13 @@ CONFIG_ERRORS = {
     "per-configuration size of a configuration not run": (
         GOOD_CONFIG + "[sizes.iid_mix_of]\niid-plus-tt = 50\n",
         ["line 10", "sizes.iid_mix_of.iid-plus-tt", "did you mean 'iid-plus-t'"]),
+    # The run has no configuration that mixes i.i.d. data: the error lists the run's configurations.
+    "per-configuration size of a configuration the run no longer has": (
+        GOOD_CONFIG.replace('name = "x"', 'name = "x"\nconfigurations = ["iid", "iid-then-t"]')
+        + "[sizes.iid_mix_of]\niid-plus-t = 448\n",
+        ["line 11", "sizes.iid_mix_of.iid-plus-t", "'iid-plus-t' is not a configuration of this run",
+         "this run. The run's configurations: iid, iid-then-t;", "the ones this table may name: none (each must mix",
+         "Add 'iid-plus-t' to `configurations`"]),
     "i.i.d. mix for a configuration that mixes none": (
         GOOD_CONFIG + "[sizes.iid_mix_of]\niid-then-t = 50\n",
         ["line 10", "'iid-then-t' does not mix i.i.d. data", "iid-plus-t, iid-then-iid-plus-t"]),

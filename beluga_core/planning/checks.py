@@ -9,7 +9,6 @@ from typing import Any
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.registries import CONFIGURATIONS
 from beluga_core.core.errors import BelugaError
-from beluga_core.core.registry import unknown_name_message
 from beluga_core.data.pretrained import check_config_overrides
 from beluga_core.data.suite.io import Suite
 
@@ -67,7 +66,13 @@ def check_configuration_keys(cfg: BenchmarkConfig, config_path: Path) -> None:
             if name in cfg.configurations:
                 message = f"'{name}' does not {what}; the run's configurations that do: {', '.join(eligible) or 'none'}"
             else:
-                message = unknown_name_message("configuration of this run", name, eligible)
+                # Not "(none installed)": the name may be an installed configuration the run no longer lists.
+                close = difflib.get_close_matches(name, eligible, n=1, cutoff=0.5)
+                message = (f"'{name}' is not a configuration of this run"
+                           + (f"; did you mean '{close[0]}'?" if close else ".")
+                           + f" The run's configurations: {', '.join(cfg.configurations)}; of these, the ones "
+                           f"this table may name: {', '.join(eligible) or 'none'} (each must {what}). Add "
+                           f"'{name}' to `configurations` or remove this entry")
             raise BelugaError(message, source=config_path, field=f"{where}.{name}")
 
 
