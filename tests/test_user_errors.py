@@ -53,6 +53,13 @@ SUITE_ERRORS = {
                                  ["line 2", "unknown expectation kind 'eqq'", "did you mean 'eq'"]),
     "missing level": ([HEADER, case(1, groups={"skill": "negation"})], None,
                       ["line 2", "no group for level(s) ['domain']"]),
+    "missing group at a crossing level's neighbour": (
+        [{**HEADER, "crossing_levels": ["domain"]}, case(1, groups={"domain": "movies"})], None,
+        ["line 2", "no group for level(s) ['skill']", "listed in its crossing_levels"]),
+    "crossing level not a level": ([{**HEADER, "crossing_levels": ["target"]}, case(1)], None,
+                                   ["line 1", "crossing_levels ['target'] are not among the levels"]),
+    "scoring level crossing": ([{**HEADER, "crossing_levels": ["skill"]}, case(1)], None,
+                               ["line 1", "scoring level 'skill' cannot be a crossing level"]),
     "case with no inputs": ([HEADER, case(1, inputs=[])], None, ["line 2", "inputs", "at least 1 item"]),
     "header missing": ([case(1)], None, ["line 1", "suite header"]),
     "duplicate case id": ([HEADER, case(1), case(1)], None, ["line 3", "duplicate case id 'c1'", "line 2"]),

@@ -70,7 +70,8 @@ class ValidationMetric:
     value: float | None
 
 
-GroupOf = Callable[[Case, str], str]
+# A case's group at a level; None where a crossing level leaves the case without one.
+GroupOf = Callable[[Case, str], str | None]
 # The encoder type a task makes and then receives back (a classifier's token encoder, reading's windows).
 EncoderT = TypeVar("EncoderT", bound=Encoder)
 

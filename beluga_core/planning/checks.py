@@ -22,7 +22,11 @@ def check_levels(cfg: BenchmarkConfig, suite: Suite, config_path: Path) -> None:
                 f"scenarios are standard, seen, one of its levels ({', '.join(holdable)}) or only:LEVEL",
                 source=config_path, field="scenarios")
     for scenario in cfg.heldout_levels:
-        groups = {c.test_type if scenario == "test_type" else c.groups.get(scenario) for c in suite.cases}
+        groups = {g for c in suite.cases if (g := suite.group_of(c, scenario)) is not None}
+        if not groups:
+            raise BelugaError(f"scenario '{scenario}': no case of suite '{suite.header.name}' ({suite.path}) has a "
+                              f"group at the crossing level '{scenario}', so it has nothing to hold out",
+                              source=config_path, field="scenarios")
         if len(groups) == 1:
             (only,) = groups
             generated = [g.get("name") for g in suite.header.source.get("generators", []) if isinstance(g, dict)]
@@ -43,7 +47,7 @@ def check_levels(cfg: BenchmarkConfig, suite: Suite, config_path: Path) -> None:
 
 def check_size_groups(per_group_of: dict[str, int], suite: Suite, config_path: Path) -> None:
     level = suite.header.scoring_level
-    groups = {suite.group_of(c, level) for c in suite.cases}
+    groups = {c.groups[level] for c in suite.cases}
     for name in per_group_of:
         if name not in groups:
             close = difflib.get_close_matches(name, sorted(groups), n=1, cutoff=0.6)

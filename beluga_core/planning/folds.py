@@ -8,7 +8,7 @@ from beluga_core.data.suite.io import Suite
 from beluga_core.planning.jobs import Fold, Scope, seen_fold
 
 
-def _groups(suite: Suite, case_ids: tuple[str, ...], level: str) -> list[str]:
+def _groups(suite: Suite, case_ids: tuple[str, ...], level: str) -> list[str | None]:
     return [suite.group_of(suite.case(c), level) for c in case_ids]
 
 
@@ -36,7 +36,8 @@ def make_folds(suite: Suite, split: SuiteSplit, scenarios: list[str]) -> tuple[l
         train_by_group = group_ids(suite, split.train, level)
         all_groups = sorted(set(test_by_group) | set(train_by_group))
         skipped[level] = [g for g in all_groups if g not in test_by_group]
-        # Each case's group looked up once, not once per fold (the full benchmark has ~100 folds per suite).
+        # Each case's group looked up once, not once per fold (the full benchmark has ~100 folds per suite). A
+        # case with no group at a crossing level trains in every fold of it and is held out by none.
         train_groups = _groups(suite, split.train, level)
         for group in sorted(test_by_group):
             train = tuple(c for c, g in zip(split.train, train_groups, strict=True) if g != group)
@@ -50,7 +51,7 @@ def selection_scopes(suite: Suite, split: SuiteSplit, folds: list[Fold], mode: s
     out: list[tuple[Scope, Fold]] = [((None, None), seen_fold(split.train, split.val))]
     if mode != "strict":
         return out
-    val_groups: dict[str, list[str]] = {}
+    val_groups: dict[str, list[str | None]] = {}
     for fold in folds:
         level, group = fold.scope
         if level is None:
