@@ -88,6 +88,9 @@ def first_occurrence(context: str, answer: Any) -> tuple[int, int] | None:
 class ReadingTask(Task[ReadingEncoder]):
     metrics: ClassVar[tuple[str, ...]] = ("exact_match", "f1")
     primary_metric: ClassVar[str] = "exact_match"  # what G uses
+    offline_iid: ClassVar[str | None] = "builtin:squad-fixture"  # not SQuAD: see its PROVENANCE.md
+    # tests/data/tiny-reading.toml's windows: contexts still span several.
+    tiny_options: ClassVar[dict[str, int]] = {"max_length": 96, "doc_stride": 24, "max_query_length": 32, "n_best": 5}
     # The reference searches batch sizes {2, 3} for reading (384-token windows, large model).
     grid_axes: ClassVar[dict[str, list[Any]]] = {"batch_size": [2, 3]}
     # Windows are long: one batch per forward pass keeps memory bounded.
