@@ -262,10 +262,10 @@ def run(
         help="Seconds a commit waits for a reader that holds the store open (a report, a duckdb CLI) before "
              "the run stops; finished folds stay committed and re-running resumes."),
     tiny: bool = typer.Option(False, "--tiny", help=(
-        "Run the config at the smallest sizes to check that it works end to end (minutes on a CPU): every task, "
-        "configuration, method, scenario kind, executor and option kept; sizes, one group per held-out level, "
-        "one layer and one epoch; a hub model or dataset replaced by the offline stand-in (said so). Results go "
-        "to STORE.tiny.duckdb unless --store says; their numbers mean nothing.")),
+        "Run the config at the smallest sizes to check that it works end to end (minutes on a CPU for most "
+        "configs): every task, configuration, method, scenario kind, executor and option kept; sizes, one group "
+        "per held-out level, one layer and one epoch; a hub model or dataset replaced by the offline stand-in "
+        "(said so). Results go to STORE.tiny.duckdb unless --store says; their numbers mean nothing.")),
 ) -> None:
     """Train and evaluate every fold of a benchmark config; results go to a DuckDB store."""
     console = Console()
