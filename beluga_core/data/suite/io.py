@@ -157,7 +157,11 @@ def case_json(case: Case) -> str:
 
 
 def dump_records(header: SuiteHeader, cases: Iterable[Case]) -> Iterator[str]:
-    yield json.dumps(header.model_dump(mode="json", exclude_none=True), ensure_ascii=False, sort_keys=True)
+    # crossing_levels came after suite files were first written: only a suite that has some writes it, so that
+    # every other file stays byte-identical to what earlier versions wrote.
+    unset = set() if header.crossing_levels else {"crossing_levels"}
+    yield json.dumps(header.model_dump(mode="json", exclude_none=True, exclude=unset), ensure_ascii=False,
+                     sort_keys=True)
     for case in cases:
         yield case_json(case)
 
