@@ -25,7 +25,8 @@ from bench_quick import forced_config, run_once
 
 from beluga_core.analysis.ranking.load import load_store_groups
 from beluga_core.analysis.ranking.rank import REFERENCE, Ranking, rank_groups, signal_specs
-from beluga_core.analysis.ranking.save import print_ranking, save_ranking
+from beluga_core.analysis.ranking.save import save_ranking
+from beluga_core.analysis.report.terminal import print_ranking
 from beluga_core.config.load import load_config
 from beluga_core.store.reader import open_store
 from beluga_core.training.precision import machine_line

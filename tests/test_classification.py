@@ -189,6 +189,107 @@ def test_from_table_builds_a_suite_that_a_run_accepts(tmp_path: Path, capsys: py
     assert code == 2 and "missing column(s) 'text'" in err and not (tmp_path / "x.jsonl").exists()
 
 
+def _crossing_table(path: Path) -> tuple[Path, int, int]:
+    """A table shaped like a functional test suite whose target column crosses its functionalities and is empty
+    for one of them (as HateCheck's target_ident is): (path, rows, rows without a target)."""
+    import csv
+
+    targets = {"praise": ["dogs", "cats"], "blame": ["dogs", "cats", "birds"], "plain": [""]}
+    rows = []
+    for functionality, names in targets.items():
+        for i in range(24):
+            target = names[i % len(names)]
+            thing = target or ["the weather", "this film", "my day"][i % 3]
+            label = "positive" if i % 2 else "negative"
+            verb = ["really like", "adore"][i % 2 * (i // 2 % 2)] if label == "positive" else "cannot stand"
+            rows.append({"case_id": f"{functionality}-{i}", "functionality": functionality, "target_ident": target,
+                         "test_case": f"I {verb} {thing}, number {i}", "label_gold": label})
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path, len(rows), sum(1 for r in rows if not r["target_ident"])
+
+
+def test_from_table_keeps_the_cases_without_a_value_at_a_crossing_level(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """--crossing target_ident keeps every row (the default still drops the rows without a target), and a run
+    holding target_ident out trains every fold on them, scores them in every other scenario and in none of the
+    target_ident folds; the store check holds and the report renders, the scenario complete."""
+    from beluga_core.data.suite.io import load_suite
+
+    monkeypatch.setenv("COLUMNS", "200")
+    table, n_rows, n_empty = _crossing_table(tmp_path / "functional.csv")
+    args = ["suite", "from-table", table, "--text", "test_case", "--label", "label_gold", "--id", "case_id",
+            "--groups", "functionality,target_ident"]
+    code, printed, err = run_cli(capsys, *args, "--out", tmp_path / "nested.jsonl")
+    assert code == 0, err
+    assert f"dropped {n_empty} row(s): {n_empty} empty group" in printed
+    out = tmp_path / "crossing.jsonl"
+    code, printed, err = run_cli(capsys, *args, "--crossing", "target_ident", "--out", out)
+    assert code == 0, err
+    assert f"{n_rows} case(s) from {n_rows} row(s)" in printed and "dropped" not in printed
+    assert "level functionality: 3 group(s) (scoring level)" in printed
+    assert f"level target_ident: 3 group(s) (crossing; {n_empty} case(s) with no value kept, in none)" in printed
+    suite = load_suite(out)
+    assert suite.header.crossing_levels == ["target_ident"] and suite.header.scoring_level == "functionality"
+    assert sum(1 for c in suite.cases if "target_ident" not in c.groups) == n_empty
+    code, printed, err = run_cli(capsys, "suite", "info", out)
+    assert code == 0, err
+    flat = " ".join(printed.split())  # a table's title wraps at the table's width
+    assert "crossing: target_ident" in flat and f"({n_empty} case(s) in none: a crossing level)" in flat
+    # The scoring level needs a value in every row: it cannot be a crossing column.
+    code, _, err = run_cli(capsys, *args, "--crossing", "target_ident", "--scoring-level", "target_ident",
+                           "--out", tmp_path / "bad.jsonl")
+    assert code == 2 and "cannot be a crossing column" in err and not (tmp_path / "bad.jsonl").exists()
+
+    config = tmp_path / "crossing.toml"
+    config.write_text(f"""name = "crossing"
+configurations = ["iid", "iid-then-t"]
+scenarios = ["standard", "seen", "target_ident", "functionality"]
+[store]
+path = "crossing.duckdb"
+[model]
+name = "embedded:minilm"
+config_overrides = {{ num_hidden_layers = 1 }}
+max_length = 32
+[[tasks]]
+name = "classification"
+suite = "{out}"
+iid = "builtin:sst2"
+[sizes]
+iid_train = 32
+iid_test = 16
+[training]
+batch_size = 16
+epochs = 1
+[executor]
+threads = 2
+""", encoding="utf-8")
+    store = tmp_path / "crossing.duckdb"
+    run_benchmark(config, store)
+    test_cases = dict(query(store, "SELECT s.case_id, c.groups->>'target_ident' FROM case_splits s "
+                                   "JOIN cases c USING (case_id) WHERE s.part = 'test'"))
+    untargeted = {cid for cid, grp in test_cases.items() if grp is None}
+    assert untargeted and len(untargeted) < len(test_cases)
+    scored = {}
+    for scenario, case_ids in query(store, "SELECT m.scenario, list(o.case_id) FROM outcomes o JOIN models m "
+                                           "USING (model_id) WHERE m.config = 'iid-then-t' GROUP BY 1"):
+        scored[scenario] = set(case_ids)
+    assert scored["seen"] == scored["functionality"] == set(test_cases)
+    assert scored["target_ident"] == set(test_cases) - untargeted
+    # Every target_ident fold trained on the T_train cases without a target; the store's own checks agree.
+    folds = query(store, "SELECT m.heldout_group, count(*) FILTER (WHERE c.groups->>'target_ident' IS NULL) "
+                         "FROM model_training_cases t JOIN models m USING (model_id) JOIN cases c "
+                         "ON c.suite = t.suite AND c.case_id = t.case_id WHERE m.scenario = 'target_ident' GROUP BY 1")
+    assert sorted(g for g, _ in folds) == ["birds", "cats", "dogs"] and all(n > 0 for _, n in folds)
+    code, printed, err = run_cli(capsys, "store", "check", store)
+    assert code == 0, printed + err
+    code, printed, err = run_cli(capsys, "report", store)
+    assert code == 0, err
+    assert "target_ident" in printed and "†" not in printed  # the scenario is complete, not partial
+
+
 # --------------------------------------------------------------------------------------------- end to end
 
 

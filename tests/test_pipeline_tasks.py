@@ -66,6 +66,17 @@ def test_reading_end_to_end(reading_store: Path) -> None:
                                 "WHERE c.test_type = 'INV' AND o.outcome <> 'skip'")[0][0] > 0
     # The released suite's answers all occur in their contexts: nothing dropped, nothing noted.
     assert query(reading_store, "SELECT count(*) FROM models WHERE hparams::VARCHAR LIKE '%train_notes%'") == [(0,)]
+    # [store] keep_probabilities: a span model keeps one answer per input of every evaluated case, and no
+    # probabilities; each kept answer is the prediction its outcome was judged on (the first input's).
+    kept = query(reading_store, "SELECT count(*), count(answer), count(probs), count(DISTINCT model_id) "
+                                "FROM case_predictions")
+    inputs = query(reading_store, "SELECT sum(json_array_length(s.spec->'inputs'))::BIGINT FROM outcomes o "
+                                  "JOIN case_specs s ON s.suite = o.suite AND s.case_id = o.case_id")[0][0]
+    assert inputs > 0 and kept == [(inputs, inputs, 0, 2)]
+    mismatched = query(reading_store, "SELECT count(*) FROM case_predictions p JOIN outcomes o ON o.model_id = "
+                                      "p.model_id AND o.suite = p.suite AND o.case_id = p.case_id "
+                                      "WHERE p.input_idx = 0 AND o.pred IS DISTINCT FROM p.answer")
+    assert mismatched == [(0,)]
 
 
 SMALL_SUITE_HEADER = {"kind": "suite", "name": "mini-reading", "levels": ["functionality"],

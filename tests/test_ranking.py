@@ -388,6 +388,37 @@ truth = 0.9
 
 # ------------------------------------------------------------------------------------------------ README
 
+@pytest.mark.parametrize("terminal", [False, True], ids=["log", "terminal"])
+def test_rank_fits_80_columns(fewshot_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                              monkeypatch: pytest.MonkeyPatch, terminal: bool) -> None:
+    """At 80 columns (a CI log, and a terminal with colour) the table splits instead of squeezing its columns:
+    every line fits, and each signal's name and accuracy with its interval appear whole, nothing cut to "…"."""
+    import re
+
+    from beluga_core.analysis.ranking.save import interval, percent
+
+    monkeypatch.setenv("COLUMNS", "80")
+    if terminal:
+        monkeypatch.setenv("FORCE_COLOR", "1")
+    store = tmp_path / "f.duckdb"
+    shutil.copy(fewshot_store, store)
+    signals = ["acc", "conf", "conf-gt", "random", "occlusion:perturbation-focus", "acc+occlusion:perturbation-focus"]
+    code, out, err = run_cli(capsys, "rank", store, "--level", "length", "--n", "5", "--bootstrap", "50",
+                             "--signals", ",".join(signals))
+    assert code == 0, err
+    assert ("\x1b[" in out) == terminal
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out)
+    assert max(map(len, text.splitlines())) <= 80, text
+    assert "…" not in text, text
+    assert "(1/" in text  # split into several tables, each repeating the signal column
+    rows = query(store, "SELECT signal, accuracy, ci_low, ci_high FROM fewshot_accuracy")
+    assert sorted(r[0] for r in rows) == sorted(signals)
+    cells = [c.strip() for line in text.splitlines() for c in re.split(r"\s{2,}", line)]
+    for signal, accuracy, lo, hi in rows:
+        assert signal in cells, (signal, text)
+        assert f"{percent(accuracy)} {interval(lo, hi)}" in cells, (signal, text)
+
+
 def _readme_blocks(language: str, tag: str) -> list[str]:
     import re
 

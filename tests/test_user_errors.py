@@ -53,6 +53,13 @@ SUITE_ERRORS = {
                                  ["line 2", "unknown expectation kind 'eqq'", "did you mean 'eq'"]),
     "missing level": ([HEADER, case(1, groups={"skill": "negation"})], None,
                       ["line 2", "no group for level(s) ['domain']"]),
+    "missing group at a crossing level's neighbour": (
+        [{**HEADER, "crossing_levels": ["domain"]}, case(1, groups={"domain": "movies"})], None,
+        ["line 2", "no group for level(s) ['skill']", "listed in its crossing_levels"]),
+    "crossing level not a level": ([{**HEADER, "crossing_levels": ["target"]}, case(1)], None,
+                                   ["line 1", "crossing_levels ['target'] are not among the levels"]),
+    "scoring level crossing": ([{**HEADER, "crossing_levels": ["skill"]}, case(1)], None,
+                               ["line 1", "scoring level 'skill' cannot be a crossing level"]),
     "case with no inputs": ([HEADER, case(1, inputs=[])], None, ["line 2", "inputs", "at least 1 item"]),
     "header missing": ([case(1)], None, ["line 1", "suite header"]),
     "duplicate case id": ([HEADER, case(1), case(1)], None, ["line 3", "duplicate case id 'c1'", "line 2"]),
@@ -171,6 +178,13 @@ CONFIG_ERRORS = {
     "per-configuration size of a configuration not run": (
         GOOD_CONFIG + "[sizes.iid_mix_of]\niid-plus-tt = 50\n",
         ["line 10", "sizes.iid_mix_of.iid-plus-tt", "did you mean 'iid-plus-t'"]),
+    # The run has no configuration that mixes i.i.d. data: the error lists the run's configurations.
+    "per-configuration size of a configuration the run no longer has": (
+        GOOD_CONFIG.replace('name = "x"', 'name = "x"\nconfigurations = ["iid", "iid-then-t"]')
+        + "[sizes.iid_mix_of]\niid-plus-t = 448\n",
+        ["line 11", "sizes.iid_mix_of.iid-plus-t", "'iid-plus-t' is not a configuration of this run",
+         "this run. The run's configurations: iid, iid-then-t;", "the ones this table may name: none (each must mix",
+         "Add 'iid-plus-t' to `configurations`"]),
     "i.i.d. mix for a configuration that mixes none": (
         GOOD_CONFIG + "[sizes.iid_mix_of]\niid-then-t = 50\n",
         ["line 10", "'iid-then-t' does not mix i.i.d. data", "iid-plus-t, iid-then-iid-plus-t"]),

@@ -35,11 +35,13 @@ def rank(
     order against the models' pass rates on the group's T_test cases. Prints per signal the pairwise ranking
     accuracy (95 % two-stage bootstrap interval over groups and probes), pairs used and excluded (equal true
     scores), the tie rate, Kendall τ-b, the top-1 hit rate, and the paired comparison with ACC on the same
-    probes; stores it all (views fewshot_accuracy, fewshot_pairs)."""
+    probes; stores it all (views fewshot_accuracy, fewshot_pairs). The table fits the terminal's width (80 columns
+    in a CI log), split into parts that repeat the signal column where it is wider."""
     from beluga_core.analysis.ranking.load import load_store_groups
     from beluga_core.analysis.ranking.rank import rank_groups, signal_specs
-    from beluga_core.analysis.ranking.save import print_ranking, save_ranking
+    from beluga_core.analysis.ranking.save import save_ranking
     from beluga_core.analysis.ranking.stats import TIES
+    from beluga_core.analysis.report.terminal import print_ranking
     from beluga_core.cli.explain_cmd import dotted_options
     from beluga_core.core.errors import BelugaError
     from beluga_core.store.reader import open_store

@@ -13,6 +13,7 @@ from rich.table import Table
 from beluga_core.analysis.selection.criteria import check_criterion
 from beluga_core.attributions.compute import is_perturbation
 from beluga_core.config.load import attribution_options, load_config, with_config_line
+from beluga_core.config.tiny import tiny_config
 from beluga_core.contracts.registries import ATTRIBUTIONS, CONFIGURATIONS, METHODS
 from beluga_core.core.constants import ONLY_PREFIX
 from beluga_core.core.errors import BelugaError
@@ -288,10 +289,22 @@ def run(
         DEFAULT_LOCK_TIMEOUT_S, "--lock-timeout", min=0,
         help="Seconds a commit waits for a reader that holds the store open (a report, a duckdb CLI) before "
              "the run stops; finished folds stay committed and re-running resumes."),
+    tiny: bool = typer.Option(False, "--tiny", help=(
+        "Run the config at the smallest sizes to check that it works end to end (minutes on a CPU for most "
+        "configs): every task, configuration, method, scenario kind, executor and option kept; sizes, one group "
+        "per held-out level, one layer and one epoch; a hub model or dataset replaced by the offline stand-in "
+        "(said so). Results go to STORE.tiny.duckdb unless --store says; their numbers mean nothing.")),
 ) -> None:
     """Train and evaluate every fold of a benchmark config; results go to a DuckDB store."""
     console = Console()
     cfg = load_config(config)
+    if tiny:
+        try:
+            cfg, notes = tiny_config(cfg)
+        except BelugaError as exc:
+            raise with_config_line(exc, config.resolve()) from None
+        for note in notes:
+            console.print(f"[bold]--tiny[/]: {escape(note)}", highlight=False)
     if store is not None:
         cfg = cfg.with_store_path(str(store.resolve()))
     if variant is not None:

@@ -27,7 +27,9 @@ def info(
                   f"format v{h.format_version}; task {h.task or '—'}; input kind {h.input_kind}")
     if h.description:
         console.print(h.description)
-    console.print(f"levels: {' ⊃ '.join(h.levels)} (scoring level: {h.scoring_level}); "
+    nested = [lv for lv in h.levels if lv not in h.crossing_levels]
+    crossing = f"; crossing: {', '.join(h.crossing_levels)}" if h.crossing_levels else ""
+    console.print(f"levels: {' ⊃ '.join(nested)}{crossing} (scoring level: {h.scoring_level}); "
                   f"test_type can be held out too")
     console.print(f"label space: {', '.join(h.label_space) if h.label_space else 'free text (answers)'}")
     gens = h.source.get("generators") if isinstance(h.source, dict) else None
@@ -56,17 +58,23 @@ def info(
         inputs: Counter[str] = Counter()
         types: dict[str, set[str]] = defaultdict(set)
         parent: dict[str, str] = {}
-        idx = h.levels.index(level) if level in h.levels else -1
+        # A nested level's parent is the nested level above it; a crossing level has none.
+        idx = nested.index(level) if level in nested else -1
+        without = 0
         for c in suite.cases:
             g = suite.group_of(c, level)
+            if g is None:
+                without += 1
+                continue
             cases[g] += 1
             inputs[g] += len(c.inputs)
             types[g].add(c.test_type)
             if idx > 0:
-                parent[g] = c.groups[h.levels[idx - 1]]
-        table = Table(title=f"level {level}: {len(cases)} groups", title_justify="left")
+                parent[g] = c.groups[nested[idx - 1]]
+        none = f" ({without:,} case(s) in none: a crossing level)" if without else ""
+        table = Table(title=f"level {level}: {len(cases)} groups{none}", title_justify="left")
         if parent:
-            table.add_column(h.levels[idx - 1])
+            table.add_column(nested[idx - 1])
         table.add_column(level)
         table.add_column("cases", justify="right")
         table.add_column("inputs", justify="right")

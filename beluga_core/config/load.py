@@ -240,7 +240,9 @@ def with_config_line(exc: BelugaError, config_path: Path) -> BelugaError:
     if exc.source is None or Path(exc.source) != config_path:
         return exc
     try:
-        line = locate_key(config_path.read_text(encoding="utf-8"), tuple(field.split(".")))
+        # "tasks.0.iid": the index of an array of tables is a number in a pydantic location.
+        loc = tuple(int(p) if p.isdigit() else p for p in field.split("."))
+        line = locate_key(config_path.read_text(encoding="utf-8"), loc)
     except OSError:
         return exc
     return exc if line is None else BelugaError(exc.message, source=exc.source, line=line, field=field)

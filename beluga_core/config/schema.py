@@ -99,6 +99,10 @@ class SizeSpec(_Strict):
         description=("Per-group exceptions to suite_test_per_group (scoring-group name → cases, 0 = all): more "
                      "cases for groups whose expectation skips most of them, e.g. sentiment's 'reducers', whose "
                      "check skips every original predicted neutral."))
+    groups_per_level: int = Field(0, ge=0, description=(
+        "At most this many groups of each held-out level (and of each only:LEVEL scenario) get a fold: a seeded "
+        "sample of those that qualify (0 = every group). For smoke runs: `beluga run --tiny` sets 1; a held-out "
+        "scenario then scores only its sampled groups' cases."))
     iid_mix_of: dict[str, Annotated[int, Field(ge=0)]] = Field(
         default_factory=dict,
         description=("Per-configuration exceptions to iid_mix (configuration → examples, 0 = all of D_train): "

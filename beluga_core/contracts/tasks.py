@@ -70,7 +70,8 @@ class ValidationMetric:
     value: float | None
 
 
-GroupOf = Callable[[Case, str], str]
+# A case's group at a level; None where a crossing level leaves the case without one.
+GroupOf = Callable[[Case, str], str | None]
 # The encoder type a task makes and then receives back (a classifier's token encoder, reading's windows).
 EncoderT = TypeVar("EncoderT", bound=Encoder)
 
@@ -116,12 +117,17 @@ class Task(ABC, Generic[EncoderT]):
     """Base of every task plugin.
 
     Class attributes: ``metrics`` (i.i.d. metric names, G uses ``primary_metric`` unless the config picks
-    another), ``grid_axes`` (hyper-parameter search axes of the task's own, e.g. reading's batch sizes).
+    another), ``grid_axes`` (hyper-parameter search axes of the task's own, e.g. reading's batch sizes),
+    ``offline_iid`` (a shipped i.i.d. dataset that stands in for a hub dataset in ``beluga run --tiny``; None:
+    the task has none, and a tiny run of a config naming a hub dataset stops), ``tiny_options`` (upper bounds
+    a tiny run puts on numeric options, e.g. reading's window length).
     """
 
     metrics: ClassVar[tuple[str, ...]]
     primary_metric: ClassVar[str]
     grid_axes: ClassVar[dict[str, list[Any]]] = {}
+    offline_iid: ClassVar[str | None] = None
+    tiny_options: ClassVar[dict[str, int]] = {}
     # Whether ``batch_outputs`` fuses several batches into one forward pass (rows must not see each other);
     # the trainer then groups small environment batches (irm) into few passes.
     fuses_batches: ClassVar[bool] = True

@@ -2,7 +2,8 @@
 
 The label space comes from the data (or ``labels``, which fixes its order); the grouping levels are the
 group columns, coarsest first; every case expects its row's label (``eq`` on the label) and trains with the
-``mft`` loss. Rows that cannot make a case are dropped and counted by reason, never silently.
+``mft`` loss. Rows that cannot make a case are dropped and counted by reason, never silently. Crossing columns
+(``crossing``) cut across the others: a row with no value there keeps its case, in no group of that level.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class TableSuite:
     cases: list[Case]
     dropped: Counter[str] = field(default_factory=Counter)
     rows: int = 0
+    without: Counter[str] = field(default_factory=Counter)  # cases with no group at a crossing level, per level
 
 
 def _sort_key(label: str) -> tuple[int, float | str]:
@@ -52,7 +54,10 @@ def resolve_table(path: Path | str) -> Path:
 
 def suite_from_table(path: Path, *, text: str, label: str, groups: Sequence[str], text_pair: str | None = None,
                      scoring_level: str | None = None, name: str | None = None, labels: Sequence[str] | None = None,
-                     id_column: str | None = None, task: str = "classification") -> TableSuite:
+                     id_column: str | None = None, task: str = "classification",
+                     crossing: Sequence[str] = ()) -> TableSuite:
+    # A crossing column is a level whether or not --groups lists it; it goes after the nested ones.
+    groups = [*groups, *(c for c in crossing if c not in groups)]
     if not groups:
         raise BelugaError("give at least one group column (--groups)", field="groups")
     if len(set(groups)) != len(groups):
@@ -61,10 +66,17 @@ def suite_from_table(path: Path, *, text: str, label: str, groups: Sequence[str]
     if reserved:
         raise BelugaError(f"group column(s) {reserved} would name levels that are reserved (standard, seen, "
                           "test_type); rename them in the table", field="groups")
-    level = scoring_level or groups[-1]
+    if len(set(crossing)) != len(crossing):
+        raise BelugaError(f"crossing columns repeat: {list(crossing)}", field="crossing")
+    nested = [g for g in groups if g not in crossing]
+    level = scoring_level or (nested[-1] if nested else groups[-1])
     if level not in groups:
         raise BelugaError(f"scoring level '{level}' is not one of the group columns {list(groups)}",
                           field="scoring-level")
+    if level in crossing:
+        raise BelugaError(f"the scoring level '{level}' cannot be a crossing column: every case needs a scoring "
+                          "group (pass rates and s_T are per scoring group); name another with --scoring-level, or "
+                          "leave it out of --crossing", field="crossing" if scoring_level else "scoring-level")
     columns = [text, *([text_pair] if text_pair else []), label, *groups, *([id_column] if id_column else [])]
     if len(set(columns)) != len(columns):
         raise BelugaError(f"a column is used twice: {columns}")
@@ -73,6 +85,7 @@ def suite_from_table(path: Path, *, text: str, label: str, groups: Sequence[str]
     n_text = 2 if text_pair else 1
     dropped: Counter[str] = Counter()
     kept: list[tuple[int, tuple[str, ...], str, dict[str, str], str | None]] = []
+    without: Counter[str] = Counter()  # rows kept with no value at a crossing column, per column
     for i, values in enumerate(rows.values):
         texts = [str(v).strip() if v is not None else "" for v in values[:n_text]]
         raw_label = values[n_text]
@@ -83,12 +96,14 @@ def suite_from_table(path: Path, *, text: str, label: str, groups: Sequence[str]
         if raw_label is None or str(raw_label).strip() == "":
             dropped["no label"] += 1
             continue
-        if any(g is None or str(g).strip() == "" for g in group_values):
+        group_map = {g: str(v).strip() for g, v in zip(groups, group_values, strict=True)
+                     if v is not None and str(v).strip() != ""}
+        if any(g not in group_map for g in nested):
             dropped["empty group"] += 1
             continue
+        without.update(g for g in crossing if g not in group_map)
         case_id = str(values[-1]).strip() if id_column else None
-        kept.append((i, tuple(texts), str(raw_label).strip(), {g: str(v).strip() for g, v in
-                                                                zip(groups, group_values, strict=True)}, case_id))
+        kept.append((i, tuple(texts), str(raw_label).strip(), group_map, case_id))
     if not kept:
         raise BelugaError(f"no usable row (dropped: {dict(dropped) or 'none; the table is empty'})", source=path)
     found = {lab for _, _, lab, _, _ in kept}
@@ -117,8 +132,11 @@ def suite_from_table(path: Path, *, text: str, label: str, groups: Sequence[str]
                           meta={"source_row": rows.numbers[i]}))
     header = SuiteHeader(name=stem, description=f"Built by beluga suite from-table from {path.name}.",
                          levels=list(groups), scoring_level=level, task=task,
+                         crossing_levels=[g for g in groups if g in crossing],
                          input_kind="text_pair" if text_pair else "text", label_space=space, test_types=["MFT"],
                          losses=["mft"], source={"table": path.name, "text": text, "text_pair": text_pair,
                                                  "label": label, "groups": list(groups), "rows": len(rows.values),
-                                                 "dropped": dict(dropped)})
-    return TableSuite(header, cases, dropped, len(rows.values))
+                                                 "dropped": dict(dropped),
+                                                 **({"crossing": list(crossing), "without_group": dict(without)}
+                                                    if crossing else {})})
+    return TableSuite(header, cases, dropped, len(rows.values), without)

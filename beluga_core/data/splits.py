@@ -120,7 +120,11 @@ def halves(n: int, seed: int) -> tuple[list[int], list[int]]:
 
 
 def group_ids(suite: Suite, ids: Iterable[str], level: str) -> dict[str, list[str]]:
+    """Group → the ids among ``ids`` in it, at ``level``; a case with no group there (a crossing level) is in
+    none."""
     out: dict[str, list[str]] = defaultdict(list)
     for cid in ids:
-        out[suite.group_of(suite.case(cid), level)].append(cid)
+        group = suite.group_of(suite.case(cid), level)
+        if group is not None:
+            out[group].append(cid)
     return dict(out)

@@ -8,7 +8,6 @@ from typing import Any
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.registries import CONFIGURATIONS
 from beluga_core.core.errors import BelugaError, did_you_mean
-from beluga_core.core.registry import unknown_name_message
 from beluga_core.data.pretrained import check_config_overrides
 from beluga_core.data.suite.io import Suite
 
@@ -22,7 +21,11 @@ def check_levels(cfg: BenchmarkConfig, suite: Suite, config_path: Path) -> None:
                 f"scenarios are standard, seen, one of its levels ({', '.join(holdable)}) or only:LEVEL",
                 source=config_path, field="scenarios")
     for scenario in cfg.heldout_levels:
-        groups = {c.test_type if scenario == "test_type" else c.groups.get(scenario) for c in suite.cases}
+        groups = {g for c in suite.cases if (g := suite.group_of(c, scenario)) is not None}
+        if not groups:
+            raise BelugaError(f"scenario '{scenario}': no case of suite '{suite.header.name}' ({suite.path}) has a "
+                              f"group at the crossing level '{scenario}', so it has nothing to hold out",
+                              source=config_path, field="scenarios")
         if len(groups) == 1:
             (only,) = groups
             generated = [g.get("name") for g in suite.header.source.get("generators", []) if isinstance(g, dict)]
@@ -43,7 +46,7 @@ def check_levels(cfg: BenchmarkConfig, suite: Suite, config_path: Path) -> None:
 
 def check_size_groups(per_group_of: dict[str, int], suite: Suite, config_path: Path) -> None:
     level = suite.header.scoring_level
-    groups = {suite.group_of(c, level) for c in suite.cases}
+    groups = {c.groups[level] for c in suite.cases}
     for name in per_group_of:
         if name not in groups:
             hint = did_you_mean(name, sorted(groups)) or f"; its groups are: {', '.join(sorted(groups))}"
@@ -65,7 +68,12 @@ def check_configuration_keys(cfg: BenchmarkConfig, config_path: Path) -> None:
             if name in cfg.configurations:
                 message = f"'{name}' does not {what}; the run's configurations that do: {', '.join(eligible) or 'none'}"
             else:
-                message = unknown_name_message("configuration of this run", name, eligible)
+                # Not "(none installed)": the name may be an installed configuration the run no longer lists.
+                message = (f"'{name}' is not a configuration of this run"
+                           + (did_you_mean(name, eligible, cutoff=0.5) or ".")
+                           + f" The run's configurations: {', '.join(cfg.configurations)}; of these, the ones "
+                           f"this table may name: {', '.join(eligible) or 'none'} (each must {what}). Add "
+                           f"'{name}' to `configurations` or remove this entry")
             raise BelugaError(message, source=config_path, field=f"{where}.{name}")
 
 

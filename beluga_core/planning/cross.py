@@ -66,7 +66,7 @@ def _problem(message: str, config_field: str, config_path: Path, declared_in_hea
 
 
 def _groups_at(suite: Suite, level: str) -> set[str]:
-    return {suite.group_of(c, level) for c in suite.cases}
+    return {g for c in suite.cases if (g := suite.group_of(c, level)) is not None}
 
 
 def _check_names(names: list[str], known: set[str], what: str, where: str, config_path: Path, header: bool,
@@ -83,7 +83,7 @@ def selected_case_ids(suite: Suite, per_group: int, seed: int) -> tuple[str, ...
     level = suite.header.scoring_level
     by_group: dict[str, list[str]] = defaultdict(list)
     for case in suite.cases:
-        by_group[suite.group_of(case, level)].append(case.id)
+        by_group[case.groups[level]].append(case.id)
     kept: set[str] = set()
     for group, ids in by_group.items():
         kept.update(ids[i] for i in sample_indices(len(ids), per_group, seed, "eval", suite.header.name, group))
@@ -91,13 +91,20 @@ def selected_case_ids(suite: Suite, per_group: int, seed: int) -> tuple[str, ...
 
 
 def _nesting(train: Suite, finer: str, coarser: str) -> dict[str, str] | None:
-    """finer group → its coarser group, when every finer group lies in exactly one coarser group."""
-    out: dict[str, set[str]] = defaultdict(set)
+    """finer group → its coarser group, when every finer group lies in exactly one coarser group (a case with
+    no group at the coarser level, a crossing one, breaks the nesting)."""
+    out: dict[str, set[str | None]] = defaultdict(set)
     for case in train.cases:
-        out[train.group_of(case, finer)].add(train.group_of(case, coarser))
-    if any(len(v) != 1 for v in out.values()):
-        return None
-    return {k: next(iter(v)) for k, v in out.items()}
+        group = train.group_of(case, finer)
+        if group is not None:
+            out[group].add(train.group_of(case, coarser))
+    nested: dict[str, str] = {}
+    for k, v in out.items():
+        (only, *more) = v
+        if more or only is None:
+            return None
+        nested[k] = only
+    return nested
 
 
 def plan_eval_suite(spec: EvalSuiteSpec, where: str, train: Suite, evals: Suite, *, levels: list[str],

@@ -242,7 +242,7 @@ def _common(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str) -> d
         "model": model, "max_length": cfg.model.max_length, "split": cfg.split.model_dump(mode="json"),
         # Settings added after the first release enter the identity only when set, so the ids of jobs that
         # do not use them stay as they were (stores keep resuming).
-        "sizes": sizes.model_dump(exclude={k for k in ("suite_test_per_group_of", "iid_mix_of")
+        "sizes": sizes.model_dump(exclude={k for k in ("suite_test_per_group_of", "iid_mix_of", "groups_per_level")
                                            if not getattr(sizes, k)}),
         **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
         **({"task_options": spec.options} if spec.options else {}),
@@ -321,7 +321,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         split = split_suite(suite, cfg.split.seed, cfg.split.ratios,
                             (sizes.suite_train_per_group, sizes.suite_val_per_group, sizes.suite_test_per_group),
                             sizes.suite_test_per_group_of)
-        folds, skipped = make_folds(suite, split, cfg.scenarios)
+        folds, skipped = make_folds(suite, split, cfg.scenarios, sizes.groups_per_level, cfg.split.seed)
         model = cfg.model.task_models.get(spec.name, cfg.model.name)
         check_model_config(cfg, model, config_path)
         tp = TaskPlan(spec, suite, split, split_identity(suite, cfg), _common(cfg, spec, suite, model), model,

@@ -312,7 +312,9 @@ def _case_prediction_rows(kept: CasePredictions) -> pa.Table:
         columns["answer"] = pa.nulls(n, pa.string())
     else:
         columns["probs"] = pa.nulls(n, pa.list_(pa.float32()))
-        columns["answer"] = pa.array([None if a is None else str(a) for a in flat.answers or []], pa.string())
+        # ``answers`` is an object array: ``answers or []`` asks for its truth value, which numpy refuses.
+        answers = flat.answers if flat.answers is not None else ()
+        columns["answer"] = pa.array([None if a is None else str(a) for a in answers], pa.string())
     return pa.table(columns)
 
 

@@ -263,7 +263,8 @@ class ClassificationTask(Task[Encoder]):
                 SingleUnit(((ex.inputs, self.head_target(ex.label)),), IID_ENV,
                            UnitInfo("iid", ex.inputs, ex.label, {}, IID_ENV)) for ex in iid]
         for case in cases:
-            env = group_of(case, env_level) if env_level and group_of else ""
+            # A case with no group at a crossing env_level: the environment of those without one.
+            env = (group_of(case, env_level) or "") if env_level and group_of else ""
             info = UnitInfo("suite", case.inputs[0], case.label, {**case.groups, TEST_TYPE_LEVEL: case.test_type},
                             env, case.id)
             losses[case.loss] = case.loss

@@ -19,6 +19,7 @@ class ParaphraseTask(ClassificationTask):
     # Accuracy is what G uses; F1 of the duplicate class is stored beside it (and joins the MFT validation
     # objective, as in the reference).
     metrics: ClassVar[tuple[str, ...]] = ("accuracy", "f1")
+    offline_iid: ClassVar[str | None] = "builtin:qqp-fixture"  # not QQP: see its PROVENANCE.md
     fixed_head: ClassVar[tuple[str, ...] | None] = ("not_duplicate", "duplicate")
     text_fields: ClassVar[tuple[str, ...] | None] = ("question1", "question2")
     label_fields: ClassVar[tuple[str, ...]] = ("label", "is_duplicate")

@@ -79,6 +79,7 @@ class MarkerEncoder(Encoder):
 class RelationTask(ClassificationTask):
     metrics: ClassVar[tuple[str, ...]] = ("micro_f1", "accuracy", "macro_f1")
     primary_metric: ClassVar[str] = "micro_f1"
+    offline_iid: ClassVar[str | None] = "builtin:fewrel16"
 
     def __init__(self) -> None:
         super().__init__()

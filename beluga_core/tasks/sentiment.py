@@ -16,6 +16,7 @@ from beluga_core.tasks.classification import ClassificationTask, Target
 
 class SentimentTask(ClassificationTask):
     metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
+    offline_iid: ClassVar[str | None] = "builtin:sst2"
     fixed_head: ClassVar[tuple[str, ...] | None] = ("negative", "positive")
     text_fields: ClassVar[tuple[str, ...] | None] = ("sentence",)
 

@@ -97,35 +97,6 @@ def interval(lo: Any, hi: Any) -> str:
     return "" if lo is None or (isinstance(lo, float) and math.isnan(lo)) else f"[{percent(lo)}, {percent(hi)}]"
 
 
-def print_ranking(ranking: Ranking, console: Any, *, title: str, skipped: dict[str, str]) -> None:
-    """The level's table (one row per signal) and what was skipped and why."""
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", show_lines=False)
-    for col in ("signal", "dir", "accuracy % [95% CI]", "pairs used / excl.", "ties %", "τ-b", "top-1 %",
-                f"Δ vs {REFERENCE} [95% CI]", "p (≤0)", "near / far %"):
-        table.add_column(col, justify="left" if col == "signal" else "right")
-    for name, s in ranking.summaries.items():
-        spec = ranking.specs[name]
-        diff = "" if math.isnan(s.diff) else f"{100 * s.diff:+.1f} {interval(*s.diff_ci)}"
-        table.add_row(name, f"{spec.direction:+d}", f"{percent(s.accuracy)} {interval(*s.ci)}",
-                      f"{s.pairs_used} / {s.pairs_excluded}", percent(s.tie_rate),
-                      "–" if math.isnan(s.tau_b) else f"{s.tau_b:.2f}", f"{percent(s.top1)} {interval(*s.top1_ci)}",
-                      diff,
-                      "" if math.isnan(s.p_one_sided) else f"{s.p_one_sided:.3f}",
-                      f"{percent(s.near)} / {percent(s.far)}")
-    console.print(table)
-    groups = ranking.groups
-    sizes = [len(g.candidates) for g in groups]
-    console.print(f"{len(groups)} group(s) of level '{ranking.level}', {min(sizes, default=0)}–{max(sizes, default=0)} "
-                  f"candidate models each; probes: B = {ranking.bootstrap} of n = {ranking.n} cases (seed "
-                  f"{ranking.seed}), the same for every signal; ties count {ranking.ties}.", highlight=False)
-    for line in skip_lines(ranking, skipped):
-        console.print(f"[yellow]skipped[/] {line}", highlight=False)
-    for note in ranking.notes:
-        console.print(f"[yellow]note[/]: {note}", highlight=False)
-
-
 def skip_lines(ranking: Ranking, skipped: dict[str, str]) -> list[str]:
     """What was not ranked and why: a signal skipped everywhere once (with its ACC-then-signal), one skipped on
     some groups with the first such group and how many more."""

@@ -11,6 +11,7 @@ significance mark takes one character after it (blank when unmarked), so decimal
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,9 +20,12 @@ from pathlib import Path
 import numpy as np
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from beluga_core.analysis.ranking.rank import REFERENCE, Ranking
+from beluga_core.analysis.ranking.save import interval, percent, skip_lines
 from beluga_core.analysis.report.cross import (
     CrossCell,
     CrossTable,
@@ -224,12 +228,45 @@ def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) ->
 
 
 def print_value_table(console: Console, title: str, labels: list[tuple[str, list[str]]],
-                      values: list[tuple[str, list[str]]]) -> None:
+                      values: list[tuple[str, list[str]]], *, abbreviate: bool = True) -> None:
     """A titled table of label columns and right-aligned value columns that fits the console (abbreviated,
-    tightened or split as Table 3 is); for the other commands' tables (``beluga regress``)."""
-    short = _abbreviations([h for h, _ in values])
+    tightened or split as Table 3 is); for the other commands' tables (``beluga regress``, ``beluga rank``).
+    Without ``abbreviate`` headers stay whole, for tables with no key under them: the columns are only
+    tightened, then split."""
+    names = [h for h, _ in values]
+    short = _abbreviations(names) if abbreviate else {h: h for h in names}
     columns = [_ValueColumn(h, short[h], [Text(v) for v in cells]) for h, cells in values]
     _print_tables(console, title, lambda _short: labels, columns)
+
+
+def print_ranking(ranking: Ranking, console: Console, *, title: str, skipped: dict[str, str]) -> None:
+    """``beluga rank``'s table (one row per signal, 95 % intervals in brackets), fitted to the console as
+    ``print_value_table`` fits any table, then what was skipped and why."""
+    rows = list(ranking.summaries.items())
+    values = [
+        ("dir", [f"{ranking.specs[name].direction:+d}" for name, _ in rows]),
+        ("accuracy %", [f"{percent(s.accuracy)} {interval(*s.ci)}" for _, s in rows]),
+        ("pairs used / excl.", [f"{s.pairs_used} / {s.pairs_excluded}" for _, s in rows]),
+        ("ties %", [percent(s.tie_rate) for _, s in rows]),
+        ("τ-b", ["–" if math.isnan(s.tau_b) else f"{s.tau_b:.2f}" for _, s in rows]),
+        ("top-1 %", [f"{percent(s.top1)} {interval(*s.top1_ci)}" for _, s in rows]),
+        (f"Δ vs {REFERENCE}", ["" if math.isnan(s.diff) else f"{100 * s.diff:+.1f} {interval(*s.diff_ci)}"
+                               for _, s in rows]),
+        ("p (≤0)", ["" if math.isnan(s.p_one_sided) else f"{s.p_one_sided:.3f}" for _, s in rows]),
+        ("near / far %", [f"{percent(s.near)} / {percent(s.far)}" for _, s in rows]),
+    ]
+    print_value_table(console, title, [("signal", [name for name, _ in rows])], values, abbreviate=False)
+    console.print("[lo, hi]: 95 % intervals (two-stage bootstrap: groups, then probes).", style="dim", highlight=False,
+                  markup=False)
+    groups = ranking.groups
+    sizes = [len(g.candidates) for g in groups]
+    console.print(f"{len(groups)} group(s) of level '{ranking.level}', {min(sizes, default=0)}–{max(sizes, default=0)} "
+                  f"candidate models each; probes: B = {ranking.bootstrap} of n = {ranking.n} cases (seed "
+                  f"{ranking.seed}), the same for every signal; ties count {ranking.ties}.", highlight=False)
+    for line in skip_lines(ranking, skipped):
+        console.print(f"[yellow]skipped[/] {escape(line)}", highlight=False)
+    for note in ranking.notes:
+        console.print(f"[yellow]note[/]: {escape(note)}", highlight=False)
 
 
 # ------------------------------------------------------------------------------------------------ cross-suite

@@ -37,8 +37,9 @@ class Suite:
     def __contains__(self, case_id: str) -> bool:
         return case_id in self._index
 
-    def group_of(self, case: Case, level: str) -> str:
-        return case.test_type if level == "test_type" else case.groups[level]
+    def group_of(self, case: Case, level: str) -> str | None:
+        """The case's group at ``level`` (or its test type); None where a crossing level leaves it without one."""
+        return case.test_type if level == "test_type" else case.groups.get(level)
 
     def subset(self, case_ids: set[str]) -> Suite:
         """The suite with only the cases named (in suite order)."""
@@ -117,6 +118,7 @@ def load_suite(spec: str | Path) -> Suite:
         raise BelugaError(f"invalid suite header: {format_validation_error(exc)}", source=path,
                           line=lineno) from None
     levels = set(header.levels)
+    required = levels - set(header.crossing_levels)
     cases: list[Case] = []
     seen: dict[str, int] = {}
     for lineno, rec in records:
@@ -124,11 +126,11 @@ def load_suite(spec: str | Path) -> Suite:
             case = Case.model_validate(rec)
         except ValidationError as exc:
             raise BelugaError(f"invalid case: {format_validation_error(exc)}", source=path, line=lineno) from None
-        missing = levels - case.groups.keys()
+        missing = required - case.groups.keys()
         if missing:
             raise BelugaError(f"case '{case.id}' has no group for level(s) {sorted(missing)}; "
-                              f"the header declares levels {header.levels}", source=path, line=lineno,
-                              field="groups")
+                              f"the header declares levels {header.levels} (a level where cases may have no group "
+                              "must be listed in its crossing_levels)", source=path, line=lineno, field="groups")
         extra = case.groups.keys() - levels
         if extra:
             raise BelugaError(f"case '{case.id}' names undeclared level(s) {sorted(extra)}; "
@@ -155,7 +157,11 @@ def case_json(case: Case) -> str:
 
 
 def dump_records(header: SuiteHeader, cases: Iterable[Case]) -> Iterator[str]:
-    yield json.dumps(header.model_dump(mode="json", exclude_none=True), ensure_ascii=False, sort_keys=True)
+    # crossing_levels came after suite files were first written: only a suite that has some writes it, so that
+    # every other file stays byte-identical to what earlier versions wrote.
+    unset = set() if header.crossing_levels else {"crossing_levels"}
+    yield json.dumps(header.model_dump(mode="json", exclude_none=True, exclude=unset), ensure_ascii=False,
+                     sort_keys=True)
     for case in cases:
         yield case_json(case)
 

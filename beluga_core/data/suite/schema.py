@@ -61,7 +61,9 @@ class Case(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(min_length=1, description="Stable, unique within the suite.")
-    groups: dict[str, str] = Field(description="Group of this case at every level the header declares.")
+    groups: dict[str, str] = Field(description=(
+        "Group of this case at every level the header declares; a level of the header's crossing_levels may be "
+        "left out (the case is then in no group of that level)."))
     test_type: str = Field(min_length=1, description="MFT, INV, DIR, or a plugin's type.")
     loss: str = Field(min_length=1, description="Loss plugin this case trains with.")
     loss_params: dict[str, Any] = Field(default_factory=dict,
@@ -118,6 +120,11 @@ class SuiteHeader(BaseModel):
         "negations: negative\"}}. A config's eval_suites entry may replace it."))
     maps_from: str | None = Field(None, description=(
         "The level of this suite whose groups maps_to names (default: the scoring level)."))
+    crossing_levels: list[str] = Field(default_factory=list, description=(
+        "Levels that cut across the others instead of nesting in them (a target group across functionalities), "
+        "at which a case may have no group. Such a case is in no group of the level: every fold that holds one of "
+        "the level's groups out trains on it, the level's held-out scenario leaves it out, and every other "
+        "scenario scores it. The scoring level cannot be one."))
     split_by: str | None = Field(None, min_length=1, description=(
         "A key of the cases' meta whose value ties cases together: cases with the same value (e.g. generated from "
         "one source instance) always fall in the same part of a split. A case without it is a unit of its own."))
@@ -138,6 +145,12 @@ class SuiteHeader(BaseModel):
             raise ValueError(f"level names {sorted(bad)} are reserved (scenario names / the test_type field)")
         if self.scoring_level not in self.levels:
             raise ValueError(f"scoring_level '{self.scoring_level}' is not one of the levels {self.levels}")
+        crossing = [lv for lv in self.crossing_levels if lv not in self.levels]
+        if crossing:
+            raise ValueError(f"crossing_levels {crossing} are not among the levels {self.levels}")
+        if self.scoring_level in self.crossing_levels:
+            raise ValueError(f"the scoring level '{self.scoring_level}' cannot be a crossing level: every case "
+                             "needs a scoring group (pass rates and s_T are per scoring group)")
         if self.maps_from is not None and self.maps_from not in self.holdable_levels():
             raise ValueError(f"maps_from '{self.maps_from}' is not one of the levels {self.holdable_levels()}")
         return self

@@ -88,6 +88,9 @@ def first_occurrence(context: str, answer: Any) -> tuple[int, int] | None:
 class ReadingTask(Task[ReadingEncoder]):
     metrics: ClassVar[tuple[str, ...]] = ("exact_match", "f1")
     primary_metric: ClassVar[str] = "exact_match"  # what G uses
+    offline_iid: ClassVar[str | None] = "builtin:squad-fixture"  # not SQuAD: see its PROVENANCE.md
+    # tests/data/tiny-reading.toml's windows: contexts still span several.
+    tiny_options: ClassVar[dict[str, int]] = {"max_length": 96, "doc_stride": 24, "max_query_length": 32, "n_best": 5}
     # The reference searches batch sizes {2, 3} for reading (384-token windows, large model).
     grid_axes: ClassVar[dict[str, list[Any]]] = {"batch_size": [2, 3]}
     # Windows are long: one batch per forward pass keeps memory bounded.
@@ -147,7 +150,8 @@ class ReadingTask(Task[ReadingEncoder]):
                            UnitInfo("iid", ex.inputs, ex.label, {}, IID_ENV)) for ex in iid]
         dropped_inputs = affected_cases = dropped_cases = 0
         for case in cases:
-            env = group_of(case, env_level) if env_level and group_of else ""
+            # A case with no group at a crossing env_level: the environment of those without one.
+            env = (group_of(case, env_level) or "") if env_level and group_of else ""
             info = UnitInfo("suite", case.inputs[0], case.label, {**case.groups, TEST_TYPE_LEVEL: case.test_type},
                             env, case.id)
             if loss_kind(case.loss) == "pair":

@@ -89,13 +89,28 @@ LEFT JOIN iid_scores i
       AND i.seed IS NOT DISTINCT FROM s.seed
       AND i.split_seed IS NOT DISTINCT FROM s.split_seed AND i.variant = s.variant;
 
--- Mean and spread of the g_scores rows over replicates (seeds and split seeds) of one variant. n_incomplete: replicates of a
--- held-out scenario with fewer cases than their seen (or standard) scenario, i.e. folds not done yet or failed.
+-- Mean and spread of the g_scores rows over replicates (seeds and split seeds) of one variant. n_incomplete:
+-- replicates of a held-out scenario with fewer cases than their seen (or standard) scenario, i.e. folds not done
+-- yet or failed; at a crossing level the kept T_test cases with no group there are no fold's, so they are not
+-- expected.
 CREATE OR REPLACE VIEW g_summary AS
 WITH reference AS (
     SELECT task, suite, model_name, config, method, seed, split_seed, variant, max(n_cases) AS n_cases
     FROM g_scores
     WHERE scenario IN ('seen', 'standard')
+    GROUP BY ALL
+), heldout AS (
+    SELECT DISTINCT task, suite, model_name, config, method, variant, scenario, seed, split_seed, split_id,
+           heldout_level
+    FROM models
+    WHERE status = 'done' AND heldout_level IS NOT NULL AND heldout_level <> 'test_type'
+), ungrouped AS (
+    SELECT h.task, h.suite, h.model_name, h.config, h.method, h.variant, h.scenario, h.seed, h.split_seed,
+           count(DISTINCT s.case_id) AS n_cases
+    FROM heldout h
+    JOIN case_splits s ON s.split_id = h.split_id AND s.part = 'test' AND s.kept
+    JOIN cases c ON c.suite = h.suite AND c.case_id = s.case_id
+    WHERE json_extract_string(c.groups, '$."' || h.heldout_level || '"') IS NULL
     GROUP BY ALL
 )
 SELECT g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario,
@@ -105,7 +120,8 @@ SELECT g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario,
        stddev_samp(g.g) AS g_std,
        avg(g.s_suite) AS s_suite_mean,
        avg(g.s_iid) AS s_iid_mean,
-       count(*) FILTER (WHERE g.scenario NOT IN ('seen', 'standard') AND g.n_cases < r.n_cases) AS n_incomplete
+       count(*) FILTER (WHERE g.scenario NOT IN ('seen', 'standard')
+                          AND g.n_cases < r.n_cases - coalesce(u.n_cases, 0)) AS n_incomplete
 FROM g_scores g
 LEFT JOIN reference r
        ON r.task = g.task
@@ -115,6 +131,15 @@ LEFT JOIN reference r
       AND r.method = g.method
       AND r.seed IS NOT DISTINCT FROM g.seed
       AND r.split_seed IS NOT DISTINCT FROM g.split_seed AND r.variant = g.variant
+LEFT JOIN ungrouped u
+       ON u.task = g.task
+      AND u.suite IS NOT DISTINCT FROM g.suite
+      AND u.model_name IS NOT DISTINCT FROM g.model_name
+      AND u.config = g.config
+      AND u.method = g.method
+      AND u.scenario = g.scenario
+      AND u.seed IS NOT DISTINCT FROM g.seed
+      AND u.split_seed IS NOT DISTINCT FROM g.split_seed AND u.variant = g.variant
 GROUP BY g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario;
 
 -- Progress of a run: models done / failed per scenario key. Failed models (status 'failed', kept with their error)
