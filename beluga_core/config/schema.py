@@ -159,6 +159,10 @@ class ExecutorSpec(_Strict):
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto", description="auto: bf16 autocast on GPUs and on CPUs with native bf16, else fp32.")
     workers: int = Field(1, ge=1, description="Parallel workers (executors that support it).")
+    deterministic: bool = Field(False, description=(
+        "Bit-identical results run after run (same device type, precision and threads): deterministic torch "
+        "algorithms; on CUDA also a fixed cuBLAS workspace and math attention. Part of every job's identity "
+        "when true; models record it in models.device."))
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
 
 
