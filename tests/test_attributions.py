@@ -59,7 +59,10 @@ def test_integrated_gradients_complete_at_300_steps(minilm: tuple[torch.nn.Modul
         if abs(gap) < 0.1:
             continue
         total = float(ig.attribute(ctx, x, target, np.random.default_rng(0)).sum())
-        assert abs(total - gap) <= 0.02 * abs(gap), (text, total, gap)
+        # The error is the 300-step Riemann sum's, not noise (fp32 rounding across devices is ~1e-6 of it).
+        # Measured |Σ − gap| / |gap| over these inputs: at most 0.0082 with this head (seed 0), 0.0163 over head
+        # seeds 0–2 (the old bound 0.02 was 1.2× that); 0.03 is 1.8×.
+        assert abs(total - gap) <= 0.03 * abs(gap), (text, total, gap)
         checked += 1
         if checked == 5:
             break
@@ -122,6 +125,8 @@ def test_lime_recovers_the_sign_order_of_an_additive_function() -> None:
     w = np.array([1.5, -2.0, 0.6, -0.4, 3.0])
     out = Lime({"samples": 2000}).attribute(AdditiveContext(w), toy_input(len(w)), 0,  # type: ignore[arg-type]
                                             np.random.default_rng(0))
+    # Exact order and signs: held for generator seeds 0–19, the scores at least 0.399 apart and from 0 (the
+    # weights are 0.4 from 0 and 0.9 apart at the closest).
     assert list(np.argsort(out[1:-1])) == list(np.argsort(w))
     assert np.all(np.sign(out[1:-1]) == np.sign(w))
 
