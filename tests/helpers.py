@@ -80,14 +80,18 @@ def run_benchmark(config: Path, store: Path) -> str:
     from beluga_core.config.load import load_config
     from beluga_core.orchestration.coordinator import run_plan
     from beluga_core.planning.plan import build_plan
+    from beluga_core.training import determinism
 
     cfg = load_config(config).with_store_path(str(store.resolve()))
     out = io.StringIO()
     threads = torch.get_num_threads()
+    deterministic = torch.are_deterministic_algorithms_enabled()
     try:
         run_plan(build_plan(cfg, config.resolve()), Console(file=out, width=200))
     finally:
-        torch.set_num_threads(threads)  # a run's [executor] threads must not leak into the tests after it
+        # A run's [executor] threads and deterministic mode must not leak into the tests after it.
+        torch.set_num_threads(threads)
+        determinism.configure(deterministic, torch.device("cpu"))
     return out.getvalue()
 
 

@@ -240,9 +240,16 @@ def test_hotflip_first_order_scores_rank_like_brute_force_on_the_tiny_model(rela
             rhos[name].append(spearmanr(est, real).statistic)
             pooled[name].append(est)
     real_all = np.concatenate(pooled["real"])
-    assert spearmanr(np.concatenate(pooled["expected"]), real_all).statistic >= 0.8, rhos
+    # Margins from the spread measured over seeds 0–9 of the candidate draw and of the 16 sampled words (this CPU's
+    # tiny model), and across platforms (the tiny model trained on an H200: the smallest per-input "expected" value
+    # fell from 0.798 here to 0.747 there, a platform shift of 0.05):
+    # - pooled "expected": 0.845–0.914 (mean 0.884); bound 0.7, three platform shifts below the lowest;
+    # - per input, the smallest "expected": 0.789–0.862 here (mean 0.843), 0.747 on the GPU; bound 0.65;
+    # - per input, the smallest "local": 0.503–0.66 (mean 0.579; the old bound 0.5 sat on it); bound 0.35;
+    # - "expected" minus "local", per input: at least 0.175 over the seeds; only its sign is asserted.
+    assert spearmanr(np.concatenate(pooled["expected"]), real_all).statistic >= 0.7, rhos
     assert all(e > loc for e, loc in zip(rhos["expected"], rhos["local"], strict=True)), rhos
-    assert min(rhos["expected"]) >= 0.75 and min(rhos["local"]) >= 0.5, rhos
+    assert min(rhos["expected"]) >= 0.65 and min(rhos["local"]) >= 0.35, rhos
 
 
 def test_generate_against_a_stored_model_records_it(relation_store: Path, relation_model: Any,

@@ -59,7 +59,10 @@ def test_integrated_gradients_complete_at_300_steps(minilm: tuple[torch.nn.Modul
         if abs(gap) < 0.1:
             continue
         total = float(ig.attribute(ctx, x, target, np.random.default_rng(0)).sum())
-        assert abs(total - gap) <= 0.02 * abs(gap), (text, total, gap)
+        # The error is the 300-step Riemann sum's, not noise (fp32 rounding across devices is ~1e-6 of it).
+        # Measured |Σ − gap| / |gap| over these inputs: at most 0.0082 with this head (seed 0), 0.0163 over head
+        # seeds 0–2 (the old bound 0.02 was 1.2× that); 0.03 is 1.8×.
+        assert abs(total - gap) <= 0.03 * abs(gap), (text, total, gap)
         checked += 1
         if checked == 5:
             break
@@ -122,6 +125,8 @@ def test_lime_recovers_the_sign_order_of_an_additive_function() -> None:
     w = np.array([1.5, -2.0, 0.6, -0.4, 3.0])
     out = Lime({"samples": 2000}).attribute(AdditiveContext(w), toy_input(len(w)), 0,  # type: ignore[arg-type]
                                             np.random.default_rng(0))
+    # Exact order and signs: held for generator seeds 0–19, the scores at least 0.399 apart and from 0 (the
+    # weights are 0.4 from 0 and 0.9 apart at the closest).
     assert list(np.argsort(out[1:-1])) == list(np.argsort(w))
     assert np.all(np.sign(out[1:-1]) == np.sign(w))
 
@@ -157,6 +162,71 @@ def test_normalisations() -> None:
     assert normalize(s, "max").tolist() == [-1 / 3, 1.0, 0.0]
     assert normalize(s, "minmax").tolist() == [0.0, 1.0, 0.25]
     assert normalize(np.zeros(3), "minmax").tolist() == [0.0, 0.0, 0.0]
+
+
+# ------------------------------------------------------------------------------------------ devices
+
+
+class ModelElsewhere:
+    """The real MiniLM context as an estimator sees a model on a GPU, on a machine without one: ``device`` and
+    ``ids`` are on the meta device (tensors without data, as GPU memory is to captum's CPU-side samples); the
+    objective is the real one, computed on the CPU, from ids that hold data — and it records where each came
+    from. An estimator that hands captum ids or a feature mask on the model's device fails here as it failed on
+    CUDA (captum mixes them with its interpretable samples, which are always on the CPU)."""
+
+    device = torch.device("meta")
+
+    def __init__(self, ctx: ModelContext) -> None:
+        self.ctx, self.model, self.mask_id, self.objective = ctx, ctx.model, ctx.mask_id, ctx.objective
+        self.seen: list[torch.device] = []
+
+    def ids(self, x: TokenizedInput) -> torch.Tensor:
+        return self.ctx.ids(x).to(self.device)
+
+    def objective_from_ids(self, x: TokenizedInput, target: Any,
+                           objective: Any = None) -> Callable[[torch.Tensor], torch.Tensor]:
+        f = self.ctx.objective_from_ids(x, target, objective)
+
+        def recorded(ids: torch.Tensor) -> torch.Tensor:
+            self.seen.append(ids.device)
+            return f(ids)
+
+        return recorded
+
+
+@pytest.mark.parametrize("method", ["lime", "occlusion", "shap"])
+def test_perturbation_samples_are_built_on_the_cpu_whatever_the_models_device(
+        minilm: tuple[torch.nn.Module, Any], method: str) -> None:
+    model, tok = minilm
+    ctx = ModelContext(model, tok, torch.device("cpu"))
+    x = tokenize(tok, "the plot is thin and the acting wooden", 64)
+    target = ctx.predict(x)
+    estimator = make_methods([method], {"lime": {"samples": 64}, "shap": {"samples": 64}})[method]
+    on_cpu = estimator.attribute(ctx, x, target, np.random.default_rng(0))
+    elsewhere = ModelElsewhere(ctx)
+    moved = estimator.attribute(elsewhere, x, target, np.random.default_rng(0))  # type: ignore[arg-type]
+    assert elsewhere.seen and set(elsewhere.seen) == {torch.device("cpu")}
+    # The same samples from the same generator: the same scores, bit for bit, wherever the model is.
+    assert np.array_equal(moved, on_cpu)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: compares CPU and CUDA attributions")
+def test_cpu_and_cuda_attributions_agree_at_fp32(minilm: tuple[torch.nn.Module, Any]) -> None:
+    import copy
+
+    model, tok = minilm
+    items = [Item("s", f"c{i}", 0, text) for i, text in enumerate(SINGLES[:4])]
+    methods = make_methods(["ig", "occlusion", "lime", "shap"],
+                           {"ig": {"steps": 32}, "lime": {"samples": 256}, "shap": {"samples": 256}})
+    cpu = attribute(model, tok, "t", torch.device("cpu"), items, methods, max_length=64)[0]
+    gpu = attribute(copy.deepcopy(model).to("cuda"), tok, "t", torch.device("cuda"), items, methods, max_length=64)[0]
+    assert len(cpu) == len(gpu) == 16
+    for a, b in zip(cpu, gpu, strict=True):
+        assert (a.method, a.item, a.target) == (b.method, b.item, b.target)
+        # Same samples (drawn on the CPU); only the model's fp32 rounding differs between the two devices. The
+        # bound is not yet measured on a GPU (this test ran on none when written): scores are O(0.01–1), and fp32
+        # forwards of this model agree to ~1e-6 across devices, so 1e-4 leaves two orders of magnitude.
+        np.testing.assert_allclose(b.scores, a.scores, rtol=1e-3, atol=1e-4, err_msg=a.method)
 
 
 # ------------------------------------------------------------------------------------------ inside a run

@@ -419,7 +419,9 @@ def test_alignment_intervals_resample_units() -> None:
     # Units with one rate (1 of 2, 2 of 4): every resample gives 0.5.
     assert unit_interval(np.array([1.0, 2.0]), np.array([2.0, 4.0]), rng) == (0.5, 0.5)
     lo, hi = unit_interval(np.array([1.0] * 10 + [0.0] * 10), np.ones(20), rng)
-    assert 0.25 <= lo < 0.5 < hi <= 0.75
+    # 20 fair coins: the 95 % interval is about 0.5 ± 0.22, in steps of 0.05. Measured over generator seeds 0–19:
+    # lo 0.25–0.30, hi 0.70–0.75; the bounds leave one step beyond that spread.
+    assert 0.2 <= lo < 0.5 < hi <= 0.8
     base = {"task": "t", "suite": "s", "config": "iid", "method": "vanilla", "scenario": "standard",
             "eval_suite": "e", "mapped_level": "functionality", "eval_group": "g", "mapped_group": "f"}
     rows = [base | {"side": "eval", "unit": "u1", "n_pass": 3, "n_eval": 3},

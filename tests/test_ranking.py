@@ -92,6 +92,7 @@ def test_random_order_never_ties_and_is_near_half() -> None:
     assert all(sorted(row) == [0, 1, 2, 3, 4] for row in keys[:50])
     g = rank_group([0.1, 0.3, 0.5, 0.7, 0.9], [keys])
     assert g.tie_rate == 0.0
+    # Measured over seeds 0–19: |accuracy − 0.5| at most 0.005, sd 0.0026; 0.02 is about 8 sd.
     assert abs(g.accuracy - 0.5) < 0.02
 
 
@@ -121,6 +122,7 @@ def test_summary_against_itself_and_two_stage_interval() -> None:
     assert s.pairs_used == 6
     lo, hi = two_stage_interval([np.array([0.0, 1.0] * 50), np.array([1.0] * 100)], 500,
                                 np.random.default_rng(0))
+    # Measured over generator seeds 0–19: lo 0.445–0.467, hi 1.0 (the second stage's units are all 1).
     assert lo < 0.75 < hi and lo > 0.4 and hi <= 1.0
 
 

@@ -131,7 +131,9 @@ class ModelContext:
                 chunk = ids[start:start + self.batch_size].to(self.device)
                 with fp32(self.device):
                     outs.append(self._score(self.model(input_ids=chunk, **self._extra(x, len(chunk))), target, obj))
-            return torch.cat(outs)
+            # Back where the ids were built (the CPU, for perturbation samples): captum combines the scores with
+            # its own tensors there.
+            return torch.cat(outs).to(ids.device)
 
         return f
 

@@ -15,7 +15,11 @@
   ∝ (d − 1)/(s(d − s)) with paired complements) and weighted least squares without intercept on
   f(z) − f(∅), budget min(2d + 2¹¹, 2^d − 2).
 
-The perturbation estimators treat non-special tokens as the features (special tokens stay, score 0).
+The perturbation estimators treat non-special tokens as the features (special tokens stay, score 0). They draw
+and build their samples on the CPU, from the seeded generator, whatever the model's device, and captum works on
+the CPU with them: the objective moves each batch to the model and its scores back. So the samples, and the scores
+up to the model's own rounding, are the same on a CPU and on a GPU (captum indexes its interpretable samples,
+always on the CPU, with the feature mask: a mask on the GPU made every LIME call fail there).
 """
 
 from __future__ import annotations
@@ -93,6 +97,11 @@ def _features(x: TokenizedInput) -> np.ndarray:
     return np.flatnonzero(~x.special)
 
 
+def _cpu_ids(x: TokenizedInput) -> torch.Tensor:
+    """``[1, tokens]`` ids of ``x`` on the CPU, where the perturbation estimators build their samples."""
+    return torch.tensor([x.input_ids], dtype=torch.long)
+
+
 class Occlusion(Attribution):
     defaults: ClassVar[dict[str, Any]] = {"objective": "prob"}
     spans: ClassVar[bool] = True
@@ -106,8 +115,7 @@ class Occlusion(Attribution):
         # Each feature token its own group; the special tokens one group more, whose score is dropped.
         mask = torch.full((1, len(x)), len(features), dtype=torch.long)
         mask[0, torch.as_tensor(features, dtype=torch.long)] = torch.arange(len(features))
-        ids = ctx.ids(x)
-        attr = FeatureAblation(f).attribute(ids, baselines=ctx.mask_id, feature_mask=mask.to(ids.device),
+        attr = FeatureAblation(f).attribute(_cpu_ids(x), baselines=ctx.mask_id, feature_mask=mask,
                                            perturbations_per_eval=32)
         out = attr[0].detach().cpu().double().numpy()
         out[x.special] = 0.0
@@ -115,12 +123,12 @@ class Occlusion(Attribution):
 
 
 def _masked(ctx: AttributionContext, x: TokenizedInput, keep: np.ndarray) -> torch.Tensor:
-    """Rows of ``x``'s ids with the features where ``keep`` is False replaced by the mask token."""
+    """Rows of ``x``'s ids (on the CPU) with the features where ``keep`` is False replaced by the mask token."""
     features = _features(x)
     ids = np.tile(np.asarray(x.input_ids, dtype=np.int64), (len(keep), 1))
     for r, row in enumerate(keep):
         ids[r, features[~row]] = ctx.mask_id
-    return torch.as_tensor(ids, device=ctx.device)
+    return torch.as_tensor(ids)
 
 
 class Lime(Attribution):
@@ -158,8 +166,7 @@ class Lime(Attribution):
         mask[0, torch.as_tensor(features, dtype=torch.long)] = torch.arange(d)
         lime = CaptumLime(f, interpretable_model=SkLearnRidge(alpha=1.0), similarity_func=similarity,
                           perturb_func=perturb)
-        ids = ctx.ids(x)
-        attr = lime.attribute(ids, baselines=ctx.mask_id, feature_mask=mask.to(ids.device),
+        attr = lime.attribute(_cpu_ids(x), baselines=ctx.mask_id, feature_mask=mask,
                               n_samples=int(self.options["samples"]), perturbations_per_eval=32,
                               return_input_shape=False)
         out[features] = attr[0, :d].detach().cpu().double().numpy()
@@ -234,7 +241,7 @@ class KernelShap(Attribution):
         with torch.no_grad():
             empty = float(f(_masked(ctx, x, np.zeros((1, d), dtype=bool)))[0])
             if d == 1:
-                out[features] = float(f(ctx.ids(x))[0]) - empty
+                out[features] = float(f(_cpu_ids(x))[0]) - empty
                 return out
             cap = 2 ** d - 2 if d < 60 else 2**62
             budget = self.options["samples"]

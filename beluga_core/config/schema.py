@@ -167,6 +167,10 @@ class ExecutorSpec(_Strict):
     fail_fast: bool = Field(False, description=(
         "Stop starting jobs once one failed (the jobs in flight finish). Default: a failed job is recorded in "
         "the store and the jobs that do not need it go on."))
+    deterministic: bool = Field(False, description=(
+        "Bit-identical results run after run (same device type, precision and threads): deterministic torch "
+        "algorithms; on CUDA also a fixed cuBLAS workspace and math attention. Part of every job's identity "
+        "when true; models record it in models.device."))
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
 
 

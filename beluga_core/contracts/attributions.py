@@ -63,7 +63,8 @@ class AttributionContext(Protocol):
     def objective_from_ids(self, x: TokenizedInput, target: Target,
                            objective: Objective | None = None) -> Callable[[torch.Tensor], torch.Tensor]:
         """f(ids ``[n, tokens]``) → ``[n]``: the objective (default: the context's) for ``target`` of ``n``
-        variants of ``x`` (tokens replaced, same length)."""
+        variants of ``x`` (tokens replaced, same length). The ids may be on any device (perturbation estimators
+        build them on the CPU); the model runs on its own, and the scores come back on the ids' device."""
         ...
 
     def layer_input(self, x: TokenizedInput, scale: Scale, baseline: Baseline) -> tuple[torch.Tensor, torch.Tensor]:

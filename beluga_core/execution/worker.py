@@ -59,7 +59,7 @@ from beluga_core.execution.results import (
 )
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
-from beluga_core.training import precision, token_cache
+from beluga_core.training import determinism, precision, token_cache
 from beluga_core.training.loop import TrainStats, seed_everything, train_stage
 from beluga_core.training.models import load_tokenizer, pick_device
 
@@ -121,6 +121,8 @@ class Worker:
         self.plan = plan
         self.cfg: BenchmarkConfig = plan.config
         self.device = pick_device(device)
+        # Before the precision check, which may start CUDA.
+        self.mode = determinism.configure(self.cfg.executor.deterministic, self.device)
         self.precision = precision.configure(self.cfg.executor.precision, self.device)
         self.cache_dir = cache_dir
         self.tasks = {tp.spec.name: _TaskState(tp, make_task(tp.spec, tp.suite),
@@ -268,7 +270,7 @@ class Worker:
             started_at=started, finished_at=datetime.now(UTC), train_seconds=stats.seconds,
             eval_seconds=eval_seconds, n_train_iid=len(iid_train), n_train_suite=len(cases),
             train_digest=sorted_ids_digest([c.id for c in cases]) if cases else None,
-            device=f"{self.device}/{self.precision}", **grid)
+            device="/".join(filter(None, (str(self.device), self.precision, self.mode))), **grid)
         return JobResult(record, outcomes, iid_results, validation, cross, kept, attributed, probes)
 
     def _attribute(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder, cases: list[Case],

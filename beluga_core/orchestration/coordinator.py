@@ -186,7 +186,9 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}",
                       soft_wrap=True)
         exe = plan.config.executor
-        console.print(machine_line(exe.precision, pick_device(exe.device)), highlight=False, soft_wrap=True)
+        console.print(machine_line(exe.precision, pick_device(exe.device)) + (" · deterministic" if exe.deterministic
+                                                                               else ""),
+                      highlight=False, soft_wrap=True)
     build_ensembles(plan, store_path, run_id, console)
     refresh_after_run(store_path, console)
     print_g_table(store_path, console, plan.config.variant)

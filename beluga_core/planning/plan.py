@@ -248,6 +248,7 @@ def _common(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str) -> d
         **({"task_options": spec.options} if spec.options else {}),
         **({"label_map": spec.label_map} if spec.label_map else {}),
         **({"model_config": cfg.model.config_overrides} if cfg.model.config_overrides else {}),
+        **({"deterministic": True} if cfg.executor.deterministic else {}),
         # A named variant is a complete set of models of its own (its IID model included).
         **({"variant": cfg.variant} if cfg.variant else {}),
     }

@@ -8,17 +8,22 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pyarrow as pa
 
 from beluga_core.core.errors import BelugaError
 from beluga_core.store.connection import Store
 from beluga_core.store.rows import CaseRow, SplitRows, SuiteRow, canonical_json
 
 
-def text_column(values: Sequence[Any]) -> np.ndarray:
+def text_column(values: Sequence[Any]) -> pa.Array:
     # Labels may arrive as ints (label ids) or numpy scalars; the store keeps them as text.
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = [None if v is None else str(v) for v in values]
-    return arr
+    return pa.array([None if v is None else str(v) for v in values], type=pa.string())
+
+
+def _register(con: duckdb.DuckDBPyConnection, name: str, columns: Mapping[str, Any]) -> None:
+    """``columns`` as a view for one statement, typed by Arrow: DuckDB before 2.0 cannot scan a NumPy object
+    column of over ~1,000 Nones (a suite's gold labels when it has none)."""
+    con.register(name, pa.table(dict(columns)))
 
 
 class PlanRecords:
@@ -54,7 +59,7 @@ class PlanRecords:
                 "scoring_group": text_column([c.group(level) for c in cases]),
                 "groups": text_column([canonical_json(dict(c.groups)) for c in cases]),
                 "gold": text_column([c.gold for c in cases])}
-        con.register("_beluga_new_cases", data)
+        _register(con, "_beluga_new_cases", data)
         try:
             n_conflicts, examples = con.execute(
                 """SELECT count(*), list(n.case_id ORDER BY n.case_id)[1:5]
@@ -93,7 +98,7 @@ class PlanRecords:
                     "case_id": text_column([p[0] for p in split.parts]),
                     "part": text_column([p[1] for p in split.parts]),
                     "kept": np.array([p[2] for p in split.parts], dtype=bool)}
-            con.register("_beluga_parts", data)
+            _register(con, "_beluga_parts", data)
             try:
                 con.execute("INSERT INTO case_splits SELECT split_id, case_id, part, kept FROM _beluga_parts")
             finally:
@@ -109,7 +114,7 @@ class PlanRecords:
                 return
             data = {"level": text_column([r[0] for r in rows]), "grp": text_column([r[1] for r in rows]),
                     "case_id": text_column([r[2] for r in rows])}
-            con.register("_beluga_pools", data)
+            _register(con, "_beluga_pools", data)
             try:
                 con.execute("INSERT INTO fewshot_pools SELECT ?, ?, level, grp, case_id FROM _beluga_pools",
                             [split_id, suite])
@@ -134,7 +139,7 @@ class PlanRecords:
                         [task, train_suite, eval_suite])
             if not rows:
                 return
-            con.register("_beluga_cross_maps", data)
+            _register(con, "_beluga_cross_maps", data)
             try:
                 con.execute("""INSERT INTO cross_maps SELECT ?, ?, ?, level, case_id, train_group
                                FROM _beluga_cross_maps""", [task, train_suite, eval_suite])
@@ -154,7 +159,7 @@ class PlanRecords:
         if not specs:
             return 0
         with self.store.transaction() as con:
-            con.register("_beluga_specs", {"case_id": text_column([c for c, _ in specs]),
+            _register(con, "_beluga_specs", {"case_id": text_column([c for c, _ in specs]),
                                             "spec": text_column([j for _, j in specs])})
             try:
                 (inserted,) = con.execute(

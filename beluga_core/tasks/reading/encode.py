@@ -6,6 +6,11 @@ tokenizers library's meaning of stride, which is what HF's ``doc_stride`` maps t
 character offsets of its context tokens, so token spans map back to answer text and answer characters map
 to token positions. Questions longer than ``max_query_length`` tokens are cut, as in the reference scripts,
 so that every window has room for context.
+
+The windows are cut here, from the context's tokens and offsets, not by the tokenizer's overflow
+(``return_overflowing_tokens``): tokenizers 0.23.1 and 0.23.2 return only the first overflow of a long context
+(2 windows where 0.22 and 0.23.3 give 7), so the windows, and every reading score, depended on the installed
+version. The tokenizer only tokenizes each text and names its special tokens (``_PairTemplate``).
 """
 
 from __future__ import annotations
@@ -66,6 +71,40 @@ class Window:
         return context[int(self.offsets[start, 0]):int(self.offsets[end, 1])]
 
 
+
+class _PairTemplate:
+    """Where a tokenizer puts its special tokens around a pair of sequences (BERT's ``[CLS] a [SEP] b [SEP]``,
+    RoBERTa's ``<s> a </s></s> b </s>``) and the token type of each part, read off its encoding of a short
+    pair: the tokens of each sequence are their own tokenization either way."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        enc = tokenizer("a", "b", add_special_tokens=True)
+        types = enc.get("token_type_ids")
+        self.has_types = types is not None
+        # (sequence or None for a special token, its id, its type id), a sequence's tokens collapsed into one part
+        self.parts: list[tuple[int | None, int, int]] = []
+        for pos, (s, token) in enumerate(zip(enc.sequence_ids(), enc["input_ids"], strict=True)):
+            kind = None if s is None else int(s)
+            if kind is None or not self.parts or self.parts[-1][0] != kind:
+                self.parts.append((kind, int(token), int(types[pos]) if types is not None else 0))
+        if sorted(k for k, _, _ in self.parts if k is not None) != [0, 1]:
+            raise BelugaError(f"{type(tokenizer).__name__} does not encode a pair of texts as two sequences: the "
+                              "reading task needs one that does")
+        self.n_special = sum(k is None for k, _, _ in self.parts)
+
+    def join(self, first: Sequence[int], second: Sequence[int]) -> tuple[list[int], list[int], tuple[int, int]]:
+        """Token ids and type ids of the pair as the tokenizer would encode it, and where each sequence starts."""
+        ids: list[int] = []
+        types: list[int] = []
+        starts = [0, 0]
+        for kind, token, type_id in self.parts:
+            if kind is not None:
+                starts[kind] = len(ids)
+            tokens = [token] if kind is None else list(first if kind == 0 else second)
+            ids += tokens
+            types += [type_id] * len(tokens)
+        return ids, types, (starts[0], starts[1])
+
 class ReadingEncoder:
     """Windows of every distinct input, computed once and kept for every later fold."""
 
@@ -83,6 +122,8 @@ class ReadingEncoder:
         self.pad_id = tokenizer.pad_token_id or 0
         # Question first, unless the model pads on the left (then context first), as HF's run_qa does.
         self.question_first = getattr(tokenizer, "padding_side", "right") == "right"
+        self.context_seq = 1 if self.question_first else 0
+        self.template = _PairTemplate(tokenizer)
         self._cache: dict[ReadingInput, tuple[Window, ...]] = {}
         self._alignments: dict[tuple[ReadingInput, ReadingInput], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -94,32 +135,49 @@ class ReadingEncoder:
             self._encode_chunk(missing[start:start + step])
 
     def _encode_chunk(self, chunk: list[ReadingInput]) -> None:
-        contexts = [c for c, _ in chunk]
-        questions = self._short_questions([q for _, q in chunk])
-        first, second = (questions, contexts) if self.question_first else (contexts, questions)
-        enc = self.tokenizer(first, second, truncation="only_second" if self.question_first else "only_first",
-                             max_length=self.max_length, stride=self.stride, return_overflowing_tokens=True,
-                             return_offsets_mapping=True, padding=False)
-        context_seq = 1 if self.question_first else 0
-        types = enc.get("token_type_ids")
-        windows: list[list[Window]] = [[] for _ in chunk]
-        for w, owner in enumerate(enc["overflow_to_sample_mapping"]):
-            ids = enc["input_ids"][w]
-            seq = enc.sequence_ids(w)
-            offsets = np.array([off if s == context_seq else (-1, -1)
-                                for off, s in zip(enc["offset_mapping"][w], seq, strict=True)], dtype=np.int64)
-            cls = self.tokenizer.cls_token_id
-            cls_index = ids.index(cls) if cls is not None and cls in ids else 0
-            windows[owner].append(Window(tuple(ids), tuple(types[w]) if types is not None else None,
-                                         offsets.reshape(-1, 2), cls_index))
-        for x, ws in zip(chunk, windows, strict=True):
-            self._cache[x] = tuple(ws)
+        # Whole contexts, longer than the model reads: verbose=False keeps the tokenizer from warning so.
+        contexts = self.tokenizer([c for c, _ in chunk], add_special_tokens=False, return_offsets_mapping=True,
+                                  truncation=False, padding=False, verbose=False)
+        questions = self._question_ids([q for _, q in chunk])
+        for i, x in enumerate(chunk):
+            self._cache[x] = self._windows(contexts["input_ids"][i], contexts["offset_mapping"][i], questions[i])
 
-    def _short_questions(self, questions: list[str]) -> list[str]:
-        enc = self.tokenizer(questions, add_special_tokens=False, return_offsets_mapping=True)
+    def _windows(self, context: Sequence[int], offsets: Sequence[tuple[int, int]],
+                 question: Sequence[int]) -> tuple[Window, ...]:
+        """The question with consecutive context slices of as many tokens as ``max_length`` leaves, each
+        starting ``stride`` tokens before the previous one's end, until one reaches the context's end."""
+        room = self.max_length - len(question) - self.template.n_special
+        if room <= self.stride:
+            raise BelugaError(f"doc_stride {self.stride} leaves no new context per window: a question of "
+                              f"{len(question)} tokens and {self.template.n_special} special tokens leave "
+                              f"{room} context tokens of max_length {self.max_length}", field="options")
+        spans = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+        cls = self.tokenizer.cls_token_id
         out = []
-        for q, offsets in zip(questions, enc["offset_mapping"], strict=True):
-            out.append(q[:offsets[self.max_query_length - 1][1]] if len(offsets) > self.max_query_length else q)
+        start = 0
+        while True:
+            piece = context[start:start + room]
+            ids, types, starts = self.template.join(*((question, piece) if self.question_first else (piece, question)))
+            window_offsets = np.full((len(ids), 2), -1, dtype=np.int64)
+            at = starts[self.context_seq]
+            window_offsets[at:at + len(piece)] = spans[start:start + len(piece)]
+            cls_index = ids.index(cls) if cls is not None and cls in ids else 0
+            out.append(Window(tuple(ids), tuple(types) if self.template.has_types else None, window_offsets,
+                              cls_index))
+            if start + room >= len(context):
+                return tuple(out)
+            start += room - self.stride
+
+    def _question_ids(self, questions: list[str]) -> list[list[int]]:
+        """Each question's tokens; one longer than ``max_query_length`` tokens is cut where its
+        ``max_query_length``-th token ends, and the cut text tokenized again (as the reference scripts cut it)."""
+        enc = self.tokenizer(questions, add_special_tokens=False, return_offsets_mapping=True)
+        out = [list(ids) for ids in enc["input_ids"]]
+        long = [i for i, offsets in enumerate(enc["offset_mapping"]) if len(offsets) > self.max_query_length]
+        if long:
+            cut = [questions[i][:enc["offset_mapping"][i][self.max_query_length - 1][1]] for i in long]
+            for i, ids in zip(long, self.tokenizer(cut, add_special_tokens=False)["input_ids"], strict=True):
+                out[i] = list(ids)
         return out
 
     def __getitem__(self, x: Input) -> tuple[Window, ...]:
