@@ -33,6 +33,17 @@ def require_shared(*parts: str) -> Path:
     return path
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (marked gpu; benchmarks/gpu/run.sh runs these on a GPU machine)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _no_autocast_left_by_an_earlier_run() -> Iterator[None]:
     """A run in this process sets its device's autocast dtype (``training.precision``; bf16 under

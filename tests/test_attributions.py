@@ -210,7 +210,7 @@ def test_perturbation_samples_are_built_on_the_cpu_whatever_the_models_device(
     assert np.array_equal(moved, on_cpu)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: compares CPU and CUDA attributions")
+@pytest.mark.gpu
 def test_cpu_and_cuda_attributions_agree_at_fp32(minilm: tuple[torch.nn.Module, Any]) -> None:
     import copy
 

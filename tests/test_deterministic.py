@@ -38,8 +38,7 @@ def _job_ids(config: Path) -> set[str]:
     return {j.id for tp in plan.tasks for j in tp.jobs} | {i for tp in plan.tasks for i in tp.iid_ids.values()}
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="needs a CUDA GPU"))])
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 def test_deterministic_runs_are_bit_identical_and_recorded(tmp_path: Path, device: str) -> None:
     config = _config(tmp_path, True, device=device)
     stores = [tmp_path / f"run{i}.duckdb" for i in range(2)]

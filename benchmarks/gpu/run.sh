@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# The GPU check (benchmarks/gpu/README.md), run on the lent machine in the checkout once every part has arrived:
+#
+#   bash benchmarks/gpu/run.sh KIT          KIT: the folder benchmarks/gpu/prepare.py wrote (.gpu)
+#   bash benchmarks/gpu/run.sh KIT --dry    print the steps, their caps and the budget; run nothing
+#
+# It installs the carried wheels into one folder (--no-index), puts the MiniLM's weights together and checks their
+# sha256, then runs each step with a cap, never past the 9-minute budget. Whatever fails, it goes on and says so.
+# $OUT (the device tool's return folder, which takes back at most 8 files) or ./gpu-out receives summary.txt and
+# logs.tar.gz: one log per step, the image's pip freeze, nvidia-smi dmon's samples, the quick run's report.
+set -u
+
+KIT=${1:-.gpu}
+DRY=$([[ ${2:-} == --dry ]] && echo 1 || echo 0)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUDGET=${BELUGA_GPU_BUDGET:-540}
+OUT=${OUT:-$ROOT/gpu-out}
+WORK=${BELUGA_GPU_WORK:-/tmp/beluga-gpu}
+SITE=$WORK/site
+PY=${PYTHON:-python3}
+START=$(date +%s)
+LOGS=$WORK/logs
+mkdir -p "$OUT" "$LOGS"
+SUMMARY=$OUT/summary.txt
+: >"$SUMMARY"
+: >"$WORK/windows"
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+
+# step NAME CAP COMMAND...: at most CAP seconds, and never past the budget; SIGINT first, so pytest still prints
+# what it ran. One line in the summary; the whole output in $OUT/NAME.log.
+step() {
+    local name=$1 cap=$2
+    shift 2
+    if ((DRY)); then
+        printf '%-16s cap %4d s  %s\n' "$name" "$cap" "$*"
+        return
+    fi
+    local left=$((BUDGET - ($(date +%s) - START)))
+    ((cap > left)) && cap=$left
+    if ((cap < 5)); then
+        say "$(printf '%-16s SKIPPED   the %d s budget is spent' "$name" "$BUDGET")"
+        return
+    fi
+    local t0 t1 rc status from
+    from=$(date +%T)
+    t0=$(date +%s%N)
+    (cd "$ROOT" && timeout -s INT -k 20 "$cap" "$@") >"$LOGS/$name.log" 2>&1
+    rc=$?
+    t1=$(date +%s%N)
+    echo "$name $from $(date +%T)" >>"$WORK/windows"
+    case $rc in
+        0) status=ok ;;
+        124 | 137) status="TIMED OUT" ;;
+        *) status="FAILED $rc" ;;
+    esac
+    say "$(printf '%-16s %-10s %6s s (cap %d s)  %s' "$name" "$status" "$(((t1 - t0) / 1000000000)).$((((t1 - t0) / 100000000) % 10))" "$cap" \
+        "$(grep -v '^\s*$' "$LOGS/$name.log" | tail -1 | cut -c1-150)")"
+}
+
+setup() {
+    # The image as it is, before anything is added: benchmarks/gpu/image.txt is updated from this.
+    "$PY" -m pip freeze >"$LOGS/image-freeze.txt" 2>/dev/null
+    local manifest=$KIT/part1/manifest.json
+    [[ -f $manifest ]] || { echo "no $manifest: carry part1 first (benchmarks/gpu/README.md)"; return 2; }
+    local parts
+    parts=$("$PY" -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))["parts"]))' "$manifest")
+    for p in $parts; do
+        [[ -d $KIT/$p ]] || { echo "part $p has not arrived (the machine was given back between calls?)"; return 2; }
+    done
+    local commit
+    commit=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["commit"])' "$manifest")
+    [[ $commit == $(git -C "$ROOT" rev-parse HEAD 2>/dev/null) ]] ||
+        echo "note: the kit was prepared at $commit; the checkout here is at another commit (tests run the checkout)"
+    rm -rf "$SITE"
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" \
+        "$KIT"/part1/wheels/*.whl "$KIT"/part1/project/*.whl || return 1
+    cp -r "$KIT"/part1/model/. "$SITE"/
+    "$PY" - "$manifest" "$KIT" "$SITE" <<'EOF' || return 1
+import hashlib, json, sys
+from pathlib import Path
+manifest, kit, site = json.load(open(sys.argv[1])), Path(sys.argv[2]), Path(sys.argv[3])
+m = manifest["model"]
+target = site / m["file"]
+h = hashlib.sha256()
+with target.open("wb") as out:
+    for part, chunk in zip(manifest["parts"][1:], m["chunks"], strict=True):
+        data = (kit / part / chunk).read_bytes()
+        h.update(data)
+        out.write(data)
+if h.hexdigest() != m["sha256"] or target.stat().st_size != m["size"]:
+    sys.exit(f"{m['file']}: sha256 {h.hexdigest()} ({target.stat().st_size} bytes), the package's RECORD says "
+             f"{m['sha256']} ({m['size']} bytes)")
+print(f"{m['file']}: {m['size']:,} bytes, sha256 {m['sha256'][:16]}… as its RECORD says")
+EOF
+    "$PY" -c 'import beluga_core, duckdb, pydantic, captum, datasets, stevedore, torch, transformers
+from beluga_core.training.models import load_tokenizer
+load_tokenizer("embedded:minilm")
+print("beluga", beluga_core.__file__, "· torch", torch.__version__, "· transformers", transformers.__version__,
+      "· duckdb", duckdb.__version__, "·", torch.cuda.get_device_name(0))'
+}
+
+if ((!DRY)); then
+    export PYTHONPATH=$ROOT:$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1
+    export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+    say "beluga GPU check · $(date -u +%FT%TZ) · $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) · budget $BUDGET s"
+    say "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1) · $(nproc) CPU cores · $("$PY" -V 2>&1)"
+    export -f setup
+    export KIT SITE OUT PY ROOT
+fi
+
+step setup 45 bash -c setup
+if ((!DRY)); then
+    nvidia-smi dmon -s u -o T -d 1 >"$LOGS/dmon.txt" 2>&1 &
+    DMON=$!
+fi
+step gpu-tests 75 "$PY" -m pytest -p no:cacheprovider -q -rfEs -m gpu tests
+step quick-run 90 bash -c "rm -rf '$WORK'/quick.duckdb* && beluga run benchmarks/quick.toml --store '$WORK/quick.duckdb' &&
+    beluga report '$WORK/quick.duckdb' && beluga report '$WORK/quick.duckdb' --format md --out '$LOGS/quick-report'"
+step fold-minilm 45 "$PY" benchmarks/perf/bench_fold.py --skip-eval --repeats 3 --repeats-trainer 1
+step fold-bert-base 45 "$PY" benchmarks/perf/bench_fold.py --skip-eval --model bert-base-random --n-train 4096 \
+    --batch-size 32 --repeats 2 --repeats-trainer 1
+step suite-eval 30 "$PY" benchmarks/perf/bench_fold.py --only-eval
+step suite 210 "$PY" -m pytest -p no:cacheprovider -q -rfE -n 8 --dist loadfile -m "not gpu" tests
+
+if ((DRY)); then
+    echo "budget $BUDGET s; the caps add up to $(grep -oE '^step \S+ [0-9]+' "$0" | awk '{s += $3} END {print s}') s"
+    exit 0
+fi
+kill "$DMON" 2>/dev/null
+# SM utilisation per step, from dmon's one-second samples inside each step's window.
+"$PY" - "$WORK/windows" "$LOGS/dmon.txt" <<'EOF' | tee -a "$SUMMARY"
+import sys
+windows = [line.split() for line in open(sys.argv[1]) if line.strip()]
+samples = []
+for line in open(sys.argv[2]):
+    f = line.split()
+    if len(f) > 2 and not line.startswith("#") and f[2].isdigit():
+        samples.append((f[0], int(f[2])))
+print("SM busy (nvidia-smi dmon, % of 1-s samples): step  mean  max  samples")
+for name, start, end in windows:
+    sm = [v for t, v in samples if start <= t <= end]
+    if sm:
+        print(f"  {name:<16} {sum(sm) / len(sm):5.1f} {max(sm):4d} {len(sm):6d}")
+    else:
+        print(f"  {name:<16}  (no samples)")
+EOF
+# The figures the steps printed: failures and skips of the GPU tests, the quick run's tables, bench_fold's tables.
+say ""
+say "gpu-tests:"
+grep -E '^(FAILED|ERROR|SKIPPED)|passed|failed' "$LOGS/gpu-tests.log" | tee -a "$SUMMARY"
+say "quick-run (beluga report):"
+sed -n '/wall time/,$p' "$LOGS/quick-run.log" | grep -v '^\s*$' | head -60 | tee -a "$SUMMARY"
+for f in fold-minilm fold-bert-base suite-eval; do
+    say "$f:"
+    grep -E '^(\||precision|parameters|peak|whole|ratio)' "$LOGS/$f.log" | tee -a "$SUMMARY"
+done
+say "suite:"
+grep -E '^(FAILED|ERROR)|passed|failed' "$LOGS/suite.log" | tail -40 | tee -a "$SUMMARY"
+say "total $(($(date +%s) - START)) s of $BUDGET s"
+tar -czf "$OUT/logs.tar.gz" -C "$LOGS" .

@@ -1,0 +1,84 @@
+"""What only a CUDA GPU can check (marked ``gpu``; skipped without one). ``benchmarks/gpu/run.sh`` runs these first
+on a lent GPU machine (benchmarks/gpu/README.md). The other GPU-only tests: CPU and CUDA attributions agree
+(test_attributions.py) and deterministic runs are bit-identical on CUDA (test_deterministic.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from helpers import DATA, config_with, query, run_benchmark
+
+from beluga_core.config.schema import ExecutorSpec
+from beluga_core.execution.scheduling import plan_slots
+from beluga_core.training import precision
+
+pytestmark = pytest.mark.gpu
+# cuBLAS reads its workspace setting when the process makes its first handle. The deterministic runs in this process
+# come after other GPU tests have made one, so the setting is made here, at collection, before any test runs.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+# The tiny sentiment config cut to the IID model and the three held-out folds of one configuration, one layer
+# deep: enough jobs that two workers sharing the GPU both train, at a few seconds.
+TINY = {'configurations = ["iid", "iid-then-t"]': 'configurations = ["iid-then-t"]',
+        'scenarios = ["standard", "seen", "test_type"]': 'scenarios = ["seen", "test_type"]',
+        "num_hidden_layers = 2": "num_hidden_layers = 1", "max_length = 64": "max_length = 32",
+        "iid_train = 200": "iid_train = 32", "iid_test = 64": "iid_test = 16",
+        "suite_train_per_group = 2": "suite_train_per_group = 1",
+        'store = "tiny-sentiment.duckdb"':
+        'store = { path = "tiny-sentiment.duckdb", keep_probabilities = true, keep_weights = "all" }'}
+
+
+def test_bf16_autocast_is_on_where_the_gpu_has_bf16() -> None:
+    device = torch.device("cuda")
+    assert torch.cuda.is_bf16_supported()
+    try:
+        assert precision.configure("auto", device) == "bf16"
+        layer = torch.nn.Linear(8, 8).to(device)
+        with precision.autocast(device):
+            out = layer(torch.randn(2, 8, device=device))
+        assert out.dtype == torch.bfloat16 and layer.weight.dtype == torch.float32   # weights stay fp32
+        assert precision.configure("fp32", device) == "fp32"
+        with precision.autocast(device):
+            assert layer(torch.randn(2, 8, device=device)).dtype == torch.float32
+    finally:
+        precision.configure("fp32", device)
+
+
+def test_workers_are_given_the_gpus_in_turn() -> None:
+    spec = ExecutorSpec(name="multi", device="cuda", workers=1, options={"folds_per_gpu": 2})
+    assert [s.device for s in plan_slots(spec, cores=16, gpus=1)] == ["cuda:0", "cuda:0"]
+    assert [s.device for s in plan_slots(spec, cores=16, gpus=2)] == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
+    assert [s.device for s in plan_slots(spec, cores=16)] == [f"cuda:{i % torch.cuda.device_count()}"
+                                                             for i in range(2 * torch.cuda.device_count())]
+
+
+def _run(tmp: Path, name: str, executor: str) -> Path:
+    replace = dict(TINY)
+    replace["threads = 2"] = f"threads = 2\ndevice = \"cuda\"\ndeterministic = true\n{executor}"
+    config = config_with(DATA / "tiny-sentiment.toml", tmp, replace, name=f"{name}.toml")
+    store = tmp / f"{name}.duckdb"
+    run_benchmark(config, store)
+    return store
+
+
+def test_two_folds_sharing_the_gpu_equal_the_folds_run_alone(tmp_path: Path) -> None:
+    """Each multi-executor worker binds its slot's device (models.device names it), and under deterministic
+    mode two workers sharing one GPU give bit for bit what one worker running the folds in turn gives."""
+    alone = _run(tmp_path, "alone", 'name = "local"')
+    shared = _run(tmp_path, "shared", 'name = "multi"\nworkers = 2\n[executor.options]\nfolds_per_gpu = 2')
+    devices = query(shared, "SELECT DISTINCT device FROM models")
+    assert devices == [("cuda:0/bf16/deterministic",)], devices   # the worker's own slot, not a bare "cuda"
+    assert query(alone, "SELECT DISTINCT device FROM models") == [("cuda/bf16/deterministic",)]
+    assert len(query(shared, "SELECT model_id FROM models WHERE status = 'done'")) >= 4
+    for sql in ("SELECT model_id, example_idx, probs FROM iid_probs ORDER BY ALL",
+                "SELECT model_id, suite, case_id, probs FROM case_predictions ORDER BY ALL",
+                "SELECT model_id, split, metric, value FROM iid_metrics ORDER BY ALL"):
+        rows = [query(s, sql) for s in (alone, shared)]
+        assert rows[0] and rows[0] == rows[1], sql   # floats compared exactly
+    for (model_id,) in query(alone, "SELECT model_id FROM models"):
+        weights = [torch.load(s.with_name(s.name + ".cache") / f"{model_id}.pt", weights_only=True)
+                   for s in (alone, shared)]
+        assert all(torch.equal(weights[0][k], weights[1][k].to(weights[0][k].device)) for k in weights[0])
