@@ -20,10 +20,12 @@ SITE=$WORK/site
 PY=${PYTHON:-python3}
 START=$(date +%s)
 LOGS=$WORK/logs
-mkdir -p "$OUT" "$LOGS"
 SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
-: >"$WORK/windows"
+if ((!DRY)); then  # the dry mode touches nothing: the suite runs it while a real check is under way
+    mkdir -p "$OUT" "$LOGS"
+    : >"$SUMMARY"
+    : >"$WORK/windows"
+fi
 
 say() { echo "$*" | tee -a "$SUMMARY"; }
 
@@ -76,6 +78,14 @@ setup() {
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" \
         "$KIT"/part1/wheels/*.whl "$KIT"/part1/project/*.whl || return 1
     cp -r "$KIT"/part1/model/. "$SITE"/
+    # Registered with the image's interpreter rather than through PYTHONPATH: tests start subprocesses with
+    # their own environment, or isolated (-I), and those must find beluga and its packages too. The checkout
+    # comes first, so the tests run the code beside them; the scripts go beside the interpreter.
+    local purelib bindir
+    purelib=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    bindir=$("$PY" -c 'import os, sys; print(os.path.dirname(sys.executable))')
+    printf '%s\n%s\n' "$ROOT" "$SITE" >"$purelib/beluga-gpu-check.pth" || return 1
+    for f in "$SITE"/bin/*; do ln -sf "$f" "$bindir/"; done
     "$PY" - "$manifest" "$KIT" "$SITE" <<'EOF' || return 1
 import hashlib, json, sys
 from pathlib import Path
@@ -101,27 +111,27 @@ print("beluga", beluga_core.__file__, "· torch", torch.__version__, "· transfo
 }
 
 if ((!DRY)); then
-    export PYTHONPATH=$ROOT:$SITE${PYTHONPATH:+:$PYTHONPATH} PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1
+    export PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1
     export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
     say "beluga GPU check · $(date -u +%FT%TZ) · $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) · budget $BUDGET s"
     say "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1) · $(nproc) CPU cores · $("$PY" -V 2>&1)"
     export -f setup
-    export KIT SITE OUT PY ROOT
+    export KIT SITE OUT PY ROOT LOGS
 fi
 
-step setup 45 bash -c setup
+step setup 30 bash -c setup
 if ((!DRY)); then
     nvidia-smi dmon -s u -o T -d 1 >"$LOGS/dmon.txt" 2>&1 &
     DMON=$!
 fi
-step gpu-tests 75 "$PY" -m pytest -p no:cacheprovider -q -rfEs -m gpu tests
-step quick-run 90 bash -c "rm -rf '$WORK'/quick.duckdb* && beluga run benchmarks/quick.toml --store '$WORK/quick.duckdb' &&
+step gpu-tests 90 "$PY" -m pytest -p no:cacheprovider -q -rfEs -m gpu tests
+step quick-run 105 bash -c "rm -rf '$WORK'/quick.duckdb* && beluga run benchmarks/quick.toml --store '$WORK/quick.duckdb' &&
     beluga report '$WORK/quick.duckdb' && beluga report '$WORK/quick.duckdb' --format md --out '$LOGS/quick-report'"
-step fold-minilm 45 "$PY" benchmarks/perf/bench_fold.py --skip-eval --repeats 3 --repeats-trainer 1
-step fold-bert-base 45 "$PY" benchmarks/perf/bench_fold.py --skip-eval --model bert-base-random --n-train 4096 \
+step fold-minilm 35 "$PY" benchmarks/perf/bench_fold.py --skip-eval --repeats 3 --repeats-trainer 1
+step fold-bert-base 60 "$PY" benchmarks/perf/bench_fold.py --skip-eval --model bert-base-random --n-train 4096 \
     --batch-size 32 --repeats 2 --repeats-trainer 1
-step suite-eval 30 "$PY" benchmarks/perf/bench_fold.py --only-eval
-step suite 210 "$PY" -m pytest -p no:cacheprovider -q -rfE -n 8 --dist loadfile -m "not gpu" tests
+step suite-eval 40 "$PY" benchmarks/perf/bench_fold.py --only-eval
+step suite 180 "$PY" -m pytest -p no:cacheprovider -q -rfE -n 8 --dist loadfile -m "not gpu" tests
 
 if ((DRY)); then
     echo "budget $BUDGET s; the caps add up to $(grep -oE '^step \S+ [0-9]+' "$0" | awk '{s += $3} END {print s}') s"
