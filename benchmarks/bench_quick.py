@@ -93,14 +93,14 @@ def ci(samples: np.ndarray) -> str:
 Outcomes = dict[str, dict[str, float]]  # scoring group → case id → 1 pass / 0 fail
 
 
-def scenario_cases(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str, str], Outcomes]:
-    """(task, config, scenario) → the evaluated (not skipped) cases' outcomes, per scoring group."""
+def scenario_cases(con: duckdb.DuckDBPyConnection, seed: int) -> dict[tuple[str, str, str], Outcomes]:
+    """(task, config, scenario) → the evaluated (not skipped) cases' outcomes, per scoring group, of one seed."""
     rows = con.execute("""
         SELECT m.task, m.config, m.scenario, c.scoring_group, o.case_id, o.outcome = 'pass'
         FROM outcomes o JOIN models m USING (model_id) JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
-        WHERE m.status = 'done' AND o.outcome <> 'skip'
+        WHERE m.status = 'done' AND o.outcome <> 'skip' AND m.seed = $seed
           AND c.scoring_group NOT IN (SELECT scoring_group FROM g_exclusions x WHERE x.task = m.task)
-        ORDER BY ALL""").fetchall()
+        ORDER BY ALL""", {"seed": seed}).fetchall()
     out: dict[tuple[str, str, str], Outcomes] = {}
     for task, config, scenario, group, case_id, passed in rows:
         out.setdefault((task, config, scenario), {}).setdefault(group, {})[case_id] = float(passed)
@@ -122,51 +122,63 @@ def paired_difference(a: Outcomes, b: Outcomes, rng: np.random.Generator) -> tup
 
 
 def report(store: Path) -> None:
+    """Each seed's figures on its own: one training run's draw, with intervals over cases only (a store of several
+    seeds: `beluga analyze` gives the figures over seeds)."""
     con = duckdb.connect(str(store), read_only=True)
     try:
-        rng = np.random.default_rng(SEED)
+        seeds = [s for (s,) in con.execute("SELECT DISTINCT seed FROM models ORDER BY seed").fetchall()]
         print(f"\n{store}")
-        iid = con.execute("""
-            SELECT m.task, m.config, list(p.correct ORDER BY p.example_idx)
-            FROM iid_predictions p JOIN models m USING (model_id)
-            WHERE m.status = 'done' AND p.split = 'test' AND m.scenario IN ('standard', 'seen')
-            GROUP BY ALL ORDER BY ALL""").fetchall()
-        accuracy = {}
-        for task, config, correct in iid:
-            c = np.asarray(correct, dtype=float)
-            accuracy[(task, config)] = c.mean()
-            boot = c[rng.integers(0, len(c), size=(ROUNDS, len(c)))].mean(axis=1)
-            print(f"  {task} {config}: i.i.d. accuracy on D_test {c.mean():.3f} {ci(boot)} (n = {len(c)})")
-        cases = scenario_cases(con)
-        g_rows = con.execute("SELECT task, config, scenario, s_suite, s_iid, g FROM g_scores ORDER BY ALL").fetchall()
-        print("  task · configuration · scenario: s_T [95 % CI] (groups) · s_iid · G")
-        worst = 0.0
-        for task, config, scenario, s_t, s_iid, g in g_rows:
-            groups = [np.array(list(v.values())) for _, v in sorted(cases.get((task, config, scenario), {}).items())]
-            interval = ci(bootstrap(groups, rng)) if groups else "[—]"
-            print(f"  {task} · {config} · {scenario}: {s_t:.3f} {interval} ({len(groups)}) · "
-                  f"{s_iid:.3f} · {g:.3f}")
-            # The same figures from the raw tables (outcomes, cases, i.i.d. predictions), not the views.
-            mine_t = float(np.mean([v.mean() for v in groups]))
-            mine_iid = accuracy[(task, config)]
-            mine_g = 2 * mine_t * mine_iid / (mine_t + mine_iid)
-            worst = max(worst, abs(mine_t - s_t), abs(mine_iid - s_iid), abs(mine_g - g))
-        print(f"  s_T, s_iid and G recomputed from the raw tables: largest difference from g_scores {worst:.1e}"
-              " (s_iid as accuracy: right where accuracy is the primary metric)")
-        # seen − standard within each suite configuration: the same T_test cases, so resampled in pairs.
-        for task, config in sorted({(t, c) for t, c, *_ in g_rows if c != "iid"}):
-            seen, standard = cases.get((task, config, "seen")), cases.get((task, "iid", "standard"))
-            if seen and standard:
-                point, diff = paired_difference(seen, standard, rng)
-                print(f"  {task} · {config}: s_seen − s_standard = {point:+.3f} {ci(diff)} "
-                      f"(cases evaluated in both)")
-        missing = con.execute("""
-            SELECT p.config, p.scenario, count(*) FROM pass_rates p
-            WHERE p.scenario NOT IN ('standard', 'seen') AND p.pass_rate IS NULL GROUP BY ALL""").fetchall()
-        print("  every scoring group has a pass rate in every held-out scenario" if not missing else
-              f"  groups without a pass rate: {missing}")
+        for seed in seeds:
+            if len(seeds) > 1:
+                print(f" seed {seed} (one training run: case variation only)")
+            report_seed(con, seed)
     finally:
         con.close()
+
+
+def report_seed(con: duckdb.DuckDBPyConnection, seed: int) -> None:
+    rng = np.random.default_rng(SEED)
+    iid = con.execute("""
+        SELECT m.task, m.config, list(p.correct ORDER BY p.example_idx)
+        FROM iid_predictions p JOIN models m USING (model_id)
+        WHERE m.status = 'done' AND p.split = 'test' AND m.scenario IN ('standard', 'seen') AND m.seed = $seed
+        GROUP BY ALL ORDER BY ALL""", {"seed": seed}).fetchall()
+    accuracy = {}
+    for task, config, correct in iid:
+        c = np.asarray(correct, dtype=float)
+        accuracy[(task, config)] = c.mean()
+        boot = c[rng.integers(0, len(c), size=(ROUNDS, len(c)))].mean(axis=1)
+        print(f"  {task} {config}: i.i.d. accuracy on D_test {c.mean():.3f} {ci(boot)} (n = {len(c)})")
+    cases = scenario_cases(con, seed)
+    g_rows = con.execute("SELECT task, config, scenario, s_suite, s_iid, g FROM g_scores WHERE seed = $seed "
+                         "ORDER BY ALL", {"seed": seed}).fetchall()
+    print("  task · configuration · scenario: s_T [95 % CI] (groups) · s_iid · G")
+    worst = 0.0
+    for task, config, scenario, s_t, s_iid, g in g_rows:
+        groups = [np.array(list(v.values())) for _, v in sorted(cases.get((task, config, scenario), {}).items())]
+        interval = ci(bootstrap(groups, rng)) if groups else "[—]"
+        print(f"  {task} · {config} · {scenario}: {s_t:.3f} {interval} ({len(groups)}) · "
+              f"{s_iid:.3f} · {g:.3f}")
+        # The same figures from the raw tables (outcomes, cases, i.i.d. predictions), not the views.
+        mine_t = float(np.mean([v.mean() for v in groups]))
+        mine_iid = accuracy[(task, config)]
+        mine_g = 2 * mine_t * mine_iid / (mine_t + mine_iid)
+        worst = max(worst, abs(mine_t - s_t), abs(mine_iid - s_iid), abs(mine_g - g))
+    print(f"  s_T, s_iid and G recomputed from the raw tables: largest difference from g_scores {worst:.1e}"
+          " (s_iid as accuracy: right where accuracy is the primary metric)")
+    # seen − standard within each suite configuration: the same T_test cases, so resampled in pairs.
+    for task, config in sorted({(t, c) for t, c, *_ in g_rows if c != "iid"}):
+        seen, standard = cases.get((task, config, "seen")), cases.get((task, "iid", "standard"))
+        if seen and standard:
+            point, diff = paired_difference(seen, standard, rng)
+            print(f"  {task} · {config}: s_seen − s_standard = {point:+.3f} {ci(diff)} "
+                  f"(cases evaluated in both)")
+    missing = con.execute("""
+        SELECT p.config, p.scenario, count(*) FROM pass_rates p
+        WHERE p.scenario NOT IN ('standard', 'seen') AND p.pass_rate IS NULL AND p.seed = $seed
+        GROUP BY ALL""", {"seed": seed}).fetchall()
+    print("  every scoring group has a pass rate in every held-out scenario" if not missing else
+          f"  groups without a pass rate: {missing}")
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from beluga_core.analysis.replicates.intervals import (
     Replicates,
     cell_intervals,
     difference_intervals,
+    shared_case_variance,
     t_interval,
     two_stage_interval,
 )
@@ -51,6 +52,25 @@ def test_the_hierarchical_interval_adds_the_case_variance_with_satterthwaite_df(
     assert iv.df == math.inf and iv.hi == pytest.approx(0.5 + 1.959964 * math.sqrt(0.02), abs=1e-6)
 
 
+def test_the_case_part_is_what_the_seeds_share_not_their_own_noise() -> None:
+    # Three rounds × two seeds. Seed columns (0.4, 0.5, 0.6) and (0.5, 0.5, 0.5)+(−0.1, 0, 0.1)·1 = (0.4, 0.5, 0.6):
+    # identical columns share all their variance, 0.01 (ddof 1).
+    same = np.array([[0.4, 0.4], [0.5, 0.5], [0.6, 0.6]])
+    assert shared_case_variance(same) == pytest.approx(0.01)
+    # Columns (0.4, 0.5, 0.6) and (0.6, 0.5, 0.4): covariance −0.01, nothing shared (clamped at 0); the variance of
+    # their mean (0.5 every round) is 0 too, but the columns' own variance (0.01 each) is what sd²/S holds.
+    assert shared_case_variance(np.array([[0.4, 0.6], [0.5, 0.5], [0.6, 0.4]])) == 0.0
+    # Columns x = (0, 0.2, 0.4) and y = (0.1, 0.1, 0.4): cov(x, y) = ((−.2)(−.1) + 0·(−.1) + (.2)(.2)) / 2 = 0.03.
+    assert shared_case_variance(np.array([[0.0, 0.1], [0.2, 0.1], [0.4, 0.4]])) == pytest.approx(0.03)
+    # A seed whose statistic is undefined in some round is left out; one seed left: its own variance.
+    assert shared_case_variance(np.array([[0.4, np.nan], [0.5, 0.5], [0.6, 0.6]])) == pytest.approx(0.01)
+    # In the interval: seeds 0.4, 0.6 (sd²/S = 0.01) and a shared case variance 0.03: total 0.04,
+    # df = 0.04² · 1 / 0.01² = 16, t(16) = 2.119905, half width 2.119905 · 0.2 = 0.423981.
+    iv = two_stage_interval([0.4, 0.6], np.array([[0.0, 0.1], [0.2, 0.1], [0.4, 0.4]]))
+    assert iv.df == pytest.approx(16.0)
+    assert (iv.lo, iv.hi) == pytest.approx((0.5 - 0.423981, 0.5 + 0.423981), abs=1e-5)
+
+
 def _cell(passed: list[list[int]], groups: list[int], iid: list[list[int]] | None = None) -> Replicates:
     p = np.asarray(passed, dtype=float)
     return Replicates(tuple(range(len(passed))), tuple(f"g{g}" for g in sorted(set(groups))), np.asarray(groups), p,
@@ -75,13 +95,17 @@ def test_per_seed_figures_and_a_constant_difference() -> None:
 
 
 def test_the_case_bootstrap_variance_matches_the_analytic_one() -> None:
-    # One group of 40 cases, two seeds; the seed mean of the pass rate over resampled cases has variance
-    # var_c(m_c) / n, m_c the case's mean over seeds (cases resampled with replacement, the same for both seeds).
+    # One group of 40 cases, two seeds that agree on most cases. Resampling the cases (the same draw for both seeds)
+    # gives the two seeds' pass rates a covariance of cov(x, y) / n (population covariance of the case outcomes):
+    # the case part of the hierarchical interval.
     rng = np.random.default_rng(7)
-    passed = (rng.random((2, 40)) < 0.6).astype(float)
+    first = (rng.random(40) < 0.6).astype(float)
+    second = first.copy()
+    second[rng.choice(40, 8, replace=False)] = 1 - second[:8]
+    passed = np.stack([first, second])
     cell = Replicates((0, 1), ("g",), np.zeros(40, dtype=np.int64), passed, np.ones_like(passed))
-    m = passed.mean(axis=0)
-    analytic = m.var(ddof=0) / 40
+    analytic = float(np.cov(first, second, ddof=0)[0, 1]) / 40
+    assert analytic > 0
     iv = cell_intervals(cell, ["s_suite"], 20_000, np.random.default_rng(1))["s_suite"]
     seed_var = passed.mean(axis=1).var(ddof=1) / 2
     half = iv["hierarchical"].hi - iv["hierarchical"].mean

@@ -20,12 +20,17 @@ def _p(v: float | None) -> str:
 
 
 def _print_rows(console: Console, title: str, rows: list[dict]) -> None:
-    table = Table(title=title, title_justify="left")
-    for col in ("task", "configuration/method", "scenario", "Δ i.i.d.", "p", "Δ G", "p", "status"):
-        table.add_column(col, justify="right" if col in ("Δ i.i.d.", "p", "Δ G") else "left")
+    # One test per training seed: with several seeds the rows differ only by it, so it gets a column.
+    seeds = len({r.get("seed") for r in rows}) > 1
+    table = Table(title=title + (" — one row per training seed (one run's draw)" if seeds else ""),
+                  title_justify="left")
+    for col in ("task", "configuration/method", "scenario", *(["seed"] if seeds else []), "Δ i.i.d.", "p", "Δ G",
+                "p", "status"):
+        table.add_column(col, justify="right" if col in ("seed", "Δ i.i.d.", "p", "Δ G") else "left")
     mark = {"better": " [green]▲[/]", "worse": " [red]▼[/]"}
     for r in rows:
         table.add_row(r["task"] or "mean over tasks", f"{r['config']}/{r['method']}", r["scenario"] or "Avg.",
+                      *([str(r.get("seed"))] if seeds else []),
                       _pct(r["delta_iid"]) + mark.get(r.get("iid_mark") or "", ""), _p(r["p_iid"]),
                       _pct(r["delta_g"]) + mark.get(r.get("g_mark") or "", ""), _p(r["p_g"]), r["status"])
     console.print(table)

@@ -12,8 +12,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.analysis.replicates.data import Cell, cell_digests, load_cells, load_parts
-from beluga_core.analysis.replicates.intervals import Interval, Replicates, cell_intervals, difference_intervals
+from beluga_core.analysis.replicates.intervals import (
+    ESTIMATOR,
+    Interval,
+    Replicates,
+    cell_intervals,
+    difference_intervals,
+)
 from beluga_core.analysis.significance.plan import BASELINE
 from beluga_core.analysis.significance.stats import comparison_rng
 from beluga_core.store.reader import open_store
@@ -41,7 +48,8 @@ def _row(cell: Cell, base: Cell | None, statistic: str, grp: str, kinds: dict[st
             "base_scenario": base.scenario if base else None, "statistic": statistic, "grp": grp,
             "n_seeds": rep.n_seeds, "n_cases": len(rep.case_group), "mean": s.mean, "seed_lo": s.lo, "seed_hi": s.hi,
             "hier_lo": h.lo, "hier_hi": h.hi, "hier_df": h.df, "cases_lo": c.lo, "cases_hi": c.hi,
-            "p_hier": h.p if base else None, "rounds": rounds, "rng_seed": seed, "inputs_digest": digest}
+            "p_hier": h.p if base else None, "rounds": rounds, "rng_seed": seed, "inputs_digest": digest,
+            "beluga_version": f"{BELUGA_VERSION}+{ESTIMATOR}"}
 
 
 def _statistics(*reps: Replicates) -> list[str]:
@@ -103,13 +111,13 @@ def _pair_digest(a: str, b: str) -> str:
 
 def _stale(cell: Cell, digests: dict[Cell, str], stored: dict[str, tuple[Any, ...]], rounds: int, seed: int) -> bool:
     """Whether the cell's own rows, or its difference from the baseline, are missing or out of date."""
-    if stored.get(interval_id(cell, None, "s_suite", "")) != (digests[cell], rounds, seed):
+    if stored.get(interval_id(cell, None, "s_suite", "")) != (digests[cell], rounds, seed, ESTIMATOR):
         return True
     base = cell.other(*BASELINE)
     if base == cell or base not in digests:
         return False
     pair = stored.get(interval_id(cell, base, "s_suite", ""))
-    return pair is not None and pair != (_pair_digest(digests[cell], digests[base]), rounds, seed)
+    return pair is not None and pair != (_pair_digest(digests[cell], digests[base]), rounds, seed, ESTIMATOR)
 
 
 def analyze_replicates(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: int = 0,
@@ -118,8 +126,10 @@ def analyze_replicates(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: 
     writer = SignificanceWriter(path)
     with open_store(path) as con:
         digests = cell_digests(con)
+        # An interval of an earlier estimator (its tag after the version) is recomputed like a stale one.
         stored = {r[0]: tuple(r[1:]) for r in con.execute(
-            "SELECT interval_id, inputs_digest, rounds, rng_seed FROM replicate_intervals "
+            "SELECT interval_id, inputs_digest, rounds, rng_seed, split_part(beluga_version, '+', 2) "
+            "FROM replicate_intervals "
             "WHERE statistic = 's_suite' AND grp = ''").fetchall()}
         todo = {interval_id(c, None, "s_suite", "") for c in digests if force or _stale(c, digests, stored, rounds,
                                                                                          seed)}

@@ -82,17 +82,43 @@ def t_interval(values: Sequence[float | None] | np.ndarray, level: float = LEVEL
     return Interval(mean, mean - half, mean + half, len(v) - 1, p)
 
 
+# Which estimator computed a stored interval (kept with it in replicate_intervals.beluga_version): intervals of an
+# earlier estimator are recomputed as stale. 2: the case part is the seeds' shared case-resampling variance.
+ESTIMATOR = "hier2"
+
+
+def shared_case_variance(draws: np.ndarray) -> float:
+    """The case part of the variance of the mean over seeds, from ``draws`` (R rounds × S seeds: each seed's
+    statistic under the same case draws).
+
+    A seed's column moves with the cases every seed shares (σ²_case) and with its own noise on them (σ²_rest);
+    sd²/S, the seed part, already holds the latter. So the case part is what the columns share: their mean
+    covariance, σ²_case / (G·n). (The variance of the seed-averaged draws would add σ²_rest / (G·n·S) a second
+    time.) One seed: its column's variance, the cases-only figure."""
+    d = draws[:, np.all(np.isfinite(draws), axis=0)] if draws.ndim == 2 else draws[:, None]
+    d = d[np.all(np.isfinite(d), axis=1)]
+    if d.shape[0] < 2 or d.shape[1] == 0:
+        return float("nan")
+    if d.shape[1] == 1:
+        return float(d[:, 0].var(ddof=1))
+    c = np.cov(d, rowvar=False)
+    s = c.shape[0]
+    return max(float((c.sum() - np.trace(c)) / (s * (s - 1))), 0.0)
+
+
 def two_stage_interval(values: Sequence[float | None] | np.ndarray, case_draws: np.ndarray,
                        level: float = LEVEL) -> Interval:
-    """The ``hierarchical`` interval: mean ± t_df · √(sd²/S + v_case), v_case the variance of the seed mean over
-    ``case_draws`` (a cases-only bootstrap), df by Welch–Satterthwaite."""
+    """The ``hierarchical`` interval: mean ± t_df · √(sd²/S + v_case), df by Welch–Satterthwaite. ``case_draws``:
+    R × S (each seed's statistic under the same case draws; v_case their shared variance,
+    ``shared_case_variance``), or R draws of a single figure (v_case their variance)."""
     v = _finite(values)
-    d = case_draws[np.isfinite(case_draws)]
-    if len(v) == 0 or len(d) < 2:
+    v_case = shared_case_variance(case_draws) if case_draws.ndim == 2 else (
+        float(case_draws[np.isfinite(case_draws)].var(ddof=1)) if np.isfinite(case_draws).sum() >= 2 else np.nan)
+    if len(v) == 0 or not np.isfinite(v_case):
         return Interval(float(v.mean()) if len(v) else None, None, None)
     mean = float(v.mean())
     seed_var = float(v.var(ddof=1)) / len(v) if len(v) > 1 else 0.0
-    total = seed_var + float(d.var(ddof=1))
+    total = seed_var + v_case
     if total == 0:
         return Interval(mean, mean, mean, np.inf, 1.0 if mean == 0 else 0.0)
     df = np.inf if seed_var == 0 else total ** 2 * (len(v) - 1) / seed_var ** 2
@@ -257,21 +283,26 @@ def draw(cell: Replicates, plan: Plan) -> Draws:
     return Draws(plan.weights, passes, evals, s_iid, cell.scored)
 
 
-def _kinds(per_seed: np.ndarray, case_draws: np.ndarray) -> dict[str, Interval]:
+def _kinds(per_seed: np.ndarray, seed_draws: np.ndarray, mean_draws: np.ndarray) -> dict[str, Interval]:
+    """``seed_draws``: R × S, each seed's statistic per round; ``mean_draws``: R, their mean over seeds."""
     seed = t_interval(per_seed)
-    return {"seed": seed, "hierarchical": two_stage_interval(per_seed, case_draws),
-            "cases": percentile_interval(case_draws, seed.mean)}
+    return {"seed": seed, "hierarchical": two_stage_interval(per_seed, seed_draws),
+            "cases": percentile_interval(mean_draws, seed.mean)}
 
 
 def cell_intervals(cell: Replicates, statistics: Sequence[str], rounds: int, rng: np.random.Generator,
                    *, groups: bool = False) -> dict[str, dict[str, Interval]]:
     """statistic (and ``pass_rate:GROUP`` per group with ``groups``) → kind → interval."""
     d = draw(cell, make_plan(cell, rounds, rng))
-    out = {name: _kinds(cell.per_seed(name), d.mean(d.per_seed(name))) for name in statistics}
+    out = {}
+    for name in statistics:
+        drawn = d.per_seed(name)
+        out[name] = _kinds(cell.per_seed(name), drawn, d.mean(drawn))
     if groups:
-        rates, drawn_rates = cell.pass_rates(), d.mean(_rates(d.passes, d.evals))
+        rates, drawn_rates = cell.pass_rates(), _rates(d.passes, d.evals)
+        mean_rates = d.mean(drawn_rates)
         for g, name in enumerate(cell.groups):
-            out[f"pass_rate:{name}"] = _kinds(rates[:, g], drawn_rates[:, g])
+            out[f"pass_rate:{name}"] = _kinds(rates[:, g], drawn_rates[:, :, g], mean_rates[:, g])
     return out
 
 
@@ -314,5 +345,8 @@ def difference_intervals(a: Replicates, b: Replicates, statistics: Sequence[str]
     a, b = aligned(a, b)
     plan = make_plan(a, rounds, rng)
     da, db = draw(a, plan), draw(b, plan)
-    return {name: _kinds(a.per_seed(name) - b.per_seed(name), da.mean(da.per_seed(name)) - db.mean(db.per_seed(name)))
-            for name in statistics}
+    out = {}
+    for name in statistics:
+        xa, xb = da.per_seed(name), db.per_seed(name)
+        out[name] = _kinds(a.per_seed(name) - b.per_seed(name), xa - xb, da.mean(xa) - db.mean(xb))
+    return out

@@ -45,9 +45,12 @@ class Components:
     observed: float             # the observed difference (mean over seeds)
 
     def variance(self, seeds: int, cases: float) -> tuple[float, float]:
-        """(total variance of the mean difference, its seed part) with ``seeds`` seeds and ``cases`` per group."""
-        seed_part = self.seed / seeds
-        return seed_part + self.case / (self.groups * cases) + self.rest / (self.groups * seeds * cases), seed_part
+        """(total variance of the mean difference, the part the seeds estimate) with ``seeds`` seeds and ``cases``
+        per group. The second is what sd²/S estimates, on S − 1 degrees of freedom: the training runs' spread and
+        each run's own noise on its cases (σ²_rest); it sets the test's Welch–Satterthwaite df."""
+        rest = self.rest / (self.groups * seeds * cases)
+        seed_part = self.seed / seeds + rest
+        return seed_part + self.case / (self.groups * cases), seed_part
 
     def seed_interval(self, level: float = 0.95) -> tuple[float, float]:
         """The chi-square interval of σ²_seed (S − 1 degrees of freedom)."""
