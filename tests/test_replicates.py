@@ -71,6 +71,18 @@ def test_the_case_part_is_what_the_seeds_share_not_their_own_noise() -> None:
     assert (iv.lo, iv.hi) == pytest.approx((0.5 - 0.423981, 0.5 + 0.423981), abs=1e-5)
 
 
+def test_no_variation_gives_no_interval_and_no_power_figure() -> None:
+    # Every seed and every case the same (a degenerate model, one case per group): nothing measured to resolve with.
+    assert two_stage_interval([0.3, 0.3, 0.3], np.zeros((5, 3))).hi is None
+    assert t_interval([0.3, 0.3, 0.3]).lo is None
+    from beluga_core.cli.power_cmd import power_line
+
+    a = _cell([[1, 0], [1, 0], [1, 0]], [0, 1], iid=[[1, 0]] * 3)
+    b = _cell([[0, 0], [0, 0], [0, 0]], [0, 1], iid=[[1, 0]] * 3)
+    line = power_line(a, b, "s_T", None, 0.05, 0.8, 0.05)
+    assert "no variation between the seeds or the cases" in line and "1 case per group" in line
+
+
 def _cell(passed: list[list[int]], groups: list[int], iid: list[list[int]] | None = None) -> Replicates:
     p = np.asarray(passed, dtype=float)
     return Replicates(tuple(range(len(passed))), tuple(f"g{g}" for g in sorted(set(groups))), np.asarray(groups), p,
@@ -85,12 +97,12 @@ def test_per_seed_figures_and_a_constant_difference() -> None:
     assert a.per_seed("g") == pytest.approx([0.75, 0.75, 2 * 0.5 * 0.75 / 1.25])
     assert a.per_seed("pooled").tolist() == [0.75, 0.75, 0.5]
     # B fails one case every seed passes in A: A − B is 0.25 on every seed; no spread between seeds, and the same
-    # case resampled in A and B: the seed interval is the point, the hierarchical one the case variance alone.
+    # case resampled in A and B: no seed interval (no spread measured), the hierarchical one the case variance alone.
     b_passed = np.asarray(a.passed).copy()
     b_passed[:, 0] = 0
     b = Replicates(a.seeds, a.groups, a.case_group, b_passed, a.evaluable, a.iid)
     d = difference_intervals(a, b, ["s_suite"], 500, np.random.default_rng(0))["s_suite"]
-    assert (d["seed"].mean, d["seed"].lo, d["seed"].hi) == pytest.approx((0.25, 0.25, 0.25))
+    assert (d["seed"].mean, d["seed"].lo, d["seed"].hi) == (pytest.approx(0.25), None, None)
     assert d["hierarchical"].df == math.inf and d["hierarchical"].lo < 0.25 < d["hierarchical"].hi
 
 

@@ -19,18 +19,28 @@ def _p(v: float | None) -> str:
     return "—" if v is None else f"{v:.4f}"
 
 
+def _tasks(rows: list[dict]) -> int:
+    return len({r["task"] for r in rows if r["task"]})
+
+
 def _print_rows(console: Console, title: str, rows: list[dict]) -> None:
+    one_task = _tasks(rows) <= 1
+    if one_task:  # the means over tasks would repeat its rows, and a task column its name
+        rows = [r for r in rows if r["task"]] or rows
+        title += f" ({rows[0]['task'] or 'mean over tasks'})" if rows else ""
     # One test per training seed: with several seeds the rows differ only by it, so it gets a column.
     seeds = len({r.get("seed") for r in rows}) > 1
     table = Table(title=title + (" — one row per training seed (one run's draw)" if seeds else ""),
                   title_justify="left")
-    for col in ("task", "configuration/method", "scenario", *(["seed"] if seeds else []), "Δ i.i.d.", "p", "Δ G",
-                "p", "status"):
-        table.add_column(col, justify="right" if col in ("seed", "Δ i.i.d.", "p", "Δ G") else "left")
+    for col in (*([] if one_task else ["task"]), "configuration/method", "scenario", *(["seed"] if seeds else []),
+                "Δ i.i.d.", "p", "Δ G", "p", "status"):
+        # Cells wrap rather than end in "…": two configurations may differ only at the end of their names.
+        table.add_column(col, justify="right" if col in ("seed", "Δ i.i.d.", "p", "Δ G") else "left",
+                         overflow="fold")
     mark = {"better": " [green]▲[/]", "worse": " [red]▼[/]"}
     for r in rows:
-        table.add_row(r["task"] or "mean over tasks", f"{r['config']}/{r['method']}", r["scenario"] or "Avg.",
-                      *([str(r.get("seed"))] if seeds else []),
+        table.add_row(*([] if one_task else [r["task"] or "mean over tasks"]), f"{r['config']}/{r['method']}",
+                      r["scenario"] or "Avg.", *([str(r.get("seed"))] if seeds else []),
                       _pct(r["delta_iid"]) + mark.get(r.get("iid_mark") or "", ""), _p(r["p_iid"]),
                       _pct(r["delta_g"]) + mark.get(r.get("g_mark") or "", ""), _p(r["p_g"]), r["status"])
     console.print(table)
@@ -40,20 +50,26 @@ def _interval(lo: float | None, hi: float | None) -> str:
     return "—" if lo is None or hi is None else f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"
 
 
+# The ordering the hierarchical interval of A − IID resolves, in words that fit a rise and a drop alike.
+ORDERING = {"A > B": "higher: resolved", "A < B": "lower: resolved"}
+
+
 def _print_seed_rows(console: Console, rows: list[dict]) -> None:
     """Differences from the IID baseline over seeds (docs/method.md, "Replicates"), in percentage points."""
+    one_task = _tasks(rows) <= 1
     table = Table(title="Against the IID baseline over seeds, paired by seed (percentage points): the mean, the "
-                        "seed-level and the hierarchical 95 % intervals, and the ordering the latter resolves",
+                        "seed-level and the hierarchical 95 % intervals, and whether the latter resolves the "
+                        "difference (excludes 0)" + (f" ({rows[0]['task']})" if one_task and rows else ""),
                   title_justify="left")
-    for col in ("task", "configuration/method", "scenario", "figure", "seeds", "Δ", "seed-level", "hierarchical",
-                "ordering"):
-        table.add_column(col, justify="right" if col in ("seeds", "Δ") else "left")
+    for col in (*([] if one_task else ["task"]), "configuration/method", "scenario", "figure", "seeds", "Δ",
+                "seed-level", "hierarchical", "ordering"):
+        table.add_column(col, justify="right" if col in ("seeds", "Δ") else "left", overflow="fold")
     names = {"g": "G", "s_suite": "s_T", "s_iid": "s_iid"}
     for r in rows:
         variant = f"~{r['variant']}" if r["variant"] else ""
-        ordering = {"A > B": "holds (better)", "A < B": "reversed (worse)"}.get(r["ordering"], "not resolved")
-        table.add_row(r["task"], f"{r['config']}/{r['method']}{variant}", r["scenario"], names[r["statistic"]],
-                      str(r["n_seeds"]), _pct(r["mean"]), _interval(r["seed_lo"], r["seed_hi"]),
+        ordering = ORDERING.get(r["ordering"], "not resolved")
+        table.add_row(*([] if one_task else [r["task"]]), f"{r['config']}/{r['method']}{variant}", r["scenario"],
+                      names[r["statistic"]], str(r["n_seeds"]), _pct(r["mean"]), _interval(r["seed_lo"], r["seed_hi"]),
                       _interval(r["hier_lo"], r["hier_hi"]), ordering + (" (stale)" if r["status"] == "stale" else ""))
     console.print(table)
 

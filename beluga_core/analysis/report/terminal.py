@@ -41,7 +41,15 @@ from beluga_core.analysis.report.degeneracy import (
     degeneracy_rows,
     format_distribution,
 )
-from beluga_core.analysis.report.table3 import AVG, Cell, Pair, Table3, build_table3, interval_notes
+from beluga_core.analysis.report.table3 import (
+    AVG,
+    PARTIAL_NOTE,
+    Cell,
+    Pair,
+    Table3,
+    build_table3,
+    interval_notes,
+)
 from beluga_core.core.constants import BASELINE, STANDARD, pair_order
 
 MARKS = {"better": ("▲", "green"), "worse": ("▼", "red")}
@@ -222,7 +230,7 @@ def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) ->
             "the 95 % interval of the difference, paired by seed (seeds, then cases), excludes 0." if
             table.n_seeds >= 2 else "randomization test, p < 0.05."))
     if any(c.partial for c in cells):
-        notes.append(f"{PARTIAL} a held-out scenario with folds still missing.")
+        notes.append(f"{PARTIAL} {PARTIAL_NOTE}")
     for note in notes:
         console.print(note, style="dim", highlight=False)
 
