@@ -71,6 +71,21 @@ def test_the_case_part_is_what_the_seeds_share_not_their_own_noise() -> None:
     assert (iv.lo, iv.hi) == pytest.approx((0.5 - 0.423981, 0.5 + 0.423981), abs=1e-5)
 
 
+def test_the_interval_of_the_seed_variance_takes_the_rest_share_out() -> None:
+    # Per-seed values with sample variance 0.01 over 3 seeds, of which 0.004 is each seed's own noise: the chi-square
+    # interval of 0.01 with 2 df is [2 · 0.01 / 7.377759, 2 · 0.01 / 0.0506356] = [0.0027108, 0.394979]; less
+    # 0.004 and cut at 0: [0, 0.390979]. σ²_seed itself (0.006) is inside.
+    comp = Components(seed=0.006, case=0.0, rest=0.0, groups=1, seeds=3, cases=1, observed=0.0, rest_share=0.004,
+                      per_seed_var=0.01)
+    lo, hi = comp.seed_interval()
+    assert lo == 0.0 and hi == pytest.approx(0.390979, abs=1e-6)
+    # An estimate cut to 0 (the seeds spread less than their own noise): still an upper end, not [0, 0].
+    cut = Components(seed=0.0, case=0.0, rest=0.0, groups=1, seeds=3, cases=1, observed=0.0, rest_share=0.004,
+                     per_seed_var=0.002)
+    assert cut.seed_interval() == (0.0, pytest.approx(2 * 0.002 / 0.0506356 - 0.004, abs=1e-6))
+    assert cut.with_seed(0.1).seed_interval() == cut.seed_interval()
+
+
 def test_no_variation_gives_no_interval_and_no_power_figure() -> None:
     # Every seed and every case the same (a degenerate model, one case per group): nothing measured to resolve with.
     assert two_stage_interval([0.3, 0.3, 0.3], np.zeros((5, 3))).hi is None

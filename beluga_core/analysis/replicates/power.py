@@ -43,6 +43,9 @@ class Components:
     seeds: int                  # S the components were estimated from
     cases: float                # the mean n_g they were estimated at
     observed: float             # the observed difference (mean over seeds)
+    # What the per-seed values' sample variance estimates beside σ²_seed: each seed's own noise, σ²_rest / (G n).
+    rest_share: float = 0.0
+    per_seed_var: float | None = None   # that sample variance (None: take σ²_seed + rest_share)
 
     def variance(self, seeds: int, cases: float) -> tuple[float, float]:
         """(total variance of the mean difference, the part the seeds estimate) with ``seeds`` seeds and ``cases``
@@ -53,16 +56,20 @@ class Components:
         return seed_part + self.case / (self.groups * cases), seed_part
 
     def seed_interval(self, level: float = 0.95) -> tuple[float, float]:
-        """The chi-square interval of σ²_seed (S − 1 degrees of freedom)."""
+        """The interval of σ²_seed: the chi-square interval (S − 1 degrees of freedom) of what the per-seed
+        variance estimates, σ²_seed + rest_share, less rest_share, at least 0. So an estimate of σ²_seed cut to 0
+        (the seeds spread no more than their own noise explains) still has an upper end."""
         df = self.seeds - 1
         if df < 1:
             return (0.0, float("inf"))
-        lo = df * self.seed / stats.chi2.ppf(0.5 + level / 2, df)
-        hi = df * self.seed / stats.chi2.ppf(0.5 - level / 2, df)
-        return float(lo), float(hi)
+        v = self.per_seed_var if self.per_seed_var is not None else self.seed + self.rest_share
+        lo = df * v / stats.chi2.ppf(0.5 + level / 2, df) - self.rest_share
+        hi = df * v / stats.chi2.ppf(0.5 - level / 2, df) - self.rest_share
+        return max(float(lo), 0.0), max(float(hi), 0.0)
 
     def with_seed(self, seed: float) -> Components:
-        return Components(seed, self.case, self.rest, self.groups, self.seeds, self.cases, self.observed)
+        return Components(seed, self.case, self.rest, self.groups, self.seeds, self.cases, self.observed,
+                          self.rest_share, self.per_seed_var)
 
 
 def _anova(d: np.ndarray) -> tuple[float, float]:
@@ -107,8 +114,8 @@ def suite_components(a: Replicates, b: Replicates) -> Components:
     per_seed = a.per_seed("s_suite") - b.per_seed("s_suite")
     n = float(np.mean([t.shape[1] for t in tables]))
     g = len(tables)
-    return Components(_seed_part(per_seed, rest / (g * n)), case, rest, g, a.n_seeds, n,
-                      float(np.nanmean(per_seed)))
+    seed, share, var = _seed_part(per_seed, rest / (g * n))
+    return Components(seed, case, rest, g, a.n_seeds, n, float(np.nanmean(per_seed)), share, var)
 
 
 def group_components(a: Replicates, b: Replicates, group: str) -> Components:
@@ -122,8 +129,8 @@ def group_components(a: Replicates, b: Replicates, group: str) -> Components:
     d = a.passed[:, cols] - b.passed[:, cols]
     case, rest = _anova(d)
     per_seed = d.mean(axis=1)
-    return Components(_seed_part(per_seed, rest / len(cols)), case, rest, 1, a.n_seeds, float(len(cols)),
-                      float(per_seed.mean()))
+    seed, share, var = _seed_part(per_seed, rest / len(cols))
+    return Components(seed, case, rest, 1, a.n_seeds, float(len(cols)), float(per_seed.mean()), share, var)
 
 
 def iid_components(a: Replicates, b: Replicates) -> Components:
@@ -134,16 +141,18 @@ def iid_components(a: Replicates, b: Replicates) -> Components:
     d = a.iid - b.iid
     case, rest = _anova(d)
     per_seed = d.mean(axis=1)
-    return Components(_seed_part(per_seed, rest / d.shape[1]), case, rest, 1, a.n_seeds, float(d.shape[1]),
-                      float(per_seed.mean()))
+    seed, share, var = _seed_part(per_seed, rest / d.shape[1])
+    return Components(seed, case, rest, 1, a.n_seeds, float(d.shape[1]), float(per_seed.mean()), share, var)
 
 
-def _seed_part(per_seed: np.ndarray, rest_share: float) -> float:
-    """σ²_seed: the per-seed values' variance less the share the rest contributes to each (≥ 0)."""
+def _seed_part(per_seed: np.ndarray, rest_share: float) -> tuple[float, float, float | None]:
+    """(σ²_seed, rest_share, the per-seed values' variance): σ²_seed is that variance less the share the rest
+    contributes to each (≥ 0)."""
     v = per_seed[np.isfinite(per_seed)]
     if len(v) < 2:
-        return 0.0
-    return max(float(v.var(ddof=1)) - rest_share, 0.0)
+        return 0.0, rest_share, None
+    var = float(v.var(ddof=1))
+    return max(var - rest_share, 0.0), rest_share, var
 
 
 def power(variance: float, seed_part: float, seeds: int, effect: float, alpha: float = 0.05) -> float:
