@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import DATA, config_with, query, run_benchmark
+from test_deterministic import TINY as DETERMINISTIC_TINY
 
 from beluga_core.config.schema import ExecutorSpec
 from beluga_core.execution.scheduling import plan_slots
@@ -20,15 +21,10 @@ pytestmark = pytest.mark.gpu
 # come after other GPU tests have made one, so the setting is made here, at collection, before any test runs.
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
-# The tiny sentiment config cut to the IID model and the three held-out folds of one configuration, one layer
-# deep: enough jobs that two workers sharing the GPU both train, at a few seconds.
-TINY = {'configurations = ["iid", "iid-then-t"]': 'configurations = ["iid-then-t"]',
-        'scenarios = ["standard", "seen", "test_type"]': 'scenarios = ["seen", "test_type"]',
-        "num_hidden_layers = 2": "num_hidden_layers = 1", "max_length = 64": "max_length = 32",
-        "iid_train = 200": "iid_train = 32", "iid_test = 64": "iid_test = 16",
-        "suite_train_per_group = 2": "suite_train_per_group = 1",
-        'store = "tiny-sentiment.duckdb"':
-        'store = { path = "tiny-sentiment.duckdb", keep_probabilities = true, keep_weights = "all" }'}
+# test_deterministic's tiny config with the three test-type folds too: enough jobs that two workers sharing the
+# GPU both train, at a few seconds.
+TINY = {**DETERMINISTIC_TINY,
+        'scenarios = ["standard", "seen", "test_type"]': 'scenarios = ["seen", "test_type"]'}
 
 
 def test_bf16_autocast_is_on_where_the_gpu_has_bf16() -> None:

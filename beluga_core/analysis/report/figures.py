@@ -167,20 +167,21 @@ class FigureFiles:
     svg: Path
 
 
+def save_figure(fig: Figure, out_dir: Path, name: str) -> tuple[Path, Path]:
+    """Write ``fig`` as ``out_dir/name.png`` and ``.svg`` and close it (also when saving fails)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
+        fig.savefig(png, dpi=DPI)
+        fig.savefig(svg)
+    finally:
+        plt.close(fig)
+    return png, svg
+
+
 def write_heatmaps(data: ReportData, out_dir: Path) -> list[FigureFiles]:
     """Draw every heatmap as PNG and SVG under ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    files = []
-    for h in heatmaps(data):
-        fig = draw_heatmap(h)
-        try:
-            png, svg = out_dir / f"heatmap-{h.slug}.png", out_dir / f"heatmap-{h.slug}.svg"
-            fig.savefig(png, dpi=DPI)
-            fig.savefig(svg)
-        finally:
-            plt.close(fig)
-        files.append(FigureFiles(h, png, svg))
-    return files
+    return [FigureFiles(h, *save_figure(draw_heatmap(h), out_dir, f"heatmap-{h.slug}")) for h in heatmaps(data)]
 
 
 @dataclass
@@ -235,15 +236,8 @@ def draw_matrix(m: MatrixFigure) -> Figure:
 
 def write_matrices(matrices: list[MatrixFigure], out_dir: Path) -> list[MatrixFigure]:
     """Draw every matrix as PNG and SVG under ``out_dir`` (setting their paths)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
     for m in matrices:
-        fig = draw_matrix(m)
-        try:
-            m.png, m.svg = out_dir / f"{m.slug}.png", out_dir / f"{m.slug}.svg"
-            fig.savefig(m.png, dpi=DPI)
-            fig.savefig(m.svg)
-        finally:
-            plt.close(fig)
+        m.png, m.svg = save_figure(draw_matrix(m), out_dir, m.slug)
     return matrices
 
 

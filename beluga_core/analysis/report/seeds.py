@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from beluga_core.analysis.report.data import ReportData
-from beluga_core.analysis.report.figures import DPI, slug
+from beluga_core.analysis.report.figures import DPI, save_figure, slug
 from beluga_core.core.constants import pair_order, scenario_order
 
 Pair = tuple[str, str]
@@ -88,14 +88,7 @@ def draw_seed_figure(f: SeedFigure) -> Figure:
 
 
 def write_seed_figures(data: ReportData, out_dir: Path) -> list[SeedFigure]:
-    out_dir.mkdir(parents=True, exist_ok=True)
     figures = seed_figures(data)
     for f in figures:
-        fig = draw_seed_figure(f)
-        try:
-            f.png, f.svg = out_dir / f"{f.slug}.png", out_dir / f"{f.slug}.svg"
-            fig.savefig(f.png, dpi=DPI)
-            fig.savefig(f.svg)
-        finally:
-            plt.close(fig)
+        f.png, f.svg = save_figure(draw_seed_figure(f), out_dir, f.slug)
     return figures
