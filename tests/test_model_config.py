@@ -61,3 +61,18 @@ def test_overrides_reach_the_workers_models_and_the_job_ids(tmp_path: Path) -> N
     job = truncated.jobs[0]
     assert worker.model(task, job.model, {}).config.num_hidden_layers == 2
     assert worker.model(task, job.model, {"dropout": 0.3}).config.num_hidden_layers == 2
+
+
+def test_building_a_model_leaves_every_generator_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head's initialisation follows ``seed`` alone, and a build in the middle of a job neither draws from
+    nor re-seeds the job's generators: not the CPU one, and not CUDA's, which torch.manual_seed would re-seed
+    (found on a GPU, where the job that built the model trained with other dropout masks than one reusing it)."""
+    cuda_seeds: list[int] = []
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", cuda_seeds.append)
+    torch.manual_seed(123)
+    cuda_seeds.clear()
+    before = torch.get_rng_state()
+    heads = [load_sequence_classifier("embedded:minilm", 2, seed=s, config_overrides={"num_hidden_layers": 1})
+             .classifier.weight for s in (7, 7, 8)]
+    assert torch.equal(torch.get_rng_state(), before) and cuda_seeds == []
+    assert torch.equal(heads[0], heads[1]) and not torch.equal(heads[0], heads[2])

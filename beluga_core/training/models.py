@@ -67,8 +67,11 @@ def load_pretrained(auto_class: Any, name: str, overrides: dict[str, Any] | None
     try:
         # The head's initialisation comes from ``seed`` without touching the global RNG: a job that builds
         # the model (the first of a process) must train with the same dropout masks as one that reuses it.
+        # The model is built on the CPU, so only the CPU generator is seeded (and restored): torch.manual_seed
+        # would also re-seed every CUDA generator, which fork_rng(devices=[]) does not restore, and the job
+        # building the model would then train with other CUDA dropout masks than the job reusing it.
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+            torch.default_generator.manual_seed(seed)
             return auto_class.from_pretrained(path, config=config)
     except ValueError as exc:  # a model type without this head (e.g. no question-answering variant)
         raise BelugaError(f"model '{name}' has no {auto_class.__name__} variant in transformers: {exc}") from None
