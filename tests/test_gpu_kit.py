@@ -67,10 +67,10 @@ def test_a_budget_over_nine_minutes_or_a_missing_step_is_refused(tmp_path: Path)
     script = (KIT / "run.sh").read_text()
     assert prep.budget_problems(KIT / "run.sh") == []
     over = tmp_path / "run.sh"
-    over.write_text(script.replace("step suite 180 ", "step suite 400 ").replace("step suite-eval 40 ", "true "))
+    over.write_text(script.replace("step suite 145 ", "step suite 400 ").replace("step suite-eval 45 ", "true "))
     problems = prep.budget_problems(over)
     assert any("lacks the steps suite-eval" in p for p in problems)
-    assert any("add up to 720 s, over the 540 s budget" in p for p in problems)
+    assert any("add up to 750 s, over the 540 s budget" in p for p in problems)
 
 
 def test_the_lock_names_one_version_of_each_wheel() -> None:

@@ -131,7 +131,7 @@ def test_a_failing_method_leaves_a_failed_row_and_a_rerun_retries_it(
     (row,) = query(store, "SELECT status, error, error_type, attempts, worker, traceback FROM models "
                           "WHERE method = 'failing_method:Failing'")
     assert row[:4] == ("failed", "RuntimeError: the failing method raised on purpose", "RuntimeError", 1)
-    assert row[4].startswith("local cpu pid ") and "raise RuntimeError" in row[5]
+    assert re.match(r"local (cpu|cuda\S*) pid ", row[4]) and "raise RuntimeError" in row[5]
     # The views leave it out and say so; the report and store info show it.
     assert query(store, "SELECT n_done, n_failed FROM models_status WHERE method = 'failing_method:Failing'") == \
         [(0, 1)]

@@ -124,14 +124,14 @@ if ((!DRY)); then
     nvidia-smi dmon -s u -o T -d 1 >"$LOGS/dmon.txt" 2>&1 &
     DMON=$!
 fi
-step gpu-tests 90 "$PY" -m pytest -p no:cacheprovider -q -rfEs -m gpu tests
-step quick-run 105 bash -c "rm -rf '$WORK'/quick.duckdb* && beluga run benchmarks/quick.toml --store '$WORK/quick.duckdb' &&
+step gpu-tests 85 "$PY" -m pytest -p no:cacheprovider -q -rfEs -m gpu tests
+step quick-run 130 bash -c "rm -rf '$WORK'/quick.duckdb* && beluga run benchmarks/quick.toml --store '$WORK/quick.duckdb' &&
     beluga report '$WORK/quick.duckdb' && beluga report '$WORK/quick.duckdb' --format md --out '$LOGS/quick-report'"
 step fold-minilm 35 "$PY" benchmarks/perf/bench_fold.py --skip-eval --repeats 3 --repeats-trainer 1
-step fold-bert-base 60 "$PY" benchmarks/perf/bench_fold.py --skip-eval --model bert-base-random --n-train 4096 \
+step fold-bert-base 70 "$PY" benchmarks/perf/bench_fold.py --skip-eval --model bert-base-random --n-train 4096 \
     --batch-size 32 --repeats 2 --repeats-trainer 1
-step suite-eval 40 "$PY" benchmarks/perf/bench_fold.py --only-eval
-step suite 180 "$PY" -m pytest -p no:cacheprovider -q -rfE -n 8 --dist loadfile -m "not gpu" tests
+step suite-eval 45 "$PY" benchmarks/perf/bench_fold.py --only-eval
+step suite 145 "$PY" -m pytest -p no:cacheprovider -q -rfE -n 8 --dist loadfile -m "not gpu" tests
 
 if ((DRY)); then
     echo "budget $BUDGET s; the caps add up to $(grep -oE '^step \S+ [0-9]+' "$0" | awk '{s += $3} END {print s}') s"
