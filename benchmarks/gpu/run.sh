@@ -113,7 +113,10 @@ print("beluga", beluga_core.__file__, "· torch", torch.__version__, "· transfo
 if ((!DRY)); then
     export PATH=$SITE/bin:$PATH PYTHONUNBUFFERED=1
     export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-    say "beluga GPU check · $(date -u +%FT%TZ) · $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null) · budget $BUDGET s"
+    # The device tool carries the working tree, but the .git beside it may lag (it showed the session's first
+    # commit): the kit's manifest names the commit it was prepared at.
+    kit_commit=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["commit"][:7])' "$KIT/part1/manifest.json" 2>/dev/null)
+    say "beluga GPU check · $(date -u +%FT%TZ) · kit prepared at ${kit_commit:-?} · budget $BUDGET s"
     say "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1) · $(nproc) CPU cores · $("$PY" -V 2>&1)"
     export -f setup
     export KIT SITE OUT PY ROOT LOGS
