@@ -288,7 +288,7 @@ def test_generate_against_a_stored_model_records_it(relation_store: Path, relati
                           timeout=120, check=False)
     assert info.returncode == 0, info.stdout + info.stderr
     assert "against model r.duckdb#iid/vanilla@standard, model " in " ".join(info.stdout.split())
-    # EXTENSIONS §1.5 item 7, second half: the IID model fails the contrast set (its head never trained NA).
+    # DiagnoseRE's contrast-set finding: the IID model fails the contrast set (its head never trained NA).
     contrast = [c for c in suite.cases if c.groups["family"] == "counterfactual" and c.test_type == "MFT"]
     assert contrast and {c.label for c in contrast} == {"no_relation"}
     predicted = relation_model.probabilities([c.inputs[0] for c in contrast]).argmax(axis=1)

@@ -1,7 +1,7 @@
 """S²LCT / ALiCT Phase 2 (``beluga_core.generators.expansion``), offline: given trees, toy grammars, stub fillers
 and a tiny randomly initialised BERT.
 
-Known answers (EXTENSIONS §3.5): item 4, Algorithm 1 on the paper's running example, and item 5, validation of
+Known answers: Algorithm 1 on the S²LCT paper's running example, and the fill validation of
 the paper's six suggestions (made-up words, tags and polarities with exactly "ways" and "things" NNS and
 neutral, as in the paper's Figure 2) plus a "length < 10" recheck that drops too-long expansions.
 """

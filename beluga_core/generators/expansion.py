@@ -1,5 +1,5 @@
-"""S²LCT / ALiCT Phase 2: grammar-guided expansion of seed sentences (EXTENSIONS §3.1 "Phase 2" and "Fill and
-validate"; Algorithm 1 of the S²LCT draft, with the restrictions of the ALiCT code).
+"""S²LCT / ALiCT Phase 2: grammar-guided expansion of seed sentences (the S²LCT paper's
+phase 2, "fill and validate"; its Algorithm 1, with the restrictions of the ALiCT code).
 
 Pipeline for one seed (``expand_seed``):
 
