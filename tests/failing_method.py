@@ -9,7 +9,7 @@ import os
 
 import torch
 
-from beluga_core.api import Batch, Method, Trainer
+from beluga_core.api.methods import Batch, Method, Trainer
 
 
 class Failing(Method):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from beluga_core.api import Backend, BelugaError, Event, Failed, Finished, Job, Lost, StepFn
+from beluga_core.api.executors import Backend, BelugaError, Event, Failed, Finished, Job, Lost, StepFn
 from beluga_core.execution.results import JobResult
 from beluga_core.execution.scheduling import JobFailure, JobsFailed, dispatch
 from beluga_core.planning.jobs import Fold
@@ -173,8 +173,7 @@ def test_jobs_that_can_never_start_are_reported_not_waited_for() -> None:
 
 
 def test_the_backend_is_closed_by_executors_also_after_an_error(tmp_path: Any) -> None:
-    from beluga_core.api import Executor
-    from beluga_core.config.schema import ExecutorSpec
+    from beluga_core.api.executors import Executor, ExecutorSpec
 
     backend = Scripted(slots=1, fate={"a": ["lost"]})
 
@@ -191,8 +190,7 @@ def test_the_backend_is_closed_by_executors_also_after_an_error(tmp_path: Any) -
 @pytest.mark.parametrize(("value", "message"), [("two", "must be a whole number, got 'two'"),
                                                 (-1, "must be ≥ 0")])
 def test_max_retries_must_be_a_count(value: Any, message: str) -> None:
-    from beluga_core.api import Executor
-    from beluga_core.config.schema import ExecutorSpec
+    from beluga_core.api.executors import Executor, ExecutorSpec
 
     class Any_(Executor):
         def open(self, plan: Any, jobs: Any, cache_dir: Any) -> Backend:

@@ -44,6 +44,20 @@ def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
     assert "beluga_core.core.hashing -> beluga_core.cli.app" in done.stdout
 
 
+def test_an_executor_internal_in_another_kind_module_breaks_the_api_contract(tmp_path: Path) -> None:
+    # A copy of the package in which the methods' API module re-exports the Plan, an executor internal.
+    shutil.copytree(REPO / "beluga_core", tmp_path / "beluga_core",
+                    ignore=shutil.ignore_patterns("__pycache__", "builtin", "sql"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    methods = tmp_path / "beluga_core" / "api" / "methods.py"
+    methods.write_text(methods.read_text(encoding="utf-8") + "\nfrom beluga_core.planning.plan import Plan  # noqa\n",
+                       encoding="utf-8")
+    done = _lint(tmp_path, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "executor internals are public from the executor kind's module only BROKEN" in done.stdout
+    assert "beluga_core.api.methods -> beluga_core.planning.plan" in done.stdout
+
+
 def test_long_modules_say_why() -> None:
     """A module over ~400 lines carries the reason at its top (a docstring line starting 'Long:')."""
     unexplained = []

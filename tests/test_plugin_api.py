@@ -13,70 +13,97 @@ import torch
 from helpers import run_cli
 
 from beluga_core import api
+from beluga_core.api.executors import EXECUTORS, Executor
+from beluga_core.api.expectations import (
+    EXPECTATIONS,
+    FAIL,
+    PASS,
+    SKIP,
+    ExpectationKind,
+    KindParams,
+    PerInputKind,
+    results_from,
+)
+from beluga_core.api.losses import LOSSES, ClassLoss, Loss
+from beluga_core.api.methods import METHODS, Method
+from beluga_core.api.tasks import (
+    TASKS,
+    Case,
+    Encoder,
+    Example,
+    FlatPredictions,
+    GroupOf,
+    IIDData,
+    IIDScores,
+    InputPredictions,
+    Task,
+    TrainSet,
+)
+from beluga_core.api.training_configs import CONFIGURATIONS, TrainingConfiguration
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import ALL, Registry
 
 
-class TaskWithoutOutputs(api.Task):
+class TaskWithoutOutputs(Task):
     """Everything a task needs but ``batch_outputs``."""
 
     metrics: ClassVar[tuple[str, ...]] = ("accuracy",)
     primary_metric: ClassVar[str] = "accuracy"
 
-    def load_iid(self, source: str, eval_seed: int) -> api.IIDData:
+    def load_iid(self, source: str, eval_seed: int) -> IIDData:
         raise NotImplementedError
 
-    def make_encoder(self, tokenizer: Any, max_length: int) -> api.Encoder:
+    def make_encoder(self, tokenizer: Any, max_length: int) -> Encoder:
         raise NotImplementedError
 
     def build_model(self, model_name: str, *, seed: int = 0, dropout: float | None = None,
                     config_overrides: Mapping[str, Any] | None = None) -> torch.nn.Module:
         raise NotImplementedError
 
-    def build_trainset(self, cases: Sequence[api.Case], iid: Sequence[api.Example], env_level: str | None,
-                       group_of: api.GroupOf | None = None) -> api.TrainSet:
+    def build_trainset(self, cases: Sequence[Case], iid: Sequence[Example], env_level: str | None,
+                       group_of: GroupOf | None = None) -> TrainSet:
         raise NotImplementedError
 
-    def predict_cases(self, model: torch.nn.Module, encoder: api.Encoder, cases: Sequence[api.Case],
-                      device: torch.device) -> api.FlatPredictions:
+    def predict_cases(self, model: torch.nn.Module, encoder: Encoder, cases: Sequence[Case],
+                      device: torch.device) -> FlatPredictions:
         raise NotImplementedError
 
-    def predict_iid(self, model: torch.nn.Module, encoder: api.Encoder, examples: Sequence[api.Example],
-                    device: torch.device) -> api.InputPredictions:
+    def predict_iid(self, model: torch.nn.Module, encoder: Encoder, examples: Sequence[Example],
+                    device: torch.device) -> InputPredictions:
         raise NotImplementedError
 
-    def score_iid(self, examples: Sequence[api.Example], predictions: api.InputPredictions,
-                  split: str) -> api.IIDScores:
+    def score_iid(self, examples: Sequence[Example], predictions: InputPredictions,
+                  split: str) -> IIDScores:
         raise NotImplementedError
 
 
-class MethodWithoutUpdate(api.Method):
+class MethodWithoutUpdate(Method):
     defaults: ClassVar[dict[str, Any]] = {"level": 0.1}
 
 
-class LossWithoutRows(api.ClassLoss):
+class LossWithoutRows(ClassLoss):
     pass
 
 
-class LossWithoutKind(api.Loss):
+class LossWithoutKind(Loss):
     def per_row(self, logits: torch.Tensor) -> torch.Tensor:
         return logits
 
 
-class KindWithoutEvaluate(api.ExpectationKind):
-    Params = api.KindParams
+class KindWithoutEvaluate(ExpectationKind):
+    Params = KindParams
 
 
-class PerInputKindWithoutResults(api.PerInputKind):
-    Params = api.KindParams
+class PerInputKindWithoutResults(PerInputKind):
+    Params = KindParams
 
 
-class ConfigurationWithoutSuiteStep(api.TrainingConfiguration):
+class ConfigurationWithoutSuiteStep(TrainingConfiguration):
     start = "plm"
     uses_iid = True
 
 
-class ExecutorWithoutOpen(api.Executor):
+class ExecutorWithoutOpen(Executor):
     pass
 
 
@@ -85,14 +112,14 @@ class NotATask:
 
 
 MISSING = [
-    (api.TASKS, "TaskWithoutOutputs", "batch_outputs"),
-    (api.METHODS, "MethodWithoutUpdate", "update"),
-    (api.LOSSES, "LossWithoutRows", "per_row"),
-    (api.LOSSES, "LossWithoutKind", "kind"),
-    (api.EXPECTATIONS, "KindWithoutEvaluate", "evaluate"),
-    (api.EXPECTATIONS, "PerInputKindWithoutResults", "input_results"),
-    (api.CONFIGURATIONS, "ConfigurationWithoutSuiteStep", "uses_suite"),
-    (api.EXECUTORS, "ExecutorWithoutOpen", "open"),
+    (TASKS, "TaskWithoutOutputs", "batch_outputs"),
+    (METHODS, "MethodWithoutUpdate", "update"),
+    (LOSSES, "LossWithoutRows", "per_row"),
+    (LOSSES, "LossWithoutKind", "kind"),
+    (EXPECTATIONS, "KindWithoutEvaluate", "evaluate"),
+    (EXPECTATIONS, "PerInputKindWithoutResults", "input_results"),
+    (CONFIGURATIONS, "ConfigurationWithoutSuiteStep", "uses_suite"),
+    (EXECUTORS, "ExecutorWithoutOpen", "open"),
 ]
 
 
@@ -120,18 +147,18 @@ def test_every_installed_builtin_passes_its_check() -> None:
         assert names, registry.kind
         for name in names:
             assert issubclass(registry.get(name), registry.base)
-    assert "classification" in api.TASKS.names()
+    assert "classification" in TASKS.names()
 
 
 def test_a_class_that_is_not_a_plugin_and_unknown_names() -> None:
     with pytest.raises(BelugaError, match=r"\(NotATask\) is not a subclass of beluga_core.api.Task"):
-        api.TASKS.get(f"{__name__}:NotATask")
+        TASKS.get(f"{__name__}:NotATask")
     with pytest.raises(BelugaError, match="has no attribute 'Nope'"):
-        api.TASKS.get(f"{__name__}:Nope")
+        TASKS.get(f"{__name__}:Nope")
     with pytest.raises(BelugaError, match="cannot import module 'no_such_module'"):
-        api.TASKS.get("no_such_module:Task")
+        TASKS.get("no_such_module:Task")
     with pytest.raises(BelugaError, match="unknown method 'vanila'; did you mean 'vanilla'"):
-        api.METHODS.get("vanila")
+        METHODS.get("vanila")
 
 
 def test_a_module_class_plugin_works_in_a_config_and_a_broken_one_fails_the_dry_run(
@@ -149,5 +176,5 @@ def test_a_module_class_plugin_works_in_a_config_and_a_broken_one_fails_the_dry_
 
 
 def test_results_from_builds_outcomes_for_a_plugin_kind() -> None:
-    got = api.results_from(np.array([True, False, True]), np.array([False, False, True]))
-    assert got.tolist() == [api.PASS, api.FAIL, api.SKIP]
+    got = results_from(np.array([True, False, True]), np.array([False, False, True]))
+    assert got.tolist() == [PASS, FAIL, SKIP]

@@ -245,7 +245,7 @@ def test_the_readme_store_commands_run_and_the_store_checks(sentiment_store: tup
 def test_the_readme_documents_every_trainer_member_and_counts_the_methods() -> None:
     import re
 
-    from beluga_core.api import Trainer
+    from beluga_core.api.methods import Trainer
     from beluga_core.contracts.registries import METHODS
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")

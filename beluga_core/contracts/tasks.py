@@ -5,7 +5,7 @@ losses, and to predict — suite predictions in the suite's label space (what th
 i.i.d. predictions, which the task scores itself. That is what lets an extractive-QA task sit beside the
 classifiers without special cases in the core.
 
-``ClassificationTask`` (``beluga_core.api``) implements all of this for sequence classifiers over any
+``ClassificationTask`` (``beluga_core.api.tasks``) implements all of this for sequence classifiers over any
 label set; a new task usually subclasses it. A task for another kind of model subclasses ``Task`` and
 implements the abstract members; the registry rejects a task plugin that leaves one out, naming it.
 """

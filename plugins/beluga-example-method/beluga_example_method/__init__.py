@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import torch
 
-from beluga_core.api import Batch, Method, Trainer
+from beluga_core.api.methods import Batch, Method, Trainer
 
 
 class Flooding(Method):

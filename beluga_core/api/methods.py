@@ -1,0 +1,30 @@
+"""The generalization-method plugin kind (``beluga.methods``): how a training stage updates the model.
+
+A method implements ``update`` (one optimisation step over a list of batches, as DomainBed's
+``Algorithm.update``) and gets the stage's ``Trainer``; its ``defaults`` are its hyper-parameters. A method that
+draws one batch per environment (irm, group-dro, fish) derives from ``EnvironmentMethod``.
+"""
+
+from __future__ import annotations
+
+from beluga_core.contracts.methods import TRAINING_KEYS, EnvironmentMethod, Method, Stage
+from beluga_core.contracts.registries import METHODS
+from beluga_core.contracts.tasks import Trainer
+from beluga_core.contracts.training import IID_ENV, Batch, BatchOutput, EnvSampler, TrainSet, UnitInfo
+from beluga_core.core.errors import BelugaError
+
+__all__ = [
+    "IID_ENV",
+    "METHODS",
+    "TRAINING_KEYS",
+    "Batch",
+    "BatchOutput",
+    "BelugaError",
+    "EnvSampler",
+    "EnvironmentMethod",
+    "Method",
+    "Stage",
+    "TrainSet",
+    "Trainer",
+    "UnitInfo",
+]
