@@ -37,8 +37,8 @@ def job_ids(config: Path) -> dict[str, Any]:
 
     try:
         plan = build_plan(load_config(config), config.resolve(), allow_missing_tasks=True)
-    except BelugaError as exc:
-        return {"error": str(exc)}
+    except BelugaError as exc:   # the checkout's own path left out: a clean clone elsewhere reads the same
+        return {"error": str(exc).replace(str(REPO), "<repo>")}
     return {"jobs": sorted(j.id for j in [*plan.jobs, *plan.grid_jobs]), "pending": len(plan.pending)}
 
 
