@@ -17,9 +17,8 @@ import duckdb
 from beluga_core.core.hashing import sorted_ids_digest
 from beluga_core.store.migrations import SCHEMA_VERSION
 
-# A case's group at a model's held-out level (test_type is a case field, every other level is in `groups`).
-_HELDOUT_GROUP = ("(CASE WHEN m.heldout_level = 'test_type' THEN c.test_type "
-                  "ELSE json_extract_string(c.groups, '$.\"' || m.heldout_level || '\"') END)")
+# A case's group at a model's held-out level (the store's macro: checks run on a store of this schema only).
+_HELDOUT_GROUP = "case_group(c.test_type, c.groups, m.heldout_level)"
 # Models whose suite outcomes come from a split of this store (not external evaluations).
 _SPLIT_MODELS = "m.status = 'done' AND m.split_id IS NOT NULL"
 

@@ -3,6 +3,10 @@
 -- Readable by any DuckDB client with nothing of beluga installed. The writer re-creates these views each
 -- time it opens a store, so a fixed definition reaches old stores without a schema migration.
 --
+-- The formulas they share are the store's macros, each defined once in migrations/0014_score_macros.sql and never
+-- written out here: pass_rate, suite_score (s_T), g_score (G), case_group. Being schema, a changed formula is a
+-- migration.
+--
 -- A "scenario key" is (task, suite, model_name, config, method, scenario, seed, split_seed, variant): the models of
 -- one key together give one outcome per T_test case (one model for standard / seen, one fold model per
 -- held-out group otherwise). Only models with status 'done' count. Key columns may be NULL (e.g. seed of an
@@ -27,8 +31,7 @@ WITH counts AS (
 )
 SELECT k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed, k.variant, k.scoring_group,
        k.n_pass, k.n_fail, k.n_skip,
-       CASE WHEN k.n_pass + k.n_fail = 0 THEN NULL
-            ELSE k.n_pass::DOUBLE / (k.n_pass + k.n_fail) END AS pass_rate,
+       pass_rate(k.n_pass, k.n_fail) AS pass_rate,
        (x.scoring_group IS NOT NULL) AS excluded,
        k.n_models
 FROM counts k
@@ -39,7 +42,7 @@ LEFT JOIN g_exclusions x ON x.task = k.task AND x.scoring_group = k.scoring_grou
 -- done or failed): it should equal the seen / standard scenario's n_cases.
 CREATE OR REPLACE VIEW suite_scores AS
 SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant,
-       avg(pass_rate) FILTER (WHERE NOT excluded AND pass_rate IS NOT NULL) AS s_suite,
+       suite_score(pass_rate, excluded) AS s_suite,
        count(*) FILTER (WHERE NOT excluded AND pass_rate IS NOT NULL) AS n_groups,
        count(*) FILTER (WHERE NOT excluded AND pass_rate IS NULL) AS n_groups_no_evaluable,
        count(*) FILTER (WHERE excluded) AS n_groups_excluded,
@@ -70,13 +73,12 @@ FROM (
 ) AS ranked
 WHERE rank_ = 1;
 
--- G = 2·s_T·s_iid / (s_T + s_iid) per scenario key (0 when both are 0; NULL when either is missing).
+-- G per scenario key: g_score(s_T, s_iid) = 2·s_T·s_iid / (s_T + s_iid) (0 when both are 0; NULL when either is
+-- missing).
 CREATE OR REPLACE VIEW g_scores AS
 SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.split_seed, s.variant,
        s.s_suite, i.s_iid,
-       CASE WHEN s.s_suite IS NULL OR i.s_iid IS NULL THEN NULL
-            WHEN s.s_suite + i.s_iid = 0 THEN 0.0
-            ELSE 2 * s.s_suite * i.s_iid / (s.s_suite + i.s_iid) END AS g,
+       g_score(s.s_suite, i.s_iid) AS g,
        i.metric AS iid_metric, i.model_id AS iid_model_id,
        s.n_groups, s.n_groups_no_evaluable, s.n_groups_excluded, s.n_cases
 FROM suite_scores s
@@ -110,7 +112,7 @@ WITH reference AS (
     FROM heldout h
     JOIN case_splits s ON s.split_id = h.split_id AND s.part = 'test' AND s.kept
     JOIN cases c ON c.suite = h.suite AND c.case_id = s.case_id
-    WHERE json_extract_string(c.groups, '$."' || h.heldout_level || '"') IS NULL
+    WHERE case_group(c.test_type, c.groups, h.heldout_level) IS NULL
     GROUP BY ALL
 )
 SELECT g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario,

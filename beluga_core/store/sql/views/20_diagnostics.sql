@@ -126,13 +126,9 @@ JOIN case_splits s ON s.split_id = m.split_id
 JOIN cases c ON c.suite = m.suite AND c.case_id = s.case_id
 WHERE m.train_digest IS NOT NULL AND s.part = 'train' AND s.kept
   AND (m.heldout_level IS NULL
-       OR (CASE WHEN m.heldout_level = 'test_type' THEN c.test_type
-                ELSE json_extract_string(c.groups, '$."' || m.heldout_level || '"') END)
-          IS DISTINCT FROM m.heldout_group)
+       OR case_group(c.test_type, c.groups, m.heldout_level) IS DISTINCT FROM m.heldout_group)
   AND (m.trained_level IS NULL
-       OR (CASE WHEN m.trained_level = 'test_type' THEN c.test_type
-                ELSE json_extract_string(c.groups, '$."' || m.trained_level || '"') END)
-          = m.trained_group);
+       OR case_group(c.test_type, c.groups, m.trained_level) = m.trained_group);
 
 -- Cases a model both trained on and was evaluated on: empty in a sound store (the held-out group and T_test
 -- never reach training).

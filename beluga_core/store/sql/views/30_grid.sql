@@ -8,9 +8,7 @@ SELECT g.grid_id, g.task, g.suite, g.model_name, g.config, g.method, g.seed, g.s
        count(*) FILTER (WHERE o.outcome = 'pass') AS n_pass,
        count(*) FILTER (WHERE o.outcome = 'fail') AS n_fail,
        count(*) FILTER (WHERE o.outcome = 'skip') AS n_skip,
-       CASE WHEN count(*) FILTER (WHERE o.outcome <> 'skip') = 0 THEN NULL
-            ELSE (count(*) FILTER (WHERE o.outcome = 'pass'))::DOUBLE
-                 / count(*) FILTER (WHERE o.outcome <> 'skip') END AS pass_rate,
+       pass_rate(count(*) FILTER (WHERE o.outcome = 'pass'), count(*) FILTER (WHERE o.outcome = 'fail')) AS pass_rate,
        bool_or(x.scoring_group IS NOT NULL) AS excluded
 FROM grid_outcomes o
 JOIN grid_points g ON g.grid_id = o.grid_id
@@ -27,9 +25,8 @@ GROUP BY ALL;
 CREATE OR REPLACE VIEW grid_test_type_scores AS
 WITH rates AS (
     SELECT o.grid_id, c.test_type,
-           CASE WHEN count(*) FILTER (WHERE o.outcome <> 'skip') = 0 THEN NULL
-                ELSE (count(*) FILTER (WHERE o.outcome = 'pass'))::DOUBLE
-                     / count(*) FILTER (WHERE o.outcome <> 'skip') END AS pass_rate
+           pass_rate(count(*) FILTER (WHERE o.outcome = 'pass'), count(*) FILTER (WHERE o.outcome = 'fail'))
+               AS pass_rate
     FROM grid_outcomes o JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
     GROUP BY ALL
 ), own AS (
@@ -60,7 +57,7 @@ WHERE g.status = 'done';
 --   reference_iid reference + iid_val
 --   mean_pass     mean T_val pass rate over scoring groups (g_exclusions left out): s_T on T_val
 --   worst_group   lowest T_val scoring-group pass rate
---   g_val         harmonic mean of mean_pass and iid_val (G on the validation data)
+--   g_val         g_score(mean_pass, iid_val): G on the validation data
 -- `beluga select --criterion` takes one of these names or any SQL expression over these columns.
 CREATE OR REPLACE VIEW grid_scores AS
 WITH objective AS (
@@ -75,7 +72,7 @@ WITH objective AS (
     GROUP BY grid_id
 ), groups AS (
     SELECT grid_id,
-           avg(pass_rate) FILTER (WHERE NOT excluded AND pass_rate IS NOT NULL) AS mean_pass,
+           suite_score(pass_rate, excluded) AS mean_pass,
            min(pass_rate) FILTER (WHERE NOT excluded AND pass_rate IS NOT NULL) AS worst_group,
            count(*) FILTER (WHERE NOT excluded AND pass_rate IS NOT NULL) AS n_groups,
            sum(n_pass + n_fail + n_skip)::BIGINT AS n_cases
@@ -85,9 +82,7 @@ WITH objective AS (
 SELECT g.grid_id, g.task, g.suite, g.model_name, g.config, g.method, g.seed, g.split_seed, g.variant, g.scope_level,
        g.scope_group, g.point, g.hparams,
        o.reference, i.iid_val, o.reference + i.iid_val AS reference_iid, r.mean_pass, r.worst_group,
-       CASE WHEN r.mean_pass IS NULL OR i.iid_val IS NULL THEN NULL
-            WHEN r.mean_pass + i.iid_val = 0 THEN 0.0
-            ELSE 2 * r.mean_pass * i.iid_val / (r.mean_pass + i.iid_val) END AS g_val,
+       g_score(r.mean_pass, i.iid_val) AS g_val,
        o.n_test_types, r.n_groups, r.n_cases, g.train_seconds, g.eval_seconds
 FROM grid_points g
 LEFT JOIN objective o ON o.grid_id = g.grid_id

@@ -40,7 +40,7 @@ WITH counts AS (
 )
 SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, eval_suite, mapped_level, eval_group,
        mapped_group, n_pass, n_fail, n_skip,
-       CASE WHEN n_pass + n_fail = 0 THEN NULL ELSE n_pass::DOUBLE / (n_pass + n_fail) END AS pass_rate,
+       pass_rate(n_pass, n_fail) AS pass_rate,
        n_models
 FROM counts;
 
@@ -57,7 +57,7 @@ WITH per_group AS (
     GROUP BY ALL
 ), scores AS (
     SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, eval_suite, mapped_level,
-           avg(CASE WHEN n_pass + n_fail > 0 THEN n_pass::DOUBLE / (n_pass + n_fail) END) AS s_cross,
+           avg(pass_rate(n_pass, n_fail)) AS s_cross,
            count(*) FILTER (WHERE n_pass + n_fail > 0) AS n_groups,
            count(*) FILTER (WHERE n_pass + n_fail = 0) AS n_groups_no_evaluable,
            sum(n_cases)::BIGINT AS n_cases
@@ -66,9 +66,7 @@ WITH per_group AS (
 )
 SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.split_seed, s.variant, s.eval_suite,
        s.mapped_level, s.s_cross, i.s_iid,
-       CASE WHEN s.s_cross IS NULL OR i.s_iid IS NULL THEN NULL
-            WHEN s.s_cross + i.s_iid = 0 THEN 0.0
-            ELSE 2 * s.s_cross * i.s_iid / (s.s_cross + i.s_iid) END AS g,
+       g_score(s.s_cross, i.s_iid) AS g,
        i.metric AS iid_metric, i.model_id AS iid_model_id, s.n_groups, s.n_groups_no_evaluable, s.n_cases
 FROM scores s
 LEFT JOIN iid_scores i
@@ -96,8 +94,7 @@ SELECT task, suite, config, method, variant, scenario, eval_suite, mapped_level,
 FROM (SELECT task, suite, config, method, scenario, seed, split_seed, variant, model_name, eval_suite, mapped_level,
              eval_group, string_agg(DISTINCT mapped_group, ' / ' ORDER BY mapped_group) AS mapped_group,
              sum(n_pass) AS n_pass, sum(n_fail) AS n_fail, sum(n_skip) AS n_skip,
-             CASE WHEN sum(n_pass + n_fail) = 0 THEN NULL
-                  ELSE sum(n_pass)::DOUBLE / sum(n_pass + n_fail) END AS pass_rate
+             pass_rate(sum(n_pass), sum(n_fail)) AS pass_rate
       FROM cross_pass_rates
       GROUP BY ALL) AS per_replicate
 GROUP BY ALL;
@@ -110,8 +107,7 @@ CREATE OR REPLACE VIEW only_matrix AS
 WITH cells AS (
     SELECT m.task, m.suite, m.model_name, m.config, m.method, m.seed, m.split_seed, m.variant,
            m.trained_level AS level, m.trained_group,
-           CASE WHEN m.trained_level = 'test_type' THEN c.test_type
-                ELSE json_extract_string(c.groups, '$."' || m.trained_level || '"') END AS eval_group,
+           case_group(c.test_type, c.groups, m.trained_level) AS eval_group,
            c.scoring_group,
            count(*) FILTER (WHERE o.outcome = 'pass') AS n_pass,
            count(*) FILTER (WHERE o.outcome = 'fail') AS n_fail,
@@ -124,7 +120,7 @@ WITH cells AS (
     GROUP BY ALL
 )
 SELECT task, suite, model_name, config, method, seed, split_seed, variant, level, trained_group, eval_group,
-       avg(CASE WHEN n_pass + n_fail > 0 THEN n_pass::DOUBLE / (n_pass + n_fail) END) AS pass_rate,
+       avg(pass_rate(n_pass, n_fail)) AS pass_rate,
        count(*) FILTER (WHERE n_pass + n_fail > 0) AS n_groups,
        sum(n_pass)::BIGINT AS n_pass, sum(n_fail)::BIGINT AS n_fail, sum(n_skip)::BIGINT AS n_skip,
        trained_group = eval_group AS diagonal
@@ -215,8 +211,7 @@ SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.
 FROM mapped a
 JOIN outcomes o ON o.model_id = a.model_id
 JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
-WHERE (CASE WHEN a.mapped_level = 'test_type' THEN c.test_type
-            ELSE json_extract_string(c.groups, '$."' || a.mapped_level || '"') END) = a.mapped_group;
+WHERE case_group(c.test_type, c.groups, a.mapped_level) = a.mapped_group;
 
 -- cross_alignment_cases counted: per scenario key, eval suite, basis, eval group and mapped group, the pass rate
 -- on the eval suite's cases beside the pass rate on the training suite's cases of the group they map to (skips
@@ -226,14 +221,12 @@ SELECT task, suite, model_name, config, method, scenario, seed, split_seed, vari
        mapped_group,
        count(*) FILTER (WHERE side = 'template' AND outcome = 'pass') AS template_n_pass,
        count(*) FILTER (WHERE side = 'template' AND outcome = 'fail') AS template_n_fail,
-       CASE WHEN count(*) FILTER (WHERE side = 'template' AND outcome <> 'skip') = 0 THEN NULL
-            ELSE (count(*) FILTER (WHERE side = 'template' AND outcome = 'pass'))::DOUBLE
-                 / count(*) FILTER (WHERE side = 'template' AND outcome <> 'skip') END AS template_pass_rate,
+       pass_rate(count(*) FILTER (WHERE side = 'template' AND outcome = 'pass'),
+                 count(*) FILTER (WHERE side = 'template' AND outcome = 'fail')) AS template_pass_rate,
        count(*) FILTER (WHERE side = 'eval' AND outcome = 'pass') AS eval_n_pass,
        count(*) FILTER (WHERE side = 'eval' AND outcome = 'fail') AS eval_n_fail,
-       CASE WHEN count(*) FILTER (WHERE side = 'eval' AND outcome <> 'skip') = 0 THEN NULL
-            ELSE (count(*) FILTER (WHERE side = 'eval' AND outcome = 'pass'))::DOUBLE
-                 / count(*) FILTER (WHERE side = 'eval' AND outcome <> 'skip') END AS eval_pass_rate,
+       pass_rate(count(*) FILTER (WHERE side = 'eval' AND outcome = 'pass'),
+                 count(*) FILTER (WHERE side = 'eval' AND outcome = 'fail')) AS eval_pass_rate,
        count(DISTINCT unit) FILTER (WHERE side = 'eval') AS eval_units
 FROM cross_alignment_cases
 GROUP BY ALL;
