@@ -29,13 +29,12 @@ from pathlib import Path
 
 import duckdb
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_quick import forced_config, run_once
 from bench_relation import ROUNDS, SEED, verdict
 from bench_relation import boot_mean as boot
 from bench_relation import ci as interval
+from harness import REPO, forced_config, machine, run_once
 
 from beluga_core.analysis.target import load_target
 from beluga_core.contracts.generators import Generator
@@ -46,9 +45,7 @@ from beluga_core.generators.adversarial import PWWS, HotFlip
 from beluga_core.generators.build import generate
 from beluga_core.generators.counterfactual import IGContrast
 from beluga_core.generators.sources import read_source
-from beluga_core.training.precision import machine_line
 
-REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "runs" / "bench-adversarial"
 ATTACKED = 340        # pool sentences attacked (a seeded sample): ≥ 200 of them classified correctly by M0
 MASKED = 450          # pool sentences for counterfactual masking (a seeded sample; CDA needs many)
@@ -101,7 +98,7 @@ def main() -> None:
         if old.is_file():
             old.unlink()
     t0 = t = time.perf_counter()
-    print(machine_line("fp32", torch.device("cpu")))
+    print(machine("fp32"))
 
     # 1. M0
     iid_store = RUNS / "relation-iid.duckdb"
@@ -245,7 +242,7 @@ def main() -> None:
           f"on T_test (n = {len(common)}) before {100 * a.mean():.1f} {interval(boot(a, rng))}, after IID→(IID+T) "
           f"{100 * b.mean():.1f} {interval(boot(b, rng))}, Δ {100 * d.mean():+.1f} {interval(d)} {verdict(d)}")
     step("sentiment", t)
-    print(f"\nwall time {time.perf_counter() - t0:.0f} s at fp32 ({machine_line('fp32', torch.device('cpu'))})")
+    print(f"\nwall time {time.perf_counter() - t0:.0f} s at fp32 ({machine('fp32')})")
 
 
 if __name__ == "__main__":

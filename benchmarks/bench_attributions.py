@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_quick import forced_config, run_once
+from harness import REPO, machine, run_config
 from screenshot_report import Skip, ensure_chromium, screenshot
 
 from beluga_core.analysis.export import stored_model
@@ -44,9 +44,7 @@ from beluga_core.store.reader import open_store
 from beluga_core.store.selectors import select_one
 from beluga_core.store.writer import StoreWriter
 from beluga_core.training.models import load_sequence_classifier, load_tokenizer
-from beluga_core.training.precision import machine_line
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "benchmarks" / "attributions.toml"
 GROUP = "simple negations: negative"
 # (estimator, options): the in-run budgets, then the full budgets `beluga explain` uses.
@@ -118,7 +116,7 @@ def main() -> int:
     parser.add_argument("--no-install", action="store_true", help="never install chromium; skip the screenshot")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    print(machine_line("fp32", torch.device("cpu")), flush=True)
+    print(machine("fp32"), flush=True)
 
     # 1. The run.
     store = args.store
@@ -126,7 +124,7 @@ def main() -> int:
         store = args.out / "attributions.duckdb"
         for stale in (store, store.with_name(store.name + ".wal")):
             stale.unlink(missing_ok=True)
-        wall, _ = run_once(forced_config(CONFIG, "fp32"), store)
+        wall = run_config(CONFIG, "fp32", store).wall
         print(f"run of {CONFIG.name} at fp32: {wall:.1f} s wall", flush=True)
     con = duckdb.connect(str(store), read_only=True)
     per_model = con.execute("""SELECT m.config, m.scenario, m.heldout_group, count(DISTINCT a.case_id), count(*),

@@ -17,20 +17,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
 import duckdb
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_quick import ROUNDS, SEED, ci, forced_config, run_once
+from bench_quick import ROUNDS, SEED, ci
+from harness import REPO, Benchmark, Run
 
-from beluga_core.training.precision import machine_line
-
-REPO = Path(__file__).resolve().parents[1]
 Cases = dict[str, dict[str, float]]   # group → case id → 1 pass / 0 fail
 
 
@@ -113,30 +109,18 @@ def report(store: Path) -> None:
         con.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=Path, default=REPO / "benchmarks" / "quick-cross.toml")
-    parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32")
-    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-cross")
-    parser.add_argument("--analyze", type=Path, nargs="*", help="only print the figures of these stores")
-    args = parser.parse_args()
-    if args.analyze:
-        for store in args.analyze:
-            report(store)
-        return
-    print(machine_line(args.precision, torch.device("cpu")))
-    config = forced_config(args.config.resolve(), args.precision)
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-        store = args.out / f"{args.config.stem}-{args.precision}-{time.strftime('%Y%m%d-%H%M%S')}.duckdb"
-        wall, printed = run_once(config, store)
-    finally:
-        config.unlink(missing_ok=True)
-    own = next((line for line in printed.splitlines() if line.startswith("wall time:")), "?")
-    print(f"{wall:.1f} s from outside; beluga run printed: {own}")
-    print(printed[printed.index("sentiment (sentiment) evaluated on"):] if "evaluated on" in printed else printed)
-    report(store)
+class Cross(Benchmark):
+    config = REPO / "benchmarks" / "quick-cross.toml"
+    out = REPO / "runs" / "bench-cross"
+
+    def shown(self, args: argparse.Namespace, i: int, run: Run) -> None:
+        super().shown(args, i, run)
+        printed = run.printed
+        print(printed[printed.index("sentiment (sentiment) evaluated on"):] if "evaluated on" in printed else printed)
+
+    def figures(self, args: argparse.Namespace, store: Path) -> None:
+        report(store)
 
 
 if __name__ == "__main__":
-    main()
+    Cross(__doc__ or "").main()

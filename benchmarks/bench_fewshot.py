@@ -17,11 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-import torch
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_quick import forced_config, run_once
+from harness import REPO, Benchmark, Run
 
 from beluga_core.analysis.ranking.load import load_store_groups
 from beluga_core.analysis.ranking.rank import REFERENCE, Ranking, rank_groups, signal_specs
@@ -29,9 +28,7 @@ from beluga_core.analysis.ranking.save import save_ranking
 from beluga_core.analysis.report.terminal import print_ranking
 from beluga_core.config.load import load_config
 from beluga_core.store.reader import open_store
-from beluga_core.training.precision import machine_line
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIGS = {"para": REPO / "benchmarks" / "quick-rank-para.toml",
            "sentiment": REPO / "benchmarks" / "quick-rank-sentiment.toml"}
 N, B, SEED = 10, 500, 0
@@ -80,34 +77,39 @@ def analyze(store: Path, levels: list[str], console: Console) -> None:
             console.print(line, highlight=False)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", choices=sorted(CONFIGS))
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "auto", "bf16"])
-    parser.add_argument("--analyze", type=Path, help="An existing store: print its figures, run nothing.")
-    args = parser.parse_args()
-    console = Console(width=190)
-    config = CONFIGS[args.which]
-    levels = load_config(config).fewshot_levels
-    if args.analyze:
-        analyze(args.analyze, levels, console)
-        return
-    print(machine_line(args.precision, torch.device("cpu")))
-    forced = forced_config(config, args.precision)
-    store = REPO / "runs" / f"bench-fewshot-{args.which}-{args.precision}.duckdb"
-    for old in (store, store.with_name(store.name + ".wal")):
-        old.unlink(missing_ok=True)
-    try:
-        wall, printed = run_once(forced, store)
-    finally:
-        forced.unlink(missing_ok=True)
-    print(printed.strip().splitlines()[-1] if printed.strip() else "")
-    print(f"beluga run {config.name} (precision = {args.precision}): {wall:.1f} s from outside")
-    started = time.perf_counter()
-    analyze(store, levels, console)
-    print(f"ranking {', '.join(levels)}: {time.perf_counter() - started:.1f} s; run + ranking: "
-          f"{wall + time.perf_counter() - started:.1f} s (bar: 15 min = 900 s)")
+class Fewshot(Benchmark):
+    analyze_many = False
+    full_help = True
+
+    def arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("which", choices=sorted(CONFIGS))
+
+    def chosen(self, args: argparse.Namespace) -> Path:
+        return CONFIGS[args.which]
+
+    def store(self, args: argparse.Namespace, config: Path, i: int) -> Path:
+        store = REPO / "runs" / f"bench-fewshot-{args.which}-{args.precision}.duckdb"
+        for old in (store, store.with_name(store.name + ".wal")):
+            old.unlink(missing_ok=True)
+        return store
+
+    def shown(self, args: argparse.Namespace, i: int, run: Run) -> None:
+        print(run.printed.strip().splitlines()[-1] if run.printed.strip() else "")
+        print(f"beluga run {self.chosen(args).name} (precision = {args.precision}): {run.wall:.1f} s from outside")
+
+    def levels(self, args: argparse.Namespace) -> list[str]:
+        return load_config(self.chosen(args)).fewshot_levels
+
+    def figures(self, args: argparse.Namespace, store: Path) -> None:
+        analyze(store, self.levels(args), Console(width=190))
+
+    def after(self, args: argparse.Namespace, runs: list[Run]) -> None:
+        levels = self.levels(args)
+        started = time.perf_counter()
+        analyze(runs[0].store, levels, Console(width=190))
+        print(f"ranking {', '.join(levels)}: {time.perf_counter() - started:.1f} s; run + ranking: "
+              f"{runs[0].wall + time.perf_counter() - started:.1f} s (bar: 15 min = 900 s)")
 
 
 if __name__ == "__main__":
-    main()
+    Fewshot(__doc__ or "").main()

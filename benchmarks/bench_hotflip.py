@@ -19,24 +19,21 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_adversarial import config_with, paired
-from bench_quick import run_once
 from bench_relation import SEED, verdict
 from bench_relation import boot_mean as boot
 from bench_relation import ci as interval
+from harness import REPO, machine, run_once
 
 from beluga_core.analysis.target import load_target
 from beluga_core.contracts.generators import Source
 from beluga_core.generators.adversarial import HotFlip
 from beluga_core.generators.build import SPLIT_KEY, generate
 from beluga_core.generators.sources import read_source
-from beluga_core.training.precision import machine_line
 
-REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "runs" / "bench-hotflip"
 SENTENCES = 12      # validation sentences whose every candidate swap is evaluated
 CANDIDATES = 60     # seeded vocabulary candidates per swappable word
@@ -53,7 +50,7 @@ def main() -> None:
     rng = np.random.default_rng(SEED)
     RUNS.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    print(machine_line("fp32", torch.device("cpu")))
+    print(machine("fp32"))
     store = RUNS / "relation-iid.duckdb"
     if store.exists():
         store.unlink()
@@ -123,7 +120,7 @@ def main() -> None:
     d = paired(a, b, rng)
     print(f"   success, expected − local: {100 * (b.mean() - a.mean()):+.1f} {interval(d)} {verdict(d)} "
           f"(paired over the same {len(ids)} sentences)")
-    print(f"\nwall time {time.perf_counter() - t0:.0f} s at fp32 ({machine_line('fp32', torch.device('cpu'))})")
+    print(f"\nwall time {time.perf_counter() - t0:.0f} s at fp32 ({machine('fp32')})")
 
 
 if __name__ == "__main__":

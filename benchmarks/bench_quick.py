@@ -20,46 +20,17 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
 import numpy as np
-import torch
 
-from beluga_core.training.precision import machine_line
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import REPO, Benchmark, Run, new_store
 
-REPO = Path(__file__).resolve().parents[1]
 ROUNDS = 2000
 SEED = 0
-
-
-def forced_config(config: Path, precision: str) -> Path:
-    text = config.read_text(encoding="utf-8")
-    line = f'precision = "{precision}"'
-    if re.search(r"^precision\s*=", text, flags=re.M):
-        text = re.sub(r"^precision\s*=.*$", line, text, flags=re.M)
-    elif re.search(r"^\[executor\]\s*$", text, flags=re.M):
-        text = re.sub(r"^\[executor\]\s*$", f"[executor]\n{line}", text, count=1, flags=re.M)
-    else:
-        text += f"\n[executor]\n{line}\n"
-    # Beside the original, so that paths relative to the config still resolve.
-    out = config.with_name(f".bench-{config.stem}-{precision}.toml")
-    out.write_text(text, encoding="utf-8")
-    return out
-
-
-def run_once(config: Path, store: Path) -> tuple[float, str]:
-    started = time.perf_counter()
-    beluga = Path(sys.executable).with_name("beluga")  # the console script of this environment
-    done = subprocess.run([str(beluga), "run", str(config), "--store", str(store)],
-                          capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - started
-    if done.returncode != 0 or not store.exists():
-        sys.exit(f"beluga run failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return wall, done.stdout
 
 
 def facts(store: Path) -> dict[str, list[tuple[object, ...]]]:
@@ -181,45 +152,40 @@ def report_seed(con: duckdb.DuckDBPyConnection, seed: int) -> None:
           f"  groups without a pass rate: {missing}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=Path, default=REPO / "benchmarks" / "quick.toml")
-    parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32")
-    parser.add_argument("--runs", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-quick",
-                        help="folder for the runs' stores (each run gets a new one)")
-    parser.add_argument("--compare", type=Path, nargs="*", default=[],
-                        help="stores (e.g. of another beluga version) that must agree with the runs")
-    parser.add_argument("--analyze", type=Path, nargs="*", help="only print the figures of these stores")
-    args = parser.parse_args()
-    if args.analyze:
-        for store in args.analyze:
-            report(store)
-        return
-    print(machine_line(args.precision, torch.device("cpu")))
-    config = forced_config(args.config.resolve(), args.precision)
-    stores = []
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for i in range(args.runs):
-            store = args.out / f"{args.config.stem}-{args.precision}-{time.strftime('%Y%m%d-%H%M%S')}-{i}.duckdb"
-            wall, printed = run_once(config, store)
-            own = re.search(r"wall time: ([\d.]+) s", printed)
-            machine = next((line for line in printed.splitlines() if line.startswith("precision ")), "?")
-            print(f"run {i + 1}: {wall:.1f} s from outside, {own.group(1) if own else '?'} s printed by beluga run "
-                  f"({machine})", flush=True)
-            stores.append(store)
-    finally:
-        config.unlink(missing_ok=True)
-    reference = facts(stores[0])
-    for other in [*stores[1:], *args.compare]:
-        same = facts(other)
-        verdict = "identical" if same == reference else \
-            "DIFFERENT: " + ", ".join(k for k in reference if reference[k] != same[k])
-        print(f"{other.name} against {stores[0].name}: {verdict}")
-    for store in stores[:1]:
+class Quick(Benchmark):
+    config = REPO / "benchmarks" / "quick.toml"
+    out = REPO / "runs" / "bench-quick"
+
+    def arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--runs", type=int, default=2)
+        parser.add_argument("--compare", type=Path, nargs="*", default=[],
+                            help="stores (e.g. of another beluga version) that must agree with the runs")
+
+    def runs(self, args: argparse.Namespace) -> int:
+        return int(args.runs)
+
+    def store(self, args: argparse.Namespace, config: Path, i: int) -> Path:
+        return new_store(args.out, config, args.precision, f"-{i}")
+
+    def shown(self, args: argparse.Namespace, i: int, run: Run) -> None:
+        own = re.search(r"wall time: ([\d.]+) s", run.printed)
+        print(f"run {i + 1}: {run.wall:.1f} s from outside, {own.group(1) if own else '?'} s printed by beluga run "
+              f"({run.line('precision ')})", flush=True)
+
+    def figures(self, args: argparse.Namespace, store: Path) -> None:
         report(store)
+
+    def after(self, args: argparse.Namespace, runs: list[Run]) -> None:
+        stores = [run.store for run in runs]
+        reference = facts(stores[0])
+        for other in [*stores[1:], *args.compare]:
+            same = facts(other)
+            verdict = "identical" if same == reference else \
+                "DIFFERENT: " + ", ".join(k for k in reference if reference[k] != same[k])
+            print(f"{other.name} against {stores[0].name}: {verdict}")
+        for store in stores[:1]:
+            report(store)
 
 
 if __name__ == "__main__":
-    main()
+    Quick(__doc__ or "").main()

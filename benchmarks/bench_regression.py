@@ -14,20 +14,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import duckdb
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_quick import forced_config, run_once
+from harness import REPO, Benchmark
 
 from beluga_core.analysis.regression.flips import centric_selection, nfr_randomization_test
-from beluga_core.training.precision import machine_line
 
-REPO = Path(__file__).resolve().parents[1]
 ROUNDS = 2000
 SEED = 0
 
@@ -206,29 +202,13 @@ def _p(v: float | None) -> str:
     return "—" if v is None else f"{100 * v:.1f}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=Path, default=REPO / "benchmarks" / "regression.toml")
-    parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32")
-    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-regression")
-    parser.add_argument("--analyze", type=Path, nargs="*", help="only print the figures of these stores")
-    args = parser.parse_args()
-    if args.analyze:
-        for store in args.analyze:
-            report(store)
-        return
-    print(machine_line(args.precision, torch.device("cpu")))
-    config = forced_config(args.config.resolve(), args.precision)
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-        store = args.out / f"{args.config.stem}-{args.precision}-{time.strftime('%Y%m%d-%H%M%S')}.duckdb"
-        wall, printed = run_once(config, store)
-    finally:
-        config.unlink(missing_ok=True)
-    own = next((line for line in printed.splitlines() if line.startswith("wall time:")), "?")
-    print(f"{wall:.1f} s from outside; beluga run printed: {own}")
-    report(store)
+class Regression(Benchmark):
+    config = REPO / "benchmarks" / "regression.toml"
+    out = REPO / "runs" / "bench-regression"
+
+    def figures(self, args: argparse.Namespace, store: Path) -> None:
+        report(store)
 
 
 if __name__ == "__main__":
-    main()
+    Regression(__doc__ or "").main()

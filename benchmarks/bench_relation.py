@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import duckdb
@@ -30,16 +29,14 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_quick import forced_config, run_once
+from harness import REPO, Benchmark
 
 from beluga_core.analysis.export import stored_model
 from beluga_core.store.reader import open_store
 from beluga_core.store.selectors import select_one
 from beluga_core.training.models import load_tokenizer
-from beluga_core.training.precision import machine_line
 from beluga_core.training.predict import predict_probs
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "benchmarks" / "quick-relation.toml"
 ROUNDS = 2000
 SEED = 0
@@ -218,25 +215,21 @@ def report_me(store: Path) -> None:
         con.close()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32")
-    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-relation")
-    parser.add_argument("--analyze", type=Path, help="only print the figures of this store")
-    parser.add_argument("--me", action="store_true", help="run (or, with --analyze, read) benchmarks/relation-me.toml")
-    args = parser.parse_args()
-    if args.analyze:
-        (report_me if args.me else report)(args.analyze)
-        return
-    print(machine_line(args.precision, torch.device("cpu")))
-    args.out.mkdir(parents=True, exist_ok=True)
-    config = CONFIG.with_name("relation-me.toml") if args.me else CONFIG
-    store = args.out / f"{config.stem}-{args.precision}-{time.strftime('%Y%m%d-%H%M%S')}.duckdb"
-    wall, printed = run_once(forced_config(config, args.precision), store)
-    own = next((line for line in printed.splitlines() if line.startswith("wall time")), "?")
-    print(f"run: {wall:.1f} s from outside; {own}")
-    (report_me if args.me else report)(store)
+class Relation(Benchmark):
+    out = REPO / "runs" / "bench-relation"
+    analyze_many = False
+    run_line = "run: {wall:.1f} s from outside; {own}"
+
+    def arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--me", action="store_true",
+                            help="run (or, with --analyze, read) benchmarks/relation-me.toml")
+
+    def chosen(self, args: argparse.Namespace) -> Path:
+        return CONFIG.with_name("relation-me.toml") if args.me else CONFIG
+
+    def figures(self, args: argparse.Namespace, store: Path) -> None:
+        (report_me if args.me else report)(store)
 
 
 if __name__ == "__main__":
-    main()
+    Relation(__doc__ or "").main()

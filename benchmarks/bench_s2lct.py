@@ -23,21 +23,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
 import duckdb
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_quick import forced_config, run_once
 from bench_relation import verdict
+from harness import REPO, Benchmark
 
-from beluga_core.training.precision import machine_line
-
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "benchmarks" / "quick-s2lct.toml"
 ROUNDS = 2000
 SEED = 0
@@ -161,23 +156,17 @@ def report(store: Path) -> None:
         print(f"   {ids[lc]:<5} " + "; ".join(parts))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--precision", choices=["fp32", "bf16", "auto"], default="fp32")
-    parser.add_argument("--out", type=Path, default=REPO / "runs" / "bench-s2lct")
-    parser.add_argument("--analyze", type=Path, help="only print the figures of this store")
-    args = parser.parse_args()
-    if args.analyze:
-        report(args.analyze)
-        return
-    print(machine_line(args.precision, torch.device("cpu")))
-    args.out.mkdir(parents=True, exist_ok=True)
-    store = args.out / f"quick-s2lct-{args.precision}-{time.strftime('%Y%m%d-%H%M%S')}.duckdb"
-    wall, printed = run_once(forced_config(CONFIG, args.precision), store)
-    own = next((line for line in printed.splitlines() if line.startswith("wall time")), "?")
-    print(f"run: {wall:.1f} s from outside; {own}")
-    report(store)
+class S2LCT(Benchmark):
+    out = REPO / "runs" / "bench-s2lct"
+    analyze_many = False
+    run_line = "run: {wall:.1f} s from outside; {own}"
+
+    def chosen(self, args: argparse.Namespace) -> Path:
+        return CONFIG
+
+    def figures(self, args: argparse.Namespace, store: Path) -> None:
+        report(store)
 
 
 if __name__ == "__main__":
-    main()
+    S2LCT(__doc__ or "").main()

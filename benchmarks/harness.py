@@ -1,0 +1,162 @@
+"""The skeleton the benchmark scripts share: their common arguments, the forced precision, the machine line,
+running a config into a fresh store with `beluga run`, and the report (or only the report, of stores given to
+--analyze). A script subclasses `Benchmark` and keeps what it measures; scripts without the skeleton (several
+runs of edited configs) use `machine`, `forced_config`, `run_once` and `run_config` alone.
+
+The precision is forced (fp32 unless --precision says otherwise) because a config's own `precision = "auto"`
+would pick bf16 on a CPU with native bf16 and fp32 elsewhere: figures and timings from two machines would then
+differ for a reason the script did not choose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from beluga_core.training.precision import Precision, machine_line
+
+REPO = Path(__file__).resolve().parents[1]
+PRECISIONS = ("fp32", "bf16", "auto")
+
+
+def machine(precision: Precision | None) -> str:
+    """The line every figure is printed beside: precision (None: no model computes), CPU model, native bf16."""
+    return machine_line(precision, torch.device("cpu"))
+
+
+def forced_config(config: Path, precision: str) -> Path:
+    """A copy of ``config`` with ``[executor] precision`` set, beside it (relative paths in it still resolve)."""
+    text = config.read_text(encoding="utf-8")
+    line = f'precision = "{precision}"'
+    if re.search(r"^precision\s*=", text, flags=re.M):
+        text = re.sub(r"^precision\s*=.*$", line, text, flags=re.M)
+    elif re.search(r"^\[executor\]\s*$", text, flags=re.M):
+        text = re.sub(r"^\[executor\]\s*$", f"[executor]\n{line}", text, count=1, flags=re.M)
+    else:
+        text += f"\n[executor]\n{line}\n"
+    out = config.with_name(f".bench-{config.stem}-{precision}.toml")
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """One `beluga run`: its store, its wall time measured from outside (process start to exit) and its output."""
+
+    store: Path
+    wall: float
+    printed: str
+
+    def line(self, prefix: str) -> str:
+        """The first line beluga run printed that starts with ``prefix`` ("?" if none)."""
+        return next((line for line in self.printed.splitlines() if line.startswith(prefix)), "?")
+
+
+def run_once(config: Path, store: Path) -> Run:
+    """`beluga run CONFIG --store STORE` in a new process; exits with its output if it fails."""
+    started = time.perf_counter()
+    beluga = Path(sys.executable).with_name("beluga")  # the console script of this environment
+    done = subprocess.run([str(beluga), "run", str(config), "--store", str(store)],
+                          capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - started
+    if done.returncode != 0 or not store.exists():
+        sys.exit(f"beluga run failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return Run(store, wall, done.stdout)
+
+
+def run_config(config: Path, precision: str, store: Path) -> Run:
+    """`run_once` of ``config`` at a forced precision; the forced copy is removed afterwards."""
+    forced = forced_config(config.resolve(), precision)
+    try:
+        return run_once(forced, store)
+    finally:
+        forced.unlink(missing_ok=True)
+
+
+def new_store(out: Path, config: Path, precision: str, suffix: str = "") -> Path:
+    """A store path in ``out`` that no earlier run used: config, precision and the time in its name."""
+    out.mkdir(parents=True, exist_ok=True)
+    return out / f"{config.stem}-{precision}-{time.strftime('%Y%m%d-%H%M%S')}{suffix}.duckdb"
+
+
+class Benchmark:
+    """One benchmark script: `main` parses the common arguments, prints the figures of --analyze's stores, or
+    prints the machine line, runs the config at the forced precision and prints the figures of the new store.
+
+    A script sets the class attributes and overrides `figures` (what it measures), and where it differs:
+    `arguments` (its own flags), `chosen` (the config), `runs`/`store` (how many stores, named how), `shown`
+    (what is printed after each run) and `after` (what is printed once all runs are done)."""
+
+    config: Path | None = None          # --config's default; None: no --config flag (`chosen` picks the config)
+    out: Path | None = None             # --out's default; None: no --out flag (`store` names the store)
+    analyze_many = True                 # --analyze takes several stores (else one)
+    full_help = False                   # --help shows the whole docstring (else its first paragraph)
+    run_line = "{wall:.1f} s from outside; beluga run printed: {own}"   # `shown`'s line, {own}: run's wall time
+
+    def __init__(self, doc: str) -> None:
+        self.doc = doc
+
+    def parser(self) -> argparse.ArgumentParser:
+        if self.full_help:
+            parser = argparse.ArgumentParser(description=self.doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+        else:
+            parser = argparse.ArgumentParser(description=self.doc.split("\n\n")[0])
+        if self.config is not None:
+            parser.add_argument("--config", type=Path, default=self.config)
+        parser.add_argument("--precision", choices=PRECISIONS, default="fp32")
+        if self.out is not None:
+            parser.add_argument("--out", type=Path, default=self.out,
+                                help="folder for the runs' stores (each run gets a new one)")
+        if self.analyze_many:
+            parser.add_argument("--analyze", type=Path, nargs="*", help="only print the figures of these stores")
+        else:
+            parser.add_argument("--analyze", type=Path, help="only print the figures of this store")
+        self.arguments(parser)
+        return parser
+
+    def arguments(self, parser: argparse.ArgumentParser) -> None:
+        """The script's own flags."""
+
+    def chosen(self, args: argparse.Namespace) -> Path:
+        """The config to run."""
+        return Path(args.config)
+
+    def runs(self, args: argparse.Namespace) -> int:
+        return 1
+
+    def store(self, args: argparse.Namespace, config: Path, i: int) -> Path:
+        """Where run ``i`` writes (called just before it starts)."""
+        return new_store(args.out, config, args.precision)
+
+    def shown(self, args: argparse.Namespace, i: int, run: Run) -> None:
+        """Printed as soon as run ``i`` is done."""
+        print(self.run_line.format(wall=run.wall, own=run.line("wall time:")))
+
+    def figures(self, args: argparse.Namespace, store: Path) -> None:
+        """What the benchmark measures, printed from one store."""
+        raise NotImplementedError
+
+    def after(self, args: argparse.Namespace, runs: list[Run]) -> None:
+        """Printed once every run is done: the first store's figures."""
+        self.figures(args, runs[0].store)
+
+    def main(self, argv: list[str] | None = None) -> None:
+        args = self.parser().parse_args(argv)
+        if args.analyze:
+            for store in args.analyze if self.analyze_many else [args.analyze]:
+                self.figures(args, store)
+            return
+        print(machine(args.precision))
+        config = self.chosen(args)
+        runs: list[Run] = []
+        for i in range(self.runs(args)):
+            runs.append(run_config(config, args.precision, self.store(args, config, i)))
+            self.shown(args, i, runs[-1])
+        self.after(args, runs)
