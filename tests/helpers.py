@@ -79,7 +79,7 @@ def run_benchmark(config: Path, store: Path) -> str:
 
     from beluga_core.config.load import load_config
     from beluga_core.orchestration.coordinator import run_plan
-    from beluga_core.planning.plan import build_plan
+    from beluga_core.orchestration.teachers import plan_run
     from beluga_core.training import determinism
 
     cfg = load_config(config).with_store_path(str(store.resolve()))
@@ -87,7 +87,7 @@ def run_benchmark(config: Path, store: Path) -> str:
     threads = torch.get_num_threads()
     deterministic = torch.are_deterministic_algorithms_enabled()
     try:
-        run_plan(build_plan(cfg, config.resolve()), Console(file=out, width=200))
+        run_plan(plan_run(cfg, config.resolve()), Console(file=out, width=200))
     finally:
         # A run's [executor] threads and deterministic mode must not leak into the tests after it.
         torch.set_num_threads(threads)

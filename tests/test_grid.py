@@ -59,7 +59,7 @@ def test_seen_mode_plan_has_grid_jobs_then_pending_folds(tmp_path: Path) -> None
     by_method: dict[str, int] = {}
     for j in plan.grid_jobs:
         by_method[j.method] = by_method.get(j.method, 0) + 1
-        assert j.kind == "grid" and j.scope == (None, None)
+        assert j.is_grid_point and j.scope == (None, None)
         assert j.fold.train_ids == plan.tasks[0].split.train and j.fold.eval_ids == plan.tasks[0].split.val
     assert by_method == {"vanilla": 2 * 18, "lp": 2 * 18, "irm": 2 * 18}
     lr = {j.hparams["learning_rate"] for j in plan.grid_jobs if j.method == "lp"}

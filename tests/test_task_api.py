@@ -17,6 +17,7 @@ from beluga_core.config.load import load_config
 from beluga_core.contracts.losses import Loss
 from beluga_core.data.pretrained import resolve_model_path
 from beluga_core.execution.worker import Worker
+from beluga_core.planning.jobs import JobKind
 from beluga_core.planning.plan import Plan, build_plan
 from beluga_core.training.loop import Trainer
 from beluga_core.training.methods.vanilla import Vanilla
@@ -176,9 +177,9 @@ def test_task_api_members(task_name: str, tiny_model: Path, tmp_path: Path) -> N
     assert len(scores.correct) == len(examples) and scores.primary in scores.metrics
 
     # A teacher: the run's IID model (trained here), frozen; and a state dict given by path.
-    iid_job = next(j for j in plan.jobs if j.kind == "iid")
+    iid_job = next(j for j in plan.jobs if j.is_iid_model)
     worker.run(iid_job)
-    child = next(j for j in plan.jobs if j.kind == "fold")
+    child = next(j for j in plan.jobs if j.kind is JobKind.FOLD)
     teacher = worker.teacher(child, "iid")
     assert not teacher.training and not any(p.requires_grad for p in teacher.parameters())
     trained = worker.state_of(iid_job.id)

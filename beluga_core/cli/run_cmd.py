@@ -28,11 +28,12 @@ from beluga_core.orchestration.coordinator import (
     run_plan,
 )
 from beluga_core.orchestration.settings_guard import check_settings
-from beluga_core.orchestration.teachers import resolve_teachers
+from beluga_core.orchestration.teachers import plan_run
 from beluga_core.planning.estimate import Rates, describe, seconds, stored_probability_bytes, training_examples
 from beluga_core.planning.grid_cost import grid_costs
-from beluga_core.planning.jobs import Fold, JobSpec
-from beluga_core.planning.plan import Plan, TaskPlan, build_plan, make_task
+from beluga_core.planning.jobs import Fold, JobKind, JobSpec
+from beluga_core.planning.plan import Plan, TaskPlan, make_task
+from beluga_core.planning.steps import Step, steps_label
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 from beluga_core.store.reader import done_ids, failed_ids, measured_train_rate
 from beluga_core.training.models import parameter_count
@@ -94,6 +95,7 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
         _print_kept(plan, tp, console)
         _print_attributions(plan, tp, console, rates)
         _print_fewshot(plan, tp, console)
+        _print_steps(plan, tp, console)
         _print_availability(tp, console)
     n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
     total = n_folds + n_grid
@@ -111,10 +113,12 @@ def _print_status(plan: Plan, console: Console, done: set[str], failed: set[str]
     """Per job kind: planned, already done, failed (retried by this run) and to run."""
     variant = f" (variant {plan.config.variant!r})" if plan.config.variant else ""
     console.print(f"store: {plan.store_path()}{variant}", highlight=False)
-    kinds = {"iid": "IID models", "fold": "scenario models", "grid": "grid points"}
-    for kind, label in kinds.items():
-        ids = [j.id for j in [*plan.jobs, *plan.grid_jobs] if j.kind == kind]
-        pending = len(plan.pending) if kind == "fold" else 0
+    by_kind: dict[JobKind, list[str]] = {member: [] for member in JobKind}
+    for job in [*plan.jobs, *plan.grid_jobs]:
+        by_kind[job.kind].append(job.id)
+    waiting = {JobKind.FOLD: len(plan.pending)}  # the folds a grid search has yet to choose hyper-parameters for
+    for kind, ids in by_kind.items():
+        label, pending = kind.plural, waiting.get(kind, 0)
         if not ids and not pending:
             continue
         n_done = sum(i in done for i in ids)
@@ -146,7 +150,7 @@ def _print_grid(plan: Plan, tp: TaskPlan, console: Console) -> tuple[int, int]:
 def _print_cross_cost(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) -> None:
     """What the eval suites and the only:LEVEL scenarios add: trainings, evaluation passes, an estimated time."""
     cfg = plan.config
-    specs: list[JobSpec] = [*(j for j in tp.jobs if j.kind == "fold"), *tp.pending]
+    specs: list[JobSpec] = [*(j for j in tp.jobs if not j.is_iid_model), *tp.pending]
     n_inputs = {c.id: len(c.inputs) for c in tp.suite.cases}
     only = [s for s in specs if s.fold.trained_level is not None]
     if not only and not tp.evals:
@@ -158,7 +162,7 @@ def _print_cross_cost(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) 
         console.print(f"  {', '.join(levels)}: {len(only)} more trainings (one per group and configuration-method"
                       f"-seed), each evaluated on all {len(tp.split.test):,} T_test cases: "
                       f"{describe(seconds(rates, train, only_eval))}", highlight=False, emoji=False)
-    models = [*(j for j in tp.jobs if j.kind in ("fold", "iid")), *tp.pending]
+    models = [*tp.jobs, *tp.pending]
     for ep in tp.evals:
         eval_inputs = {c.id: len(c.inputs) for c in ep.suite.cases}
         passes = [ep.eval_ids(m.fold) for m in models]
@@ -182,7 +186,7 @@ def _print_cross_cost(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) 
 def _print_kept(plan: Plan, tp: TaskPlan, console: Console) -> None:
     """What ``[store] keep_probabilities`` and ``keep_weights`` will take on disk."""
     spec = plan.config.store_spec
-    jobs = [j for j in tp.jobs if j.kind != "grid"]
+    jobs = tp.jobs  # the models: grid points keep nothing
     kept = [j for j in jobs if keeps_weights(plan.config, j)]
     labels = make_task(tp.spec, tp.suite).head_labels if tp.unavailable is None else None
     n_classes = len(tp.suite.header.label_space or labels or [""])
@@ -207,7 +211,7 @@ def _print_attributions(plan: Plan, tp: TaskPlan, console: Console, rates: Rates
     spec = plan.config.attributions
     if not spec.methods:
         return
-    jobs = [j for j in tp.jobs if j.kind != "grid"] + list(tp.pending)
+    jobs = [*tp.jobs, *tp.pending]
     counts = []
     words = 0.0
     fewshot = plan.config.fewshot
@@ -250,7 +254,7 @@ def _print_fewshot(plan: Plan, tp: TaskPlan, console: Console) -> None:
     """The probe pools: per level, their sizes and how many models are ranked on each group."""
     if not tp.pools:
         return
-    jobs = [j for j in tp.jobs if j.kind != "grid"] + list(tp.pending)
+    jobs = [*tp.jobs, *tp.pending]
     iid = sum(1 for j in jobs if CONFIGURATIONS.get(j.config).is_baseline())
     for level in plan.config.fewshot_levels:
         sizes = [len(ids) for (lv, _), ids in tp.pools.items() if lv == level]
@@ -260,6 +264,26 @@ def _print_fewshot(plan: Plan, tp: TaskPlan, console: Console) -> None:
                       f"{max(sizes, default=0)} cases (T_train ∪ T_val), {min(folds, default=0) + iid}–"
                       f"{max(folds, default=0) + iid} candidate models per group (its folds + {iid} IID); "
                       f"`beluga rank STORE --level {level}` ranks them", highlight=False)
+
+
+def _print_steps(plan: Plan, tp: TaskPlan, console: Console) -> None:
+    """What each job's model is evaluated on: a row per job kind and distinct step list, with how many jobs run
+    it and their scenarios. Jobs share a handful of step lists, so the table stays a few rows for a run of
+    thousands of jobs, where a line per job would bury the rest of the plan."""
+    groups: dict[tuple[JobKind, tuple[Step, ...]], list[str]] = {}
+    for kind, fold, steps in tp.planned_steps(plan.config):
+        groups.setdefault((kind, steps), []).append(_scenario_label(fold))
+    if not groups:
+        return
+    table = Table(title=f"task {tp.spec.name}: evaluation steps, in the order each model runs them",
+                  title_justify="left")
+    for col in ("jobs", "scenarios", "count", "steps"):
+        table.add_column(col, justify="right" if col == "count" else "left")
+    order = list(JobKind)
+    for (kind, steps), scenarios in sorted(groups.items(), key=lambda g: order.index(g[0][0])):
+        table.add_row(kind.plural, escape(", ".join(dict.fromkeys(scenarios))), str(len(scenarios)),
+                      escape(steps_label(steps)))
+    console.print(table)
 
 
 def _print_availability(tp: TaskPlan, console: Console) -> None:
@@ -316,11 +340,7 @@ def run(
             check_criterion(cfg.grid.criterion)
     except BelugaError as exc:
         raise with_config_line(exc, path) from None
-    plan = build_plan(cfg, path, allow_missing_tasks=dry_run)
-    try:
-        resolve_teachers(plan)
-    except BelugaError as exc:
-        raise with_config_line(BelugaError(exc.message, source=path, field=exc.field), path) from None
+    plan = plan_run(cfg, path, allow_missing_tasks=dry_run)
     if dry_run:
         store_path = plan.store_path()
         have = store_path.exists()

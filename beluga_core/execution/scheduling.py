@@ -26,7 +26,8 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import IIDData
 from beluga_core.data.suite.schema import Input
 from beluga_core.execution.results import JobResult
-from beluga_core.execution.worker import Worker, iid_test_examples, iid_train_examples
+from beluga_core.execution.step_runners import iid_test_examples
+from beluga_core.execution.worker import Worker, iid_train_examples
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan
 

@@ -1,12 +1,9 @@
-"""Running one job: load the starting weights, train its stages, predict, judge expectations.
+"""Running one job: load the starting weights, train its stages, run its evaluation steps, build its record.
 
 A ``Worker`` keeps what folds share (tokenized inputs, the loaded model, the pretrained and IID weights) so
 that consecutive jobs in one process do not redo it. A job's result depends only on the job: every job
-re-seeds from its own identity and starts from pristine weights.
-
-Long: a job's whole life — start weights, training stages, T_test, eval suites, probe pools, attributions,
-i.i.d. scores, records — reads the worker's shared state (encoders, models, kept weights); the pieces stay
-methods of it rather than functions that would each take that state back as arguments.
+re-seeds from its own identity and starts from pristine weights. What a trained model is evaluated on is the
+job's steps, decided by planning (``planning.steps``) and run by their runners (``execution.step_runners``).
 """
 
 from __future__ import annotations
@@ -22,43 +19,21 @@ from typing import Any
 
 import torch
 
-from beluga_core.attributions.compute import (
-    AttributedInput,
-    Item,
-    attribute,
-    make_methods,
-    probe_items,
-    select_items,
-    tokenizer_id,
-)
-from beluga_core.config.load import attribution_options
 from beluga_core.config.schema import BenchmarkConfig
-from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.contracts.methods import Method
 from beluga_core.contracts.registries import CONFIGURATIONS, METHODS
-from beluga_core.contracts.tasks import Task, first_labels
+from beluga_core.contracts.tasks import Task
 from beluga_core.contracts.training import Encoder, TrainSet
-from beluga_core.core.constants import OUTCOME_NAMES, SEEN
+from beluga_core.core.constants import SEEN
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import sorted_ids_digest
 from beluga_core.core.io import atomic_save
 from beluga_core.data.iid.examples import Example, IIDData
-from beluga_core.data.splits import sample_indices
-from beluga_core.data.suite.schema import Case
-from beluga_core.evaluation.evaluate import evaluate_cases
-from beluga_core.execution.results import (
-    CasePredictions,
-    CrossResult,
-    GridPointRecord,
-    IIDResult,
-    JobResult,
-    ModelRecord,
-    Outcomes,
-    ProbeResult,
-    ValidationRow,
-)
+from beluga_core.execution.results import GridPointRecord, JobResult, ModelRecord
+from beluga_core.execution.step_runners import Evaluation, run_step, sample_examples
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
+from beluga_core.planning.teacher_sources import iid_teacher_seed
 from beluga_core.training import determinism, precision, token_cache
 from beluga_core.training.loop import TrainStats, seed_everything, train_stage
 from beluga_core.training.models import load_tokenizer, pick_device
@@ -76,9 +51,9 @@ def keeps_weights(cfg: BenchmarkConfig, job: Job) -> bool:
     """Whether ``[store] keep_weights`` keeps this job's weights: "iid" the IID models only (every run keeps
     those); "seen" also the seen models and the updates of the i.i.d. model; "all" every scenario model."""
     policy = cfg.store_spec.keep_weights
-    if job.kind == "grid":
+    if job.is_grid_point:
         return False
-    if job.kind == "iid" or policy == "all":
+    if job.is_iid_model or policy == "all":
         return True
     return policy == "seen" and (job.fold.scenario == SEEN or CONFIGURATIONS.get(job.config).is_iid_update())
 
@@ -87,20 +62,13 @@ def iid_train_examples(cfg: BenchmarkConfig, config: str, train: Sequence[Exampl
     """The i.i.d. examples a job of configuration ``config`` trains on (its ``[sizes]`` subset)."""
     conf = CONFIGURATIONS.get(config)
     if conf.is_baseline():
-        return _subset(train, cfg.sizes.iid_train, cfg.split.seed, "iid_train")
+        return sample_examples(train, cfg.sizes.iid_train, cfg.split.seed, "iid_train")
     if conf.is_iid_update():  # an update of the i.i.d. model trains on what the IID model did, unless sized itself
-        return _subset(train, cfg.sizes.iid_mix_of.get(config, cfg.sizes.iid_train), cfg.split.seed, "iid_train")
+        return sample_examples(train, cfg.sizes.iid_mix_of.get(config, cfg.sizes.iid_train), cfg.split.seed,
+                               "iid_train")
     if conf.uses_iid:
-        return _subset(train, cfg.sizes.iid_mix_for(config), cfg.split.seed, "iid_mix")
+        return sample_examples(train, cfg.sizes.iid_mix_for(config), cfg.split.seed, "iid_mix")
     return []
-
-
-def iid_test_examples(cfg: BenchmarkConfig, test: Sequence[Example]) -> list[Example]:
-    return _subset(test, cfg.sizes.iid_test, cfg.split.seed, "iid_test")
-
-
-def _subset(examples: Sequence[Example], k: int, seed: int, what: str) -> list[Example]:
-    return [examples[i] for i in sample_indices(len(examples), k, seed, what)]
 
 
 def _seed_of(job_id: str, seed: int) -> int:
@@ -111,9 +79,21 @@ def _seed_of(job_id: str, seed: int) -> int:
 class _TaskState:
     plan: TaskPlan
     task: Task
-    iid: IIDData | None = None
     # Per eval suite, the task told that suite (its predictions are read in that suite's label space).
-    eval_tasks: dict[str, Task] | None = None
+    eval_tasks: dict[str, Task]
+    iid: IIDData | None = None
+
+
+@dataclass(frozen=True)
+class _Trained:
+    """A job's trained model, and what training it left for its record."""
+
+    model: torch.nn.Module
+    encoder: Encoder
+    stats: TrainStats
+    n_train_iid: int
+    suite_ids: list[str]  # the suite cases it trained on
+    notes: dict[str, Any]  # what building the training set left out
 
 
 class Worker:
@@ -126,7 +106,7 @@ class Worker:
         self.precision = precision.configure(self.cfg.executor.precision, self.device)
         self.cache_dir = cache_dir
         self.tasks = {tp.spec.name: _TaskState(tp, make_task(tp.spec, tp.suite),
-                                               eval_tasks={e.name: make_task(tp.spec, e.suite) for e in tp.evals})
+                                               {e.name: make_task(tp.spec, e.suite) for e in tp.evals})
                       for tp in plan.tasks}
         self._encoders: dict[str, Encoder] = {}
         self._models: dict[tuple[str, str, str], torch.nn.Module] = {}
@@ -179,11 +159,11 @@ class Worker:
 
     def teacher(self, job: Job, source: str) -> torch.nn.Module:
         """A frozen model: ``"iid"`` (the IID model of the job's task and seed; ``"iid#N"``: of seed N), or a
-        ``store:`` / ``path:`` source the coordinator resolved to a file or folder (``Plan.teachers``; a bare path
-        is taken as it is)."""
+        ``store:`` / ``path:`` source planning resolved to a file or folder (``Plan.teachers``; a bare path is
+        taken as it is)."""
         task = self.tasks[job.task].task
-        if source == "iid" or source.startswith("iid#"):
-            seed = job.seed if source == "iid" else int(source[4:])
+        seed = iid_teacher_seed(source, job.seed)
+        if seed is not None:
             iid_id = self.tasks[job.task].plan.iid_ids.get(seed)
             if iid_id is None:
                 raise BelugaError(f"no IID model for task '{job.task}' and seed {seed} in this plan")
@@ -206,121 +186,54 @@ class Worker:
 
     # -- one job --------------------------------------------------------------------------------------
     def run(self, job: Job, progress: ProgressFn | None = None) -> JobResult:
+        """Train ``job``'s model, run its evaluation steps in order, and return its record and results."""
         started = datetime.now(UTC)
         state = self.tasks[job.task]
-        task = state.task
-        suite = state.plan.suite
+        trained = self._trained(job, state, progress)
+        eval_start = time.perf_counter()
+        if progress:
+            progress("eval", 0, 1)
+        ev = Evaluation(job, self.cfg, state.plan, state.task, state.eval_tasks, self.iid_data(job.task),
+                        trained.model, trained.encoder, self.device)
+        for step in job.steps:
+            run_step(step, ev)
+        eval_seconds = time.perf_counter() - eval_start
+        if progress:
+            progress("eval", 1, 1)
+        grid = {"n_val_suite": len(ev.eval_cases)} if job.is_grid_point else {}
+        record = job_record(
+            state.plan, job,
+            # What building the training set left out (e.g. reading MFT inputs whose answer is not in the
+            # context) is recorded with the model, under hparams.train_notes.
+            hparams={**job.hparams, "train_notes": trained.notes} if trained.notes else job.hparams,
+            started_at=started, finished_at=datetime.now(UTC), train_seconds=trained.stats.seconds,
+            eval_seconds=eval_seconds, n_train_iid=trained.n_train_iid, n_train_suite=len(trained.suite_ids),
+            train_digest=sorted_ids_digest(trained.suite_ids) if trained.suite_ids else None,
+            device="/".join(filter(None, (str(self.device), self.precision, self.mode))), **grid)
+        return ev.result(record)
+
+    def _trained(self, job: Job, state: _TaskState, progress: ProgressFn | None) -> _Trained:
+        """The job's model: its start weights, trained on its data in its stages; its weights kept as asked."""
+        task, suite = state.task, state.plan.suite
         conf = CONFIGURATIONS.get(job.config)
         method = METHODS.get(job.method)(job.hparams.get("method", {}))
         seed_everything(_seed_of(job.id, job.seed))
-
         model = self.model(task, job.model, method.model_overrides())
-        start_state = self._pristine[(task.name, job.model)] if job.parent_id is None else self._parent_state(job)
-        model.load_state_dict(start_state)
+        model.load_state_dict(self._pristine[(task.name, job.model)] if job.parent_id is None
+                              else self._parent_state(job))
         for p in model.parameters():
             p.requires_grad_(True)
         encoder = self.encoder(task, job.model)
-
-        iid = self.iid_data(job.task)
-        iid_train = iid_train_examples(self.cfg, job.config, iid.train)
+        iid_train = iid_train_examples(self.cfg, job.config, self.iid_data(job.task).train)
         cases = [suite.case(cid) for cid in job.fold.train_ids] if conf.uses_suite else []
         env_level = job.hparams.get("method", {}).get("env_level") or suite.header.scoring_level
         trainset = task.build_trainset(cases, iid_train, env_level, suite.group_of)
         stats = self._train(job, task, model, encoder, trainset, method, progress)
         if conf.is_baseline():
             self._keep_weights(job.id, model)
-        elif job.kind != "grid" and keeps_weights(self.cfg, job):
+        elif keeps_weights(self.cfg, job):
             self._save_weights(job.id, model)
-
-        eval_start = time.perf_counter()
-        if progress:
-            progress("eval", 0, 1)
-        eval_cases = [suite.case(cid) for cid in job.fold.eval_ids]
-        predictions = task.predict_cases(model, encoder, eval_cases, self.device) if eval_cases else None
-        outcomes = _outcomes(eval_cases, predictions, suite.header.label_space)
-        keep = self.cfg.store_spec.keep_probabilities and job.kind != "grid"
-        kept: list[CasePredictions] = []
-        if keep and predictions is not None:
-            kept.append(CasePredictions(suite.header.name, [c.id for c in eval_cases], predictions))
-        cross = self._cross(job, state, model, encoder, kept if keep else None) if job.kind != "grid" else []
-        attributed = (self._attribute(job, task, model, encoder, eval_cases, outcomes)
-                      if self.cfg.attributions.methods and job.kind != "grid" else [])
-        probes = None
-        pool = state.plan.pool_of(job)
-        if pool:
-            probes, probe_attr = self._probe(job, task, model, encoder, [suite.case(c) for c in pool])
-            attributed += probe_attr
-        iid_results = []
-        if job.score_iid:
-            test = iid_test_examples(self.cfg, iid.test)
-            iid_results.append(_iid_result(task, model, encoder, test, "test", self.device, keep_probs=keep))
-        validation: list[ValidationRow] = []
-        if job.kind == "grid":
-            validation = self._validation(task, model, encoder, eval_cases, predictions, iid)
-        eval_seconds = time.perf_counter() - eval_start
-        if progress:
-            progress("eval", 1, 1)
-        notes = dict(trainset.notes)
-        grid = {"n_val_suite": len(eval_cases)} if job.kind == "grid" else {}
-        record = job_record(
-            state.plan, job,
-            # What building the training set left out (e.g. reading MFT inputs whose answer is not in the
-            # context) is recorded with the model, under hparams.train_notes.
-            hparams={**job.hparams, "train_notes": notes} if notes else job.hparams,
-            started_at=started, finished_at=datetime.now(UTC), train_seconds=stats.seconds,
-            eval_seconds=eval_seconds, n_train_iid=len(iid_train), n_train_suite=len(cases),
-            train_digest=sorted_ids_digest([c.id for c in cases]) if cases else None,
-            device="/".join(filter(None, (str(self.device), self.precision, self.mode))), **grid)
-        return JobResult(record, outcomes, iid_results, validation, cross, kept, attributed, probes)
-
-    def _attribute(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder, cases: list[Case],
-                   outcomes: Outcomes) -> list[AttributedInput]:
-        """The ``[attributions]`` of this model, computed before its weights are discarded."""
-        spec = self.cfg.attributions
-        items = select_items(cases, dict(zip(outcomes.case_id, outcomes.outcome, strict=True)),
-                             self.tasks[job.task].plan.suite.header.name, task, which=spec.cases, inputs=spec.inputs,
-                             cap=spec.cap_per_fold, seed_key=f"{self.cfg.split.seed}|attributions|{job.id}")
-        return self._attributed(job, task, model, encoder, items)
-
-    def _attributed(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder,
-                    items: list[Item]) -> list[AttributedInput]:
-        """``items`` attributed with the [attributions] methods at their in-run budgets."""
-        names = self.cfg.attributions.methods
-        methods = make_methods(names, {m: attribution_options(self.cfg, m, run=True) for m in names})
-        tokenizer = getattr(encoder, "tokenizer")  # noqa: B009 - every built-in encoder keeps its tokenizer
-        rows, _ = attribute(model, tokenizer, tokenizer_id(job.model, tokenizer, encoder.max_length), self.device,
-                            items, methods, max_length=encoder.max_length, span=task.head_labels is None)
-        return rows
-
-    def _probe(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder,
-               cases: list[Case]) -> tuple[ProbeResult, list[AttributedInput]]:
-        """The model's predictions on its [fewshot] probe pool, and their attributions with the [attributions]
-        methods (INV/DIR cases: the original and at most ``perturbations`` perturbed inputs; others: the first)."""
-        suite_name = self.tasks[job.task].plan.suite.header.name
-        predictions = task.predict_cases(model, encoder, cases, self.device)
-        outcomes = _outcomes(cases, predictions, self.tasks[job.task].plan.suite.header.label_space)
-        kept = CasePredictions(suite_name, [c.id for c in cases], predictions)
-        spec, methods = self.cfg.fewshot, self.cfg.attributions.methods
-        if not (spec.attribute and methods):
-            return ProbeResult(outcomes, kept), []
-        items = probe_items(cases, suite_name, task, spec.perturbations)
-        return ProbeResult(outcomes, kept), self._attributed(job, task, model, encoder, items)
-
-    def _cross(self, job: Job, state: _TaskState, model: torch.nn.Module, encoder: Encoder,
-               kept: list[CasePredictions] | None) -> list[CrossResult]:
-        """The model's outcomes on each eval suite of its task (cross-suite evaluation); with ``kept``, its
-        predictions there are appended to it."""
-        out = []
-        for ep in state.plan.evals:
-            cases = [ep.suite.case(cid) for cid in ep.eval_ids(job.fold)]
-            assert state.eval_tasks is not None
-            predictions = (state.eval_tasks[ep.name].predict_cases(model, encoder, cases, self.device)
-                           if cases else None)
-            out.append(CrossResult(ep.name, ep.digest(job.fold),
-                                   _outcomes(cases, predictions, ep.suite.header.label_space)))
-            if kept is not None and predictions is not None:
-                kept.append(CasePredictions(ep.name, [c.id for c in cases], predictions))
-        return out
+        return _Trained(model, encoder, stats, len(iid_train), [c.id for c in cases], dict(trainset.notes))
 
     def _parent_state(self, job: Job) -> dict[str, torch.Tensor]:
         if job.parent_id is None:
@@ -354,21 +267,6 @@ class Worker:
                               done.seconds + stats.seconds)
         return done
 
-    def _validation(self, task: Task, model: torch.nn.Module, encoder: Encoder, cases: list[Case],
-                    predictions: FlatPredictions | None, iid: IIDData) -> list[ValidationRow]:
-        """A grid point's task-specific T_val scores per test type, and its metrics on D_val."""
-        rows = []
-        if predictions is not None:
-            rows = [ValidationRow("suite_val", m.test_type, m.metric, m.value)
-                    for m in task.validation_metrics(model, encoder, cases, predictions, self.device)]
-        grid = self.cfg.grid
-        if grid.score_iid_val and iid.val:
-            val = _subset(iid.val, grid.iid_val, self.cfg.split.seed, "iid_val")
-            result = _iid_result(task, model, encoder, val, "val", self.device)
-            rows += [ValidationRow("iid_val", None, name, value, name == result.primary)
-                     for name, value in result.metrics.items()]
-        return rows
-
 
 def check_same_tokenizer(folder: Path, model_name: str, source: str) -> None:
     """A teacher read from a checkpoint folder must tokenize as the run's model does (its logits are compared
@@ -389,26 +287,9 @@ def job_record(tp: TaskPlan, job: Job, **values: Any) -> ModelRecord | GridPoint
         "hparams": job.hparams, "parent_model_id": job.parent_id, "variant": tp.common.get("variant", ""),
         "settings": tp.settings(job),
     } | values
-    if job.kind == "grid":
+    if job.is_grid_point:
         return GridPointRecord(**fields, grid_id=job.id, point=job.point or {}, scope_level=job.fold.heldout_level,
                                scope_group=job.fold.heldout_group)
     return ModelRecord(**fields, model_id=job.id, scenario=job.fold.scenario, heldout_level=job.fold.heldout_level,
                        heldout_group=job.fold.heldout_group, trained_level=job.fold.trained_level,
                        trained_group=job.fold.trained_group)
-
-
-def _outcomes(cases: list[Case], predictions: FlatPredictions | None,
-              label_space: Sequence[str] | None) -> Outcomes:
-    """Judge the cases; ``label_space`` reads labels given by name (a generated suite's)."""
-    if predictions is None:
-        return Outcomes.of([], [])
-    codes = evaluate_cases(cases, predictions, label_space=label_space)
-    return Outcomes.of([c.id for c in cases], [OUTCOME_NAMES[int(o)] for o in codes], first_labels(predictions))
-
-
-def _iid_result(task: Task, model: torch.nn.Module, encoder: Encoder, examples: list[Example], split: str,
-                device: torch.device, *, keep_probs: bool = False) -> IIDResult:
-    predictions = task.predict_iid(model, encoder, examples, device)
-    scores = task.score_iid(examples, predictions, split)
-    return IIDResult(split, scores.gold, scores.pred, scores.correct, scores.metrics, scores.primary,
-                     predictions.probs if keep_probs else None)

@@ -24,9 +24,10 @@ from beluga_core.execution.scheduling import JobFailure, JobsFailed
 from beluga_core.execution.worker import job_record, weights_path
 from beluga_core.orchestration.progress import RichProgress
 from beluga_core.orchestration.settings_guard import check_settings
-from beluga_core.orchestration.teachers import cache_dir_for, resolve_teachers
+from beluga_core.orchestration.teachers import cache_dir_for
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
+from beluga_core.planning.steps import Attributions
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 from beluga_core.store.suites import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
@@ -112,8 +113,9 @@ def _note_generated_against(plan: Plan, console: Console) -> None:
 
 
 def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Path:
-    """Run what the store lacks. A reader holding the store open makes each commit wait (saying every 10 s
-    who holds it) up to ``lock_timeout`` seconds; then the run stops with what it finished committed."""
+    """Run what the store lacks of ``plan`` (complete: ``orchestration.teachers.plan_run``). A reader holding the
+    store open makes each commit wait (saying every 10 s who holds it) up to ``lock_timeout`` seconds; then the run
+    stops with what it finished committed."""
     started = time.perf_counter()
     store_path = plan.store_path()
     store_path.parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +123,6 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
                          on_wait=lambda message: console.print(f"[yellow]{message}[/]", soft_wrap=True))
     check_settings(plan)
     cache_dir = cache_dir_for(store_path)
-    resolve_teachers(plan)
     _note_generated_against(plan, console)
     note_task_mismatch(plan, console)
     record_plan(plan, writer)
@@ -152,7 +153,8 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         todo = retrain + todo
         console.print(f"{len(jobs)} trainings planned{what}, {len(jobs) - len(todo) + len(retrain)} already in "
                       f"{store_path}; running {len(todo)}")
-        _note_unattributed([j for j in jobs if j.kind != "grid" and j.id in done], writer, cache_dir, plan, console)
+        attributing = [j for j in jobs if j.step(Attributions) is not None and j.id in done]
+        _note_unattributed(attributing, writer, cache_dir, plan, console)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=console, transient=False) as bar:
             executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir), on_failure)
@@ -225,7 +227,6 @@ def select_and_resolve(plan: Plan, writer: StoreWriter, run_id: str, console: Co
                                "n_points": r.n_points} for r in ranked], run_id=run_id)
     print_selection(ranked, criterion, console)
     new, left = plan.resolve(chosen)
-    resolve_teachers(plan)  # the folds' teachers, now that their hyper-parameters are known
     if left:
         console.print(f"[yellow]{len(left)} fold(s) wait for a selection none of whose grid points finished "
                       "(they run once their grid points are done)[/]")

@@ -10,8 +10,8 @@ from beluga_core.planning.jobs import Job
 
 
 def job_label(job: Job) -> str:
-    label = job.config if job.kind == "iid" else f"{job.config}/{job.method}/{job.scenario}"
-    if job.kind == "grid":
+    label = job.config if job.is_iid_model else f"{job.config}/{job.method}/{job.scenario}"
+    if job.is_grid_point:
         label = f"grid {job.config}/{job.method} " + ",".join(
             f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (job.point or {}).items())
     if job.fold.heldout_group:

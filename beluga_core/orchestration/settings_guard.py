@@ -33,7 +33,7 @@ def job_slot(tp: TaskPlan, job: Job) -> Slot:
     """The slot ``job``'s model (or grid point) takes in the store (reader.SLOT_COLUMNS / GRID_SLOT_COLUMNS)."""
     common = tp.common
     key = (job.task, tp.suite.header.name, job.model, job.config, job.method, common.get("variant", ""))
-    if job.kind == "grid":
+    if job.is_grid_point:
         return ("grid", *key, job.fold.heldout_level, job.fold.heldout_group, job.seed, common["split"]["seed"],
                 canonical_json(job.point or {}))
     fold = job.fold

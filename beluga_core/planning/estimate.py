@@ -69,7 +69,7 @@ def stored_probability_bytes(jobs: list[Job], n_inputs: dict[str, int], n_test: 
     """(case_predictions bytes, iid_probs bytes or None when the D_test size is unknown) that ``[store]
     keep_probabilities`` adds for ``jobs`` (their own cases' inputs, plus ``eval_inputs`` on eval suites)."""
     per_input = 4 * n_classes + CASE_ROW_BYTES
-    cases = sum(n_inputs.get(c, 1) for j in jobs if j.kind != "grid" for c in j.fold.eval_ids) + eval_inputs
-    iid_models = sum(1 for j in jobs if j.kind != "grid" and j.score_iid)
+    cases = sum(n_inputs.get(c, 1) for j in jobs if not j.is_grid_point for c in j.fold.eval_ids) + eval_inputs
+    iid_models = sum(1 for j in jobs if not j.is_grid_point and j.score_iid)
     iid = None if n_test is None else iid_models * n_test * (4 * n_classes + IID_ROW_BYTES)
     return cases * per_input, iid

@@ -10,18 +10,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from enum import Enum
+from typing import Any, TypeVar
 
 from beluga_core import __version__
+from beluga_core.config.schema import BenchmarkConfig, TaskSpec
 from beluga_core.core.constants import IID_CONFIG, SEEN, STANDARD
 from beluga_core.core.hashing import digest, ids_digest
+from beluga_core.data.suite.io import Suite
+from beluga_core.planning.steps import Step
 
 # Part of every job's identity, so that a change to what training or evaluation computes makes old results
 # unusable rather than silently reused: bump it with such a change.
 JOB_FORMAT = 1
 BELUGA_MAJOR = __version__.split(".")[0]
 
-JobKind = Literal["iid", "fold", "grid"]
+
+
+class JobKind(Enum):
+    """What a job trains and where it is stored: the IID model and a scenario model (``models``), a grid point
+    (``grid_points``). The value is what a job's identity hashes (``job_identity``)."""
+
+    IID = "iid"
+    FOLD = "fold"
+    GRID = "grid"
+
+    @property
+    def plural(self) -> str:
+        """What the dry run calls jobs of this kind."""
+        return _PLURALS[self]
+
+
+_PLURALS = {JobKind.IID: "IID models", JobKind.FOLD: "scenario models", JobKind.GRID: "grid points"}
+S = TypeVar("S", bound=Step)
+
 # Where a grid search selects: (None, None) for the seen scenario, (level, group) for a strict-mode fold.
 Scope = tuple[str | None, str | None]
 # One selection: (task, configuration, method searched, scope level, scope group).
@@ -84,16 +106,60 @@ class JobSpec:
 class Job(JobSpec):
     """A job ready to run: a ``JobSpec`` with hyper-parameters and its identity.
 
-    ``kind``: ``iid`` (the IID model), ``fold`` (a scenario model, stored in ``models``) or ``grid`` (a grid
+    ``kind``: ``IID`` (the IID model), ``FOLD`` (a scenario model, stored in ``models``) or ``GRID`` (a grid
     point: trained on the fold's train ids, scored on its eval ids = T_val, stored in ``grid_points``, with
-    the searched values in ``point`` and its D_val scoring in ``grid_scoring``).
+    the searched values in ``point`` and its D_val scoring in ``grid_scoring``). ``steps``: what its trained
+    model is evaluated on, in order (``planning.steps``; not part of its identity: they follow from it and the
+    config).
     """
 
     id: str
     hparams: dict[str, Any]
-    kind: JobKind = "fold"
+    kind: JobKind = JobKind.FOLD
     point: dict[str, Any] | None = None
     grid_scoring: Mapping[str, Any] = field(default_factory=dict)
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def is_iid_model(self) -> bool:
+        return self.kind is JobKind.IID
+
+    @property
+    def is_grid_point(self) -> bool:
+        return self.kind is JobKind.GRID
+
+    def step(self, kind: type[S]) -> S | None:
+        """The job's step of type ``kind``, if it has one."""
+        return next((s for s in self.steps if isinstance(s, kind)), None)
+
+
+def common_identity(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str) -> dict[str, Any]:
+    """What every job id of a task hashes: its suite and data, model, split and sizes."""
+    sizes = cfg.sizes
+    return {
+        "format": JOB_FORMAT, "task": spec.name, "suite": suite.header.name,
+        "suite_cases": len(suite.cases), "corrections": spec.apply_corrections, "iid": spec.iid,
+        "model": model, "max_length": cfg.model.max_length, "split": cfg.split.model_dump(mode="json"),
+        # Settings added after the first release enter the identity only when set, so the ids of jobs that
+        # do not use them stay as they were (stores keep resuming).
+        "sizes": sizes.model_dump(exclude={k for k in ("suite_test_per_group_of", "iid_mix_of", "groups_per_level")
+                                           if not getattr(sizes, k)}),
+        **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
+        **({"task_options": spec.options} if spec.options else {}),
+        **({"label_map": spec.label_map} if spec.label_map else {}),
+        **({"model_config": cfg.model.config_overrides} if cfg.model.config_overrides else {}),
+        **({"deterministic": True} if cfg.executor.deterministic else {}),
+        # A named variant is a complete set of models of its own (its IID model included).
+        **({"variant": cfg.variant} if cfg.variant else {}),
+    }
+
+
+def split_identity(suite: Suite, cfg: BenchmarkConfig) -> str:
+    """The identity of a suite's split: the suite, the seed, the ratios and the ``[sizes]`` caps."""
+    sizes = cfg.sizes
+    return digest({"suite": suite.header.name, "cases": len(suite.cases), "split": cfg.split.model_dump(mode="json"),
+                   "caps": [sizes.suite_train_per_group, sizes.suite_val_per_group, sizes.suite_test_per_group],
+                   "caps_of": sizes.suite_test_per_group_of})
 
 
 def job_identity(common: Mapping[str, Any], spec: JobSpec, kind: JobKind, hparams: Mapping[str, Any],
@@ -107,12 +173,12 @@ def job_identity(common: Mapping[str, Any], spec: JobSpec, kind: JobKind, hparam
     fold = spec.fold
     out = {**common, "seed": spec.seed, "config": spec.config, "method": spec.method, "hparams": dict(hparams),
            "eval": ids_digest(fold.eval_ids)}
-    if kind == "iid":
+    if kind is JobKind.IID:
         return out
     out |= {"parent": spec.parent_id, "train": ids_digest(fold.train_ids), "beluga": BELUGA_MAJOR}
-    if kind == "fold":
+    if kind is JobKind.FOLD:
         return out | {"scenario": fold.scenario, "heldout": fold.heldout_group, "score_iid": spec.score_iid}
-    return out | {"kind": "grid", "scope": list(fold.scope), **grid_scoring}
+    return out | {"kind": kind.value, "scope": list(fold.scope), **grid_scoring}
 
 
 def job_id(common: Mapping[str, Any], spec: JobSpec, kind: JobKind, hparams: Mapping[str, Any],
@@ -120,13 +186,14 @@ def job_id(common: Mapping[str, Any], spec: JobSpec, kind: JobKind, hparams: Map
     return digest(job_identity(common, spec, kind, hparams, grid_scoring or {}))
 
 
-def make_job(common: Mapping[str, Any], spec: JobSpec, hparams: dict[str, Any], *, kind: JobKind = "fold",
-             point: dict[str, Any] | None = None, grid_scoring: Mapping[str, Any] | None = None) -> Job:
+def make_job(common: Mapping[str, Any], spec: JobSpec, hparams: dict[str, Any], *, kind: JobKind = JobKind.FOLD,
+             point: dict[str, Any] | None = None, grid_scoring: Mapping[str, Any] | None = None,
+             steps: tuple[Step, ...] = ()) -> Job:
     scoring = dict(grid_scoring or {})
     return Job(task=spec.task, config=spec.config, method=spec.method, seed=spec.seed, fold=spec.fold,
                parent_id=spec.parent_id, score_iid=spec.score_iid, model=spec.model, needs=spec.needs,
                id=job_id(common, spec, kind, hparams, scoring), hparams=hparams, kind=kind, point=point,
-               grid_scoring=scoring)
+               grid_scoring=scoring, steps=steps)
 
 
 def iid_fold(test_ids: tuple[str, ...]) -> Fold:
@@ -134,11 +201,10 @@ def iid_fold(test_ids: tuple[str, ...]) -> Fold:
     return Fold(STANDARD, None, (), test_ids)
 
 
-def iid_job(common: Mapping[str, Any], task: str, seed: int, test_ids: tuple[str, ...], hparams: dict[str, Any],
-            model: str, method: str) -> Job:
-    spec = JobSpec(task=task, config=IID_CONFIG, method=method, seed=seed, fold=iid_fold(test_ids),
+def iid_spec(task: str, seed: int, test_ids: tuple[str, ...], model: str, method: str) -> JobSpec:
+    """The IID model of ``task`` and ``seed``: trained on D_train alone, scored on all of T_test and D_test."""
+    return JobSpec(task=task, config=IID_CONFIG, method=method, seed=seed, fold=iid_fold(test_ids),
                    parent_id=None, score_iid=True, model=model)
-    return make_job(common, spec, hparams, kind="iid")
 
 
 def seen_fold(train_ids: tuple[str, ...], eval_ids: tuple[str, ...]) -> Fold:

@@ -8,6 +8,7 @@ hash includes them, so it exists only after selection, and a different choice ne
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ from beluga_core.contracts.registries import CONFIGURATIONS, METHODS, TASKS
 from beluga_core.contracts.tasks import Task, TaskSettings
 from beluga_core.core.constants import BASELINE_METHOD, SEEN
 from beluga_core.core.errors import BelugaError
-from beluga_core.core.hashing import digest
 from beluga_core.data.splits import SuiteSplit, split_suite
 from beluga_core.data.suite.io import Suite
 from beluga_core.evaluation.suites import load_checked_suite
@@ -33,7 +33,25 @@ from beluga_core.planning.cross import EvalSuitePlan, plan_eval_suite
 from beluga_core.planning.fewshot import Pools, check_pools, probe_pools
 from beluga_core.planning.folds import make_folds, selection_scopes
 from beluga_core.planning.grid_space import check_grid_tables, grid_methods, grid_points, job_hparams
-from beluga_core.planning.jobs import JOB_FORMAT, Fold, Job, JobSpec, SelectionKey, iid_job, job_identity, make_job
+from beluga_core.planning.jobs import (
+    Fold,
+    Job,
+    JobKind,
+    JobSpec,
+    SelectionKey,
+    common_identity,
+    iid_spec,
+    job_identity,
+    make_job,
+    split_identity,
+)
+from beluga_core.planning.steps import Step, grid_point_steps, model_steps
+from beluga_core.planning.teacher_sources import (
+    TeacherResolver,
+    iid_teacher_ids,
+    resolve_outside_teachers,
+    teacher_seeds,
+)
 
 
 def task_settings(spec: TaskSpec) -> TaskSettings:
@@ -47,15 +65,6 @@ def make_task(spec: TaskSpec, suite: Suite) -> Task:
     task.configure(task_settings(spec))
     task.use_suite(suite.header)
     return task
-
-
-def method_teachers(method: str, hp: dict[str, Any]) -> tuple[str, ...]:
-    """The teacher sources a method with hyper-parameters ``hp`` loads (its stages' too)."""
-    plugin = METHODS.get(method)
-    sources = plugin(hp.get("method", {})).teacher_sources()
-    for reused, stage_hp in zip(plugin.reuses, hp.get("stages", []), strict=False):
-        sources += method_teachers(reused, stage_hp)
-    return sources
 
 
 def configuration_start(cfg: BenchmarkConfig, config: str) -> str:
@@ -91,12 +100,29 @@ class TaskPlan:
 
     def pool_of(self, job: Job | JobSpec) -> tuple[str, ...]:
         """The probe cases a model predicts for few-shot ranking: its held-out group's pool (a fold of a
-        [fewshot] level), every pool (the IID baseline, a candidate for every group), else none."""
-        if not self.pools or getattr(job, "kind", None) == "grid":
+        [fewshot] level), every pool (the IID baseline, a candidate for every group), else none (a grid point).
+        A fold pending a grid search is asked as the fold job it becomes."""
+        return self._pool(job, job.kind if isinstance(job, Job) else JobKind.FOLD)
+
+    def _pool(self, spec: JobSpec, kind: JobKind) -> tuple[str, ...]:
+        if not self.pools or kind is JobKind.GRID:
             return ()
-        if CONFIGURATIONS.get(job.config).is_baseline():
+        if CONFIGURATIONS.get(spec.config).is_baseline():
             return tuple(dict.fromkeys(c for ids in self.pools.values() for c in ids))
-        return self.pools.get((job.fold.heldout_level or "", job.fold.heldout_group or ""), ())
+        return self.pools.get((spec.fold.heldout_level or "", spec.fold.heldout_group or ""), ())
+
+    def steps_of(self, cfg: BenchmarkConfig, spec: JobSpec, kind: JobKind) -> tuple[Step, ...]:
+        """What a job's trained model is evaluated on, in the order the worker runs it."""
+        if kind is JobKind.GRID:
+            return grid_point_steps(cfg)
+        return model_steps(cfg, eval_suites=tuple(e.name for e in self.evals), probes=bool(self._pool(spec, kind)),
+                           score_iid=spec.score_iid)
+
+    def planned_steps(self, cfg: BenchmarkConfig) -> list[tuple[JobKind, Fold, tuple[Step, ...]]]:
+        """Every job of the task as (kind, fold, steps), the folds pending a grid search as the fold jobs they
+        become."""
+        return [*((j.kind, j.fold, j.steps) for j in (*self.jobs, *self.grid_jobs)),
+                *((JobKind.FOLD, p.fold, self.steps_of(cfg, p, JobKind.FOLD)) for p in self.pending)]
 
     @property
     def task_note(self) -> str | None:
@@ -116,25 +142,22 @@ class TaskPlan:
         """Eval suite → the identity of what a model of ``fold`` is evaluated on there."""
         return {e.name: e.digest(fold) for e in self.evals}
 
-    def fold_job(self, spec: JobSpec, hp: dict[str, Any]) -> Job:
+    def new_job(self, cfg: BenchmarkConfig, spec: JobSpec, hp: dict[str, Any], *, kind: JobKind = JobKind.FOLD,
+                point: dict[str, Any] | None = None, grid_scoring: dict[str, Any] | None = None) -> Job:
+        """A job of this task: its identity, and its evaluation steps."""
+        return make_job(self.common, spec, hp, kind=kind, point=point, grid_scoring=grid_scoring,
+                        steps=self.steps_of(cfg, spec, kind))
+
+    def fold_job(self, cfg: BenchmarkConfig, spec: JobSpec, hp: dict[str, Any]) -> Job:
         conf = CONFIGURATIONS.get(spec.config)
         if conf.uses_iid and conf.uses_suite:
             hp = {**hp, "iid_for_mix": True}
-        return make_job(self.common, self.with_teachers(spec, hp), hp)
+        return self.new_job(cfg, self.with_teachers(spec, hp), hp)
 
     def with_teachers(self, spec: JobSpec, hp: dict[str, Any]) -> JobSpec:
-        """``spec`` needing the IID model its method loads as a teacher (``iid``: of its seed; ``iid#N``: of
-        seed N), so that the run trains that one first."""
-        needs = []
-        for source in method_teachers(spec.method, hp):
-            if source == "iid" or source.startswith("iid#"):
-                seed = spec.seed if source == "iid" else int(source[4:])
-                if seed not in self.iid_ids:
-                    raise BelugaError(f"teacher '{source}' of method '{spec.method}': the run has no seed {seed} "
-                                      f"(seeds {sorted(self.iid_ids)}); add it to `seeds`",
-                                      field=f"method.{spec.method}.teacher")
-                needs.append(self.iid_ids[seed])
-        return replace(spec, needs=tuple(needs)) if needs else spec
+        """``spec`` needing the IID models its method loads as teachers, so that the run trains them first."""
+        needs = iid_teacher_ids(spec, hp, self.iid_ids)
+        return replace(spec, needs=needs) if needs else spec
 
 
 @dataclass
@@ -143,8 +166,9 @@ class Plan:
     config_path: Path
     tasks: list[TaskPlan]
     # Teacher sources of the methods (``store:PATH#SELECTOR``, ``path:DIR``) resolved to the file or folder
-    # their weights are in; the coordinator fills it before any job runs.
+    # their weights are in: of every job, by ``build_plan`` and ``resolve`` (with ``teacher_weights``).
     teachers: dict[str, str] = field(default_factory=dict)
+    teacher_weights: TeacherResolver | None = field(default=None, repr=False, compare=False)
 
     def for_workers(self) -> Plan:
         """The plan with each suite cut to the cases its jobs (and the folds still pending a grid search) read:
@@ -156,7 +180,8 @@ class Plan:
             read = {c for f in folds for c in (*f.train_ids, *f.eval_ids)} | {c for ids in tp.pools.values()
                                                                                   for c in ids}
             tasks.append(replace(tp, suite=tp.suite.subset(read), evals=[e.for_workers() for e in tp.evals]))
-        return replace(self, tasks=tasks)
+        # Workers read the resolved teachers; the resolver (of the layer that reads stores) stays here.
+        return replace(self, tasks=tasks, teacher_weights=None)
 
     @property
     def jobs(self) -> list[Job]:
@@ -179,8 +204,9 @@ class Plan:
         return p if p.is_absolute() else (self.config_path.parent / p).resolve()
 
     def resolve(self, chosen: dict[SelectionKey, dict[str, Any]]) -> tuple[list[Job], list[JobSpec]]:
-        """Turn pending folds into jobs with the chosen grid points; returns the new jobs and the folds left
-        pending because a selection they need is missing (no grid point of it finished)."""
+        """Turn pending folds into jobs with the chosen grid points (their outside teachers resolved too: the
+        plan stays complete); returns the new jobs and the folds left pending because a selection they need is
+        missing (no grid point of it finished)."""
         new: list[Job] = []
         left: list[JobSpec] = []
         mode = self.config.grid.mode
@@ -196,20 +222,17 @@ class Plan:
                                      configuration=pending.config)
                 else:
                     hp = job_hparams(self.config, pending.method, chosen[keys[0]], configuration=pending.config)
-                job = tp.fold_job(pending, hp)
+                job = tp.fold_job(self.config, pending, hp)
                 tp.jobs.append(job)
                 new.append(job)
             tp.pending = still
             left += still
+        self.resolve_teachers(new)
         return new, left
 
-
-def split_identity(suite: Suite, cfg: BenchmarkConfig) -> str:
-    """The identity of a suite's split: the suite, the seed, the ratios and the ``[sizes]`` caps."""
-    sizes = cfg.sizes
-    return digest({"suite": suite.header.name, "cases": len(suite.cases), "split": cfg.split.model_dump(mode="json"),
-                   "caps": [sizes.suite_train_per_group, sizes.suite_val_per_group, sizes.suite_test_per_group],
-                   "caps_of": sizes.suite_test_per_group_of})
+    def resolve_teachers(self, jobs: Iterable[Job]) -> None:
+        """Where the weights of the outside teachers ``jobs`` load are: added to ``teachers``."""
+        resolve_outside_teachers(jobs, self.teachers, self.teacher_weights, self.config_path)
 
 
 def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool) -> str | None:
@@ -226,32 +249,18 @@ def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool) -> str | None:
     return None
 
 
-def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False) -> Plan:
-    """The plan of a config. With a grid search, fold jobs wait in ``pending`` until ``Plan.resolve``."""
+def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False,
+               teachers: TeacherResolver | None = None) -> Plan:
+    """The plan of a config, complete: every job with its evaluation steps, the outside teachers of its methods
+    resolved (by ``teachers``; without it, a config naming one is refused). With a grid search, fold jobs wait in
+    ``pending`` until ``Plan.resolve``."""
     try:
-        return _build_plan(cfg, config_path, allow_missing_tasks)
+        plan = _build_plan(cfg, config_path, allow_missing_tasks)
+        plan.teacher_weights = teachers
+        plan.resolve_teachers([*plan.jobs, *plan.grid_jobs])
+        return plan
     except BelugaError as exc:
         raise with_config_line(exc, config_path) from None
-
-
-def _common(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str) -> dict[str, Any]:
-    sizes = cfg.sizes
-    return {
-        "format": JOB_FORMAT, "task": spec.name, "suite": suite.header.name,
-        "suite_cases": len(suite.cases), "corrections": spec.apply_corrections, "iid": spec.iid,
-        "model": model, "max_length": cfg.model.max_length, "split": cfg.split.model_dump(mode="json"),
-        # Settings added after the first release enter the identity only when set, so the ids of jobs that
-        # do not use them stay as they were (stores keep resuming).
-        "sizes": sizes.model_dump(exclude={k for k in ("suite_test_per_group_of", "iid_mix_of", "groups_per_level")
-                                           if not getattr(sizes, k)}),
-        **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
-        **({"task_options": spec.options} if spec.options else {}),
-        **({"label_map": spec.label_map} if spec.label_map else {}),
-        **({"model_config": cfg.model.config_overrides} if cfg.model.config_overrides else {}),
-        **({"deterministic": True} if cfg.executor.deterministic else {}),
-        # A named variant is a complete set of models of its own (its IID model included).
-        **({"variant": cfg.variant} if cfg.variant else {}),
-    }
 
 
 def _eval_plans(cfg: BenchmarkConfig, config_path: Path, index: int, spec: TaskSpec, suite: Suite,
@@ -293,17 +302,10 @@ def _eval_plans(cfg: BenchmarkConfig, config_path: Path, index: int, spec: TaskS
 
 def _iid_seeds(cfg: BenchmarkConfig) -> set[int]:
     """The seeds whose IID model the run trains: every seed where the baseline is among the configurations or
-    one starts from the IID model; else those a method's teacher names ("iid": every seed, "iid#N": N)."""
+    one starts from the IID model; else those a method's teacher names."""
     if any(configuration_start(cfg, c) == "iid" or CONFIGURATIONS.get(c).is_baseline() for c in cfg.configurations):
         return set(cfg.seeds)
-    seeds: set[int] = set()
-    for method in {*cfg.methods, *grid_methods(cfg.methods)}:
-        for source in method_teachers(method, job_hparams(cfg, method)):
-            if source == "iid":
-                seeds |= set(cfg.seeds)
-            elif source.startswith("iid#"):
-                seeds.add(int(source[4:]))
-    return seeds
+    return teacher_seeds(cfg)
 
 
 def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bool) -> Plan:
@@ -325,7 +327,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         folds, skipped = make_folds(suite, split, cfg.scenarios, sizes.groups_per_level, cfg.split.seed)
         model = cfg.model.task_models.get(spec.name, cfg.model.name)
         check_model_config(cfg, model, config_path)
-        tp = TaskPlan(spec, suite, split, split_identity(suite, cfg), _common(cfg, spec, suite, model), model,
+        tp = TaskPlan(spec, suite, split, split_identity(suite, cfg), common_identity(cfg, spec, suite, model), model,
                       folds, skipped_groups=skipped, unavailable=unavailable,
                       shaping={"precision": cfg.executor.precision})
         tp.evals = _eval_plans(cfg, config_path, index, spec, suite, unavailable is None)
@@ -333,8 +335,8 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         check_pools(cfg, suite, split, folds, tp.pools, config_path)
         for method in {*cfg.methods, *grid_methods(cfg.methods)}:
             check_env_level(job_hparams(cfg, method), method, suite, config_path)
-        iids = {seed: iid_job(tp.common, spec.name, seed, split.test, cfg.training.stage("iid"), model,
-                              BASELINE_METHOD) for seed in cfg.seeds}
+        iids = {seed: tp.new_job(cfg, iid_spec(spec.name, seed, split.test, model, BASELINE_METHOD),
+                                 cfg.training.stage("iid"), kind=JobKind.IID) for seed in cfg.seeds}
         tp.iid_ids.update({seed: job.id for seed, job in iids.items()})  # before any job that names another seed's
         for seed in cfg.seeds:
             iid = iids[seed]
@@ -351,8 +353,8 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
                     for method in cfg.methods:
                         update = JobSpec(task=spec.name, config=config_name, method=method, seed=seed,
                                          fold=iid.fold, parent_id=parent, score_iid=True, model=model)
-                        tp.jobs.append(tp.fold_job(update, job_hparams(cfg, method, configuration=config_name,
-                                                                       step="iid")))
+                        tp.jobs.append(tp.fold_job(cfg, update, job_hparams(cfg, method, configuration=config_name,
+                                                                            step="iid")))
                     continue
                 for method in cfg.methods:
                     for fold in folds:
@@ -362,7 +364,8 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
                         if cfg.grid.enabled:
                             tp.pending.append(pending)
                         else:
-                            tp.jobs.append(tp.fold_job(pending, job_hparams(cfg, method, configuration=config_name)))
+                            tp.jobs.append(tp.fold_job(cfg, pending, job_hparams(cfg, method,
+                                                                                 configuration=config_name)))
         if cfg.grid.enabled and tp.pending:  # nothing to select for without suite folds
             _add_grid_jobs(cfg, tp)
         tasks.append(tp)
@@ -371,11 +374,11 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
 
 def _add_grid_jobs(cfg: BenchmarkConfig, tp: TaskPlan) -> None:
     seed = cfg.grid.seed if cfg.grid.seed is not None else cfg.seeds[0]
-    iid = iid_job(tp.common, tp.spec.name, seed, tp.split.test, cfg.training.stage("iid"), tp.model,
-                  BASELINE_METHOD)
+    iid = tp.new_job(cfg, iid_spec(tp.spec.name, seed, tp.split.test, tp.model, BASELINE_METHOD),
+                     cfg.training.stage("iid"), kind=JobKind.IID)
     if seed not in tp.iid_ids:
         tp.iid_ids[seed] = iid.id
-        if any(j.kind == "iid" for j in tp.jobs):
+        if any(j.is_iid_model for j in tp.jobs):
             # A grid seed outside `seeds` needs its own IID model for the configurations that start from one.
             tp.jobs.insert(0, iid)
     scoring = {"iid_val": cfg.grid.iid_val, "score_iid_val": cfg.grid.score_iid_val}
@@ -392,5 +395,5 @@ def _add_grid_jobs(cfg: BenchmarkConfig, tp: TaskPlan) -> None:
                                parent_id=parent, score_iid=False, model=tp.model)
                 for point in points:
                     hp = job_hparams(cfg, method, point, configuration=config_name)
-                    tp.grid_jobs.append(make_job(tp.common, tp.with_teachers(spec, hp), hp, kind="grid",
-                                                 point=point, grid_scoring=scoring))
+                    tp.grid_jobs.append(tp.new_job(cfg, tp.with_teachers(spec, hp), hp, kind=JobKind.GRID,
+                                                   point=point, grid_scoring=scoring))

@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def child(config: Path, cache: str | None, folds: int) -> None:
     from beluga_core.config.load import load_config
-    from beluga_core.execution.worker import Worker, _subset
+    from beluga_core.execution.step_runners import sample_examples
+    from beluga_core.execution.worker import Worker
     from beluga_core.planning.plan import build_plan
 
     plan = build_plan(load_config(config), config.resolve())
@@ -57,11 +58,11 @@ def child(config: Path, cache: str | None, folds: int) -> None:
         suite = state.plan.suite
         inputs = [x for cid in (*job.fold.train_ids, *job.fold.eval_ids) for x in suite.case(cid).inputs]
         if job.config == "iid":
-            inputs += [ex.inputs for ex in _subset(iid.train, cfg.sizes.iid_train, cfg.split.seed, "iid_train")]
+            inputs += [ex.inputs for ex in sample_examples(iid.train, cfg.sizes.iid_train, cfg.split.seed, "iid_train")]
         else:
-            inputs += [ex.inputs for ex in _subset(iid.train, cfg.sizes.iid_mix, cfg.split.seed, "iid_mix")]
+            inputs += [ex.inputs for ex in sample_examples(iid.train, cfg.sizes.iid_mix, cfg.split.seed, "iid_mix")]
         if job.score_iid:
-            inputs += [ex.inputs for ex in _subset(iid.test, cfg.sizes.iid_test, cfg.split.seed, "iid_test")]
+            inputs += [ex.inputs for ex in sample_examples(iid.test, cfg.sizes.iid_test, cfg.split.seed, "iid_test")]
         t0 = time.perf_counter()
         encoder.encode_many(inputs)
         times.append(time.perf_counter() - t0)
