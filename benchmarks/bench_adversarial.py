@@ -36,15 +36,15 @@ from bench_relation import boot_mean as boot
 from bench_relation import ci as interval
 from harness import REPO, forced_config, machine, run_once
 
-from beluga_core.analysis.target import load_target
 from beluga_core.contracts.generators import Generator
-from beluga_core.data.suite.io import load_suite, write_suite
-from beluga_core.data.wordnet import have_wordnet
+from beluga_core.data.suite.suite_io import load_suite, write_suite
 from beluga_core.evaluation.metrics import micro_f1_excluding
-from beluga_core.generators.adversarial import PWWS, HotFlip
-from beluga_core.generators.build import generate
-from beluga_core.generators.counterfactual import IGContrast
-from beluga_core.generators.sources import read_source
+from beluga_core.generators.attacks.adversarial import PWWS, HotFlip
+from beluga_core.generators.attacks.counterfactual import IGContrast
+from beluga_core.generators.attacks.wordnet import have_wordnet
+from beluga_core.generators.generation_sources import read_source
+from beluga_core.generators.suite_build import generate
+from beluga_core.stored_models.target import load_target
 
 RUNS = REPO / "runs" / "bench-adversarial"
 ATTACKED = 340        # pool sentences attacked (a seeded sample): ≥ 200 of them classified correctly by M0

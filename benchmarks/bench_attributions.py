@@ -36,13 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import REPO, machine, run_config
 from screenshot_report import Skip, ensure_chromium, screenshot
 
-from beluga_core.analysis.export import stored_model
 from beluga_core.attributions.compute import Item, attribute, gold_class, make_methods, tokenizer_id
-from beluga_core.data.suite.io import load_suite
+from beluga_core.data.suite.suite_io import load_suite
 from beluga_core.store.attribution_rows import write_attributions
 from beluga_core.store.reader import open_store
 from beluga_core.store.selectors import select_one
 from beluga_core.store.writer import StoreWriter
+from beluga_core.stored_models.export import stored_model
 from beluga_core.training.models import load_sequence_classifier, load_tokenizer
 
 CONFIG = REPO / "benchmarks" / "attributions.toml"

@@ -22,8 +22,8 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import REPO, Benchmark, Run
 
-from beluga_core.analysis.ranking.load import load_store_groups
 from beluga_core.analysis.ranking.rank import REFERENCE, Ranking, rank_groups, signal_specs
+from beluga_core.analysis.ranking.rank_inputs import load_store_groups
 from beluga_core.analysis.ranking.save import save_ranking
 from beluga_core.analysis.report.terminal import print_ranking
 from beluga_core.config.load import load_config

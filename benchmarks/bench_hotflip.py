@@ -28,11 +28,11 @@ from bench_relation import boot_mean as boot
 from bench_relation import ci as interval
 from harness import REPO, machine, run_once
 
-from beluga_core.analysis.target import load_target
 from beluga_core.contracts.generators import Source
-from beluga_core.generators.adversarial import HotFlip
-from beluga_core.generators.build import SPLIT_KEY, generate
-from beluga_core.generators.sources import read_source
+from beluga_core.generators.attacks.adversarial import HotFlip
+from beluga_core.generators.generation_sources import read_source
+from beluga_core.generators.suite_build import SPLIT_KEY, generate
+from beluga_core.stored_models.target import load_target
 
 RUNS = REPO / "runs" / "bench-hotflip"
 SENTENCES = 12      # validation sentences whose every candidate swap is evaluated

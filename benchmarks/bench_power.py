@@ -22,10 +22,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from beluga_core.analysis.replicates.data import cell_digests, load_cells
 from beluga_core.analysis.replicates.intervals import Replicates, cell_intervals
 from beluga_core.analysis.replicates.power import seeds_needed, suite_components
-from beluga_core.analysis.significance.plan import BASELINE
+from beluga_core.analysis.replicates.seed_rows import cell_digests, load_cells
+from beluga_core.analysis.significance.comparisons import BASELINE
 from beluga_core.store.reader import open_store
 from beluga_core.training.precision import machine_line
 

@@ -31,9 +31,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import REPO, Benchmark
 
-from beluga_core.analysis.export import stored_model
 from beluga_core.store.reader import open_store
 from beluga_core.store.selectors import select_one
+from beluga_core.stored_models.export import stored_model
 from beluga_core.training.models import load_tokenizer
 from beluga_core.training.predict import predict_probs
 
@@ -72,7 +72,7 @@ def mft_outcomes(con: duckdb.DuckDBPyConnection, where: str) -> dict[str, dict[s
 def originals_correct(store: Path, con: duckdb.DuckDBPyConnection, case_ids: list[str]) -> dict[str, float]:
     """Per MFT case, whether the IID model (its kept weights) predicts the gold relation on the unperturbed
     source sentence."""
-    from beluga_core.data.suite.schema import Case
+    from beluga_core.data.suite.suite_schema import Case
 
     specs = dict(con.execute("SELECT case_id, spec::VARCHAR FROM case_specs WHERE case_id IN (SELECT unnest(?))",
                              [case_ids]).fetchall())

@@ -123,8 +123,8 @@ def record_store() -> Path:
     only:LEVEL model, a G exclusion) with the edge cases the views handle: groups without an evaluable case, G
     of two zeros, a scenario and a grid point without an i.i.d. score. Run it on the code before a migration
     (the store must have the previous schema) and commit what it writes."""
-    from beluga_core.store.checks import check_store
     from beluga_core.store.migrations import SCHEMA_VERSION
+    from beluga_core.store.store_checks import check_store
     from beluga_core.store.writer import StoreWriter
 
     target = REPO / "tests" / "data" / "stores" / f"schema{SCHEMA_VERSION}"

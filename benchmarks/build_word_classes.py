@@ -1,4 +1,4 @@
-"""Build the shipped word-class table of the ``vader`` lexicon (``beluga_core.data.lexicon``).
+"""Build the shipped word-class table of the ``vader`` lexicon (``beluga_core.generators.s2lct.lexicon``).
 
 Writes ``beluga_core/data/builtin/word_classes/word_classes.tsv.xz``; see that folder's PROVENANCE.md. Inputs:
 
@@ -7,7 +7,7 @@ Writes ``beluga_core/data/builtin/word_classes/word_classes.tsv.xz``; see that f
   VADER reads it: a later line for the same token replaces an earlier one, and only tokens equal to their
   lower-case form count (VADER lower-cases the text before the lookup, so ``:-D`` is never matched); tokens
   with a space are left out (one table row is one token).
-* WordNet 3.0's lemmas from the database ``beluga_core.data.wordnet`` uses (Debian's ``wordnet-base``, or
+* WordNet 3.0's lemmas from the database ``beluga_core.generators.attacks.wordnet`` uses (Debian's ``wordnet-base``, or
   ``BELUGA_WORDNET``): every part of speech a word has as a lemma, as the letters ``a`` (with satellites),
   ``n``, ``r``, ``v``. Multi-word lemmas (with ``_``) are left out. The lemma lists are the index files' first
   fields; a run of this script checks them against the repository's nltk reader (``load_wordnet``), which
@@ -93,8 +93,8 @@ def wordnet_lemmas(root: Path) -> dict[str, set[str]]:
 
 
 def wordnet_folder() -> Path:
-    """The database ``beluga_core.data.wordnet`` reads (``BELUGA_WORDNET`` first, then Debian's)."""
-    from beluga_core.data.wordnet import INSTALL, wordnet_root
+    """The database ``beluga_core.generators.attacks.wordnet`` reads (``BELUGA_WORDNET`` first, then Debian's)."""
+    from beluga_core.generators.attacks.wordnet import INSTALL, wordnet_root
 
     root = wordnet_root()
     if root is None:
@@ -106,7 +106,7 @@ def nltk_cross_check(lemmas: Mapping[str, set[str]]) -> str:
     """Compare the lemma lists with what the repository's reader (``load_wordnet``, nltk) gives; a note for the
     log. Left out of ``build`` because importing nltk and opening the reader take two seconds."""
     from beluga_core.core.errors import BelugaError
-    from beluga_core.data.wordnet import load_wordnet
+    from beluga_core.generators.attacks.wordnet import load_wordnet
 
     try:
         reader = load_wordnet().reader

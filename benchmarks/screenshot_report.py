@@ -91,7 +91,7 @@ def main() -> int:
     except Skip as exc:
         print(f"SKIPPED: {exc}")
         return 0
-    from beluga_core.analysis.report.build import write_report
+    from beluga_core.analysis.report.report_files import write_report
 
     with tempfile.TemporaryDirectory(prefix="beluga-screenshot-") as tmp:
         store = args.store

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from beluga_core.contracts.expectations import FAIL, PASS, SKIP
-from beluga_core.data.suite.schema import Case, Correction, Expectation, SuiteHeader
+from beluga_core.data.suite.suite_schema import Case, Correction, Expectation, SuiteHeader
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "outcomes-sample"
 SUITES = ("sentiment", "qqp", "squad")

@@ -16,9 +16,8 @@ from helpers import BELUGA, ENV, run_cli
 from scipy.stats import spearmanr
 
 from beluga_core.contracts.generators import Source, SourceInstance, TargetModel, TokenScores, WordGradients
-from beluga_core.data.suite.io import load_suite
-from beluga_core.data.wordnet import have_wordnet
-from beluga_core.generators.adversarial import (
+from beluga_core.data.suite.suite_io import load_suite
+from beluga_core.generators.attacks.adversarial import (
     PWWS,
     STOP_WORDS,
     HotFlip,
@@ -26,8 +25,9 @@ from beluga_core.generators.adversarial import (
     first_order_scores,
     pwws,
 )
-from beluga_core.generators.build import generate
-from beluga_core.generators.counterfactual import IGContrast, select_tokens
+from beluga_core.generators.attacks.counterfactual import IGContrast, select_tokens
+from beluga_core.generators.attacks.wordnet import have_wordnet
+from beluga_core.generators.suite_build import generate
 
 
 def sigmoid(z: float) -> float:
@@ -197,8 +197,8 @@ def test_ig_contrast_cases_for_relations_and_for_sentiment() -> None:
 
 @pytest.fixture(scope="module")
 def relation_model(relation_store: Path) -> Any:
-    from beluga_core.analysis.target import load_target
-    from beluga_core.generators.sources import read_source
+    from beluga_core.generators.generation_sources import read_source
+    from beluga_core.stored_models.target import load_target
 
     model, _ = load_target(f"store:{relation_store}#iid/vanilla", input_kind="relation", task_name="relation",
                            label_space=read_source("builtin:fewrel16#val").label_space)
@@ -212,7 +212,7 @@ def test_hotflip_first_order_scores_rank_like_brute_force_on_the_tiny_model(rela
     embedding layer norm and attention make a whole-word jump far from linear; linearised around 16 sampled words
     (``gradient = "expected"``: their mean loss and mean gradient) they rank it well — measured 0.89, 0.83, 0.80,
     and 0.84 over all candidates of the 3 inputs (local: 0.61)."""
-    from beluga_core.generators.sources import read_source
+    from beluga_core.generators.generation_sources import read_source
 
     model = relation_model
     source = read_source("builtin:fewrel16#val")
@@ -255,7 +255,7 @@ def test_hotflip_first_order_scores_rank_like_brute_force_on_the_tiny_model(rela
 def test_generate_against_a_stored_model_records_it(relation_store: Path, relation_model: Any,
                                                     tmp_path: Path) -> None:
     from beluga_core.data.iid.relation_data import write_opennre
-    from beluga_core.generators.sources import read_source
+    from beluga_core.generators.generation_sources import read_source
 
     # Five validation instances the tiny model gets right and two it gets wrong, spread over the relations.
     pool = read_source("builtin:fewrel16#val").instances[::5]
@@ -311,7 +311,7 @@ def test_model_dependent_generators_need_a_model_and_pwws_needs_wordnet(monkeypa
                                  "--option", option, "--model", "store:nowhere.duckdb#iid/vanilla", "--dry-run")
         assert code == 2 and said in out + err, out + err
 
-    from beluga_core.data import wordnet
+    from beluga_core.generators.attacks import wordnet
 
     monkeypatch.setattr(wordnet, "DEFAULT_ROOTS", ())
     monkeypatch.setenv("BELUGA_WORDNET", str(tmp_path))

@@ -12,7 +12,7 @@ from helpers import REPO
 
 import beluga_core.api as api
 from beluga_core.api import executors, kinds
-from beluga_core.api.kinds import TARGETS, current, table
+from beluga_core.api.kinds_table import TARGETS, current, table
 from beluga_core.contracts.methods import Method
 from beluga_core.core.registry import ALL, Registry
 
@@ -24,7 +24,7 @@ INTERNALS = ("order_jobs", "Dependencies", "worker_class", "Plan", "StepFn", "Wo
 def test_the_kinds_table_is_the_registries(target: str) -> None:
     path = REPO / target
     assert current(path.read_text(encoding="utf-8"), target) == table(), \
-        f"{target}: the table of plugin kinds is stale: run python -m beluga_core.api.kinds"
+        f"{target}: the table of plugin kinds is stale: run python -m beluga_core.api.kinds_table"
 
 
 def test_the_docstring_shows_the_table() -> None:
@@ -73,7 +73,7 @@ def test_each_kind_module_exports_its_base_and_registry() -> None:
         assert kind.registry in exported
         assert getattr(api, kind.base.__name__) is kind.base
     # No other module in the package but the table's own.
-    assert {m.name for m in pkgutil.iter_modules(api.__path__)} == modules | {"kinds"}
+    assert {m.name for m in pkgutil.iter_modules(api.__path__)} == modules | {"kinds_table"}
 
 
 def test_the_top_level_exports_the_bases_and_no_executor_internals() -> None:

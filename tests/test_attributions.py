@@ -15,8 +15,8 @@ import pytest
 import torch
 from helpers import DATA, config_with, query, run_benchmark, run_cli
 
+from beluga_core.attributions.attribution_context import ModelContext, tokenize
 from beluga_core.attributions.compute import Item, attribute, make_methods, select_items, tokenizer_id
-from beluga_core.attributions.context import ModelContext, tokenize
 from beluga_core.attributions.estimators import IntegratedGradients, KernelShap, Lime, shap_coalitions
 from beluga_core.config.load import attribution_options, load_config
 from beluga_core.contracts.attributions import TokenizedInput, normalize, word_scores
@@ -274,7 +274,7 @@ def test_fold_rows_match_their_case_list_and_cap(attribution_store: tuple[Path, 
 
 
 def test_in_run_attributions_equal_explain_afterwards(attribution_store: tuple[Path, Path, str]) -> None:
-    from beluga_core.analysis.explain import explain_store
+    from beluga_core.stored_models.explain import explain_store
 
     config, store, _ = attribution_store
     cfg = load_config(config)

@@ -13,10 +13,10 @@ from helpers import DATA, config_with, query, run_benchmark, run_cli
 
 from beluga_core.config.schema import EvalSuiteSpec
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.io import Suite
-from beluga_core.data.suite.schema import Case, SuiteHeader
+from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.execution.results import CrossResult, IIDResult, JobResult, ModelRecord, Outcomes
-from beluga_core.planning.cross import plan_eval_suite
+from beluga_core.planning.cross_evals import plan_eval_suite
 from beluga_core.planning.jobs import Fold
 from beluga_core.store.rows import CaseRow, SuiteRow
 from beluga_core.store.writer import StoreWriter

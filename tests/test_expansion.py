@@ -1,4 +1,4 @@
-"""S²LCT / ALiCT Phase 2 (``beluga_core.generators.expansion``), offline: given trees, toy grammars, stub fillers
+"""S²LCT / ALiCT Phase 2 (``beluga_core.generators.s2lct.expansion``), offline: given trees, toy grammars, stub fillers
 and a tiny randomly initialised BERT.
 
 Known answers: Algorithm 1 on the S²LCT paper's running example, and the fill validation of
@@ -23,7 +23,7 @@ import pytest
 nltk = pytest.importorskip("nltk")
 
 from beluga_core.core.errors import BelugaError  # noqa: E402
-from beluga_core.generators.expansion import (  # noqa: E402
+from beluga_core.generators.s2lct.expansion import (  # noqa: E402
     Expanded,
     MaskedLMFiller,
     Parser,
@@ -33,7 +33,7 @@ from beluga_core.generators.expansion import (  # noqa: E402
     load_parser,
     validate_fills,
 )
-from beluga_core.generators.grammar import (  # noqa: E402
+from beluga_core.generators.s2lct.grammar import (  # noqa: E402
     MASK,
     WORD_LEVEL_TAGS,
     Masked,

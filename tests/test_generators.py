@@ -15,13 +15,13 @@ import pytest
 from helpers import DATA, query, run_benchmark, run_cli
 
 from beluga_core.contracts.generators import Source, SourceInstance
-from beluga_core.data.iid.relation import Entity, RelationInstance, parse_marked
+from beluga_core.data.iid.relation_instances import Entity, RelationInstance, parse_marked
 from beluga_core.data.splits import split_suite
-from beluga_core.data.suite.io import load_suite, resolve_suite_path
+from beluga_core.data.suite.suite_io import load_suite, resolve_suite_path
 from beluga_core.evaluation.suites import load_checked_suite
-from beluga_core.generators.build import generate
-from beluga_core.generators.context import Context, CueRemoval, tfidf_rules
-from beluga_core.generators.entities import (
+from beluga_core.generators.generation_sources import read_source
+from beluga_core.generators.perturbations.context_perturbations import Context, CueRemoval, tfidf_rules
+from beluga_core.generators.perturbations.entity_perturbations import (
     EntitySwap,
     MaskedEntityFrequency,
     MaskedEntityK,
@@ -29,7 +29,7 @@ from beluga_core.generators.entities import (
     masked_per_pair,
     only_entity,
 )
-from beluga_core.generators.sources import read_source
+from beluga_core.generators.suite_build import generate
 
 # "Australia had its first Catholic prime minister Joseph Lyons , who led Australia ." — the tail (Australia,
 # mentioned twice) comes before the head (Joseph Lyons): the case DiagnoseRE's released code duplicated text on.
@@ -151,7 +151,7 @@ def test_context_changes_only_the_words_between_the_entities() -> None:
 
 def _generate(limit: int, seed: int) -> bytes:
     from beluga_core.contracts.registries import GENERATORS
-    from beluga_core.data.suite.io import dump_records
+    from beluga_core.data.suite.suite_io import dump_records
 
     gens = [(g, GENERATORS.get(g)()) for g in ("entity-swap", "context", "only-entity", "masked-entity",
                                               "cue-removal")]

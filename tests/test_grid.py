@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from helpers import run_cli
 
-from beluga_core.analysis.selection.criteria import check_criterion
-from beluga_core.analysis.selection.select import rank_grid_points, select_for_plan
 from beluga_core.config.load import parse_config
 from beluga_core.core.errors import BelugaError
 from beluga_core.evaluation.gold import case_gold
 from beluga_core.execution.results import GridPointRecord, JobResult, Outcomes, ValidationRow
+from beluga_core.orchestration.selection.criteria import check_criterion
+from beluga_core.orchestration.selection.select import rank_grid_points, select_for_plan
 from beluga_core.planning.grid_space import grid_points, job_hparams
 from beluga_core.planning.plan import Plan, build_plan, selection_keys
 from beluga_core.store.reader import open_store
-from beluga_core.store.suites import suite_rows
+from beluga_core.store.suite_rows import suite_rows
 from beluga_core.store.writer import StoreWriter
 
 BASE = """

@@ -17,7 +17,7 @@ import pytest
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid import builtin as iid_builtin
 from beluga_core.data.iid import hub as iid_hub
-from beluga_core.data.iid.classification import IIDExample, load_classification_iid
+from beluga_core.data.iid.classification_data import IIDExample, load_classification_iid
 from beluga_core.data.iid.examples import IIDData
 from beluga_core.data.splits import halves
 
@@ -268,7 +268,7 @@ def test_wrong_number_of_text_fields(tmp_path: Path) -> None:
 def test_hf_name_offline_fails_fast_and_clearly() -> None:
     # A fresh process, because huggingface_hub reads HF_HUB_OFFLINE once, when it is imported.
     code = ("from beluga_core.core.errors import BelugaError\n"
-            "from beluga_core.data.iid.classification import load_classification_iid\n"
+            "from beluga_core.data.iid.classification_data import load_classification_iid\n"
             "try:\n"
             "    load_classification_iid('glue/sst2', text_fields=('sentence',))\n"
             "except BelugaError as e:\n"

@@ -1,6 +1,6 @@
-"""Word lexicon classes (``beluga_core.data.lexicon``): the Colhon et al. rule on hand-built SentiWordNet rows, a
-tiny SentiWordNet file, the shipped ``vader`` table against its PROVENANCE.md, class names, and the table's
-rebuild. See beluga_core/data/builtin/word_classes/PROVENANCE.md."""
+"""Word lexicon classes (``beluga_core.generators.s2lct.lexicon``): the Colhon et al. rule on hand-built
+SentiWordNet rows, a tiny SentiWordNet file, the shipped ``vader`` table against its PROVENANCE.md, class names,
+and the table's rebuild. See beluga_core/data/builtin/word_classes/PROVENANCE.md."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.lexicon import (
+from beluga_core.generators.s2lct.lexicon import (
     OTHER_NEUTRAL,
     POLARITIES,
     POS_CLASSES,
@@ -218,7 +218,7 @@ def build_module() -> ModuleType:
 
 
 def test_rebuild_gives_the_shipped_table() -> None:
-    from beluga_core.data.wordnet import wordnet_root
+    from beluga_core.generators.attacks.wordnet import wordnet_root
 
     if importlib.util.find_spec("vaderSentiment") is None:
         pytest.skip("vaderSentiment is not installed (pip install vadersentiment==3.3.2, a build-time tool only)")

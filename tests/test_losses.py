@@ -14,7 +14,7 @@ import torch
 
 from beluga_core.contracts.losses import ClassLoss, PairLoss
 from beluga_core.contracts.registries import LOSSES
-from beluga_core.training.losses import DIRLoss, INVLoss, MFTLoss
+from beluga_core.training.builtin_losses import DIRLoss, INVLoss, MFTLoss
 
 LN3, LN4, LN9 = math.log(3), math.log(4), math.log(9)
 

@@ -1,4 +1,4 @@
-"""Known answers for the CheckList-style context perturbations (``beluga_core.generators.perturb``).
+"""Known answers for the CheckList-style context perturbations (``beluga_core.generators.perturbations.perturb``).
 
 Ranges are computed by hand from CheckList's formula (δ ∈ [−min(⌊0.2x⌋+1, x−1), ⌊0.2x⌋+1] \\ {0}); lexicon
 entries are the vendored files' (``names.json``: ``women[0]`` = "Jennifer", ``men[0]`` = "Michael";
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from beluga_core.data import BUILTIN_DATA
-from beluga_core.generators.perturb import (
+from beluga_core.generators.perturbations.perturb import (
     CONTEXT_FUNCTIONS,
     Change,
     add_typos,

@@ -14,7 +14,7 @@ from helpers import DATA, query, run_benchmark, run_cli
 from scipy.stats import kendalltau
 
 from beluga_core.analysis.ranking.rank import Candidate, GroupData, SignalSpec, rank_groups, signal_specs
-from beluga_core.analysis.ranking.stats import (
+from beluga_core.analysis.ranking.ranking_accuracy import (
     draw_probes,
     probe_means,
     random_keys,
@@ -212,7 +212,7 @@ def test_pools_are_recorded_disjoint_and_predicted_by_their_candidates(fewshot_s
                                  LEFT JOIN (SELECT DISTINCT case_id FROM fewshot_pools) p USING (case_id)""")
     assert attributed[0][0] == 7 and attributed[0][1] <= 4 and attributed[0][2] == 0
     # beluga store check holds the pools to the same rules (and accepts pool attributions without T_test outcomes).
-    from beluga_core.store.checks import check_store
+    from beluga_core.store.store_checks import check_store
 
     con = duckdb.connect(str(store), read_only=True)
     try:
@@ -436,7 +436,7 @@ def test_the_readme_ranking_blocks_run(fewshot_store: Path, tmp_path: Path, caps
     from helpers import config_with
 
     monkeypatch.setenv("COLUMNS", "220")
-    from beluga_core.analysis.ranking.zoo import Zoo
+    from beluga_core.stored_models.checkpoint_zoo import Zoo
 
     (toml,) = _readme_blocks("toml", "fewshot")
     config = config_with(DATA / "tiny-sentiment.toml", tmp_path, append=toml)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import pytest
 
-from beluga_core.analysis.ranking.signals import (
+from beluga_core.analysis.ranking.signal_scores import (
     Acc,
     Conf,
     ConfGT,
@@ -29,7 +29,7 @@ from beluga_core.analysis.ranking.signals import (
 from beluga_core.contracts.registries import SIGNALS
 from beluga_core.contracts.signals import InputAttribution, ProbeCase, Word
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 
 NONE = {"normalize": "none"}
 

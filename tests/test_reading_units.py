@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from beluga_core.tasks.reading.decode import best_spans
-from beluga_core.tasks.reading.encode import ReadingEncoder
-from beluga_core.tasks.reading.metrics import (
+from beluga_core.tasks.reading.reading_encode import ReadingEncoder
+from beluga_core.tasks.reading.reading_metrics import (
     exact_match_score,
     f1_score,
     max_over_ground_truths,
@@ -289,7 +289,7 @@ def test_decoding_and_token_accuracy_with_a_stub_model(tokenizer) -> None:  # ty
     assert token_accuracy(_StubQA(anna, anna), enc, [(x, target)], device) == (1.0, 1.0)
     # the task's validation rows: start / end accuracy and the MFT objective, their mean (the pass rate is
     # the store's view)
-    from beluga_core.data.suite.schema import Case
+    from beluga_core.data.suite.suite_schema import Case
 
     case = Case(id="c", groups={"class": "C", "functionality": "F"}, test_type="MFT", loss="mft", inputs=[x],
                 label=["Anna"], expectation={"kind": "eq", "level": "single", "target": "label"})

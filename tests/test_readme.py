@@ -69,7 +69,7 @@ def test_the_readme_shell_commands_run(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_the_readme_generator_makes_a_suite(plugins: types.ModuleType, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    from beluga_core.data.suite.io import load_suite
+    from beluga_core.data.suite.suite_io import load_suite
 
     out = tmp_path / "shout.jsonl"
     code, _, err = run_cli(capsys, "suite", "generate", f"{MODULE}:ShoutOneWord", "--source", "builtin:sst2#val",

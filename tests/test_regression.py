@@ -20,8 +20,8 @@ from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensembl
 from beluga_core.analysis.regression.flips import centric_selection, nfr_randomization_test
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.io import case_json
-from beluga_core.data.suite.schema import Case
+from beluga_core.data.suite.suite_io import case_json
+from beluga_core.data.suite.suite_schema import Case
 from beluga_core.execution.results import CasePredictions, IIDResult, JobResult, ModelRecord, Outcomes
 from beluga_core.store.rows import CaseRow, SuiteRow
 from beluga_core.store.writer import StoreWriter

@@ -21,7 +21,6 @@ import pytest
 from conftest import require_shared
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.iid.relation import NA_LABEL, Entity, RelationInstance, parse_marked
 from beluga_core.data.iid.relation_data import (
     OVERLAP,
     fewrel16_relation_names,
@@ -33,6 +32,7 @@ from beluga_core.data.iid.relation_data import (
     retokenize,
     write_opennre,
 )
+from beluga_core.data.iid.relation_instances import NA_LABEL, Entity, RelationInstance, parse_marked
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"

@@ -12,7 +12,7 @@ from helpers import query
 from beluga_core.contracts.registries import TASKS
 from beluga_core.contracts.tasks import TaskSettings
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.schema import SuiteHeader
+from beluga_core.data.suite.suite_schema import SuiteHeader
 from beluga_core.evaluation.metrics import micro_f1_excluding
 from beluga_core.tasks.relation import VOCAB_MARKERS, MarkerEncoder, RelationTask
 from beluga_core.training.models import load_sequence_classifier, load_tokenizer

@@ -20,11 +20,11 @@ from PIL import Image
 from rich.console import Console
 from store_builder import FUNCTIONALITIES, StoreBuilder, make_cases, perturb, random_outcomes
 
-from beluga_core.analysis.report.build import write_report
 from beluga_core.analysis.report.content import pct
-from beluga_core.analysis.report.data import read_report_data
 from beluga_core.analysis.report.degeneracy import degeneracy_rows, format_distribution
 from beluga_core.analysis.report.figures import DPI, draw_heatmap, heatmaps
+from beluga_core.analysis.report.report_data import read_report_data
+from beluga_core.analysis.report.report_files import write_report
 from beluga_core.analysis.report.table3 import AVG, IID, Column, build_table3
 from beluga_core.analysis.report.terminal import print_g_table
 from beluga_core.analysis.significance import analyze_store

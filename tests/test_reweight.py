@@ -21,8 +21,8 @@ from beluga_core.contracts.training import UnitInfo
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid import cues
 from beluga_core.data.iid.examples import IIDExample
-from beluga_core.data.suite.schema import Case, SuiteHeader
-from beluga_core.generators import context
+from beluga_core.data.suite.suite_schema import Case, SuiteHeader
+from beluga_core.generators.perturbations import context_perturbations as context
 from beluga_core.tasks.relation import RelationTask
 from beluga_core.training.loop import Trainer
 from beluga_core.training.methods.reweight import Reweight, unit_weights, weighted_draw

@@ -12,12 +12,12 @@ import pytest
 
 from beluga_core.contracts.generators import Source, SourceInstance
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.lexicon import Lexicon
-from beluga_core.data.suite.io import load_suite, resolve_suite_path
-from beluga_core.generators.build import generate
-from beluga_core.generators.capabilities import SearchRule, load_spec, matcher, transform
-from beluga_core.generators.s2lct import S2LCT
-from beluga_core.generators.sources import read_source
+from beluga_core.data.suite.suite_io import load_suite, resolve_suite_path
+from beluga_core.generators.generation_sources import read_source
+from beluga_core.generators.s2lct.capabilities import SearchRule, load_spec, matcher, transform
+from beluga_core.generators.s2lct.lexicon import Lexicon
+from beluga_core.generators.s2lct.s2lct_generator import S2LCT
+from beluga_core.generators.suite_build import generate
 from tests.helpers import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
@@ -126,12 +126,12 @@ def _toy_source() -> Source:
 
 
 def test_generator_cases_groups_expectations_and_determinism(monkeypatch: pytest.MonkeyPatch) -> None:
-    import beluga_core.data.lexicon as lexicon
+    import beluga_core.generators.s2lct.lexicon as lexicon
 
     monkeypatch.setattr(lexicon, "load_lexicon", lambda spec="vader": TOY)
 
     def made(seed: int) -> bytes:
-        from beluga_core.data.suite.io import dump_records
+        from beluga_core.data.suite.suite_io import dump_records
 
         out = generate(_toy_source(), [("s2lct", S2LCT({"seeds": 0}))], seed=seed, name="toy")
         return "\n".join(dump_records(out.header, out.cases)).encode()
@@ -207,7 +207,7 @@ def test_expansion_end_to_end_with_supplied_parser_grammar_and_masked_lm(
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
-    import beluga_core.data.lexicon as lexicon
+    import beluga_core.generators.s2lct.lexicon as lexicon
 
     monkeypatch.setattr(lexicon, "load_lexicon", lambda spec="vader": TOY)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "a", "blue", "long", "great", "awful", "film",
@@ -362,8 +362,8 @@ def test_expansion_flips_pair_each_expansion_with_its_seed(tmp_path: Path) -> No
     """Seeds and expansions by hand: two seeds of one capability, three expansions; pass-to-fail per model."""
     from helpers import query
 
-    from beluga_core.data.suite.io import case_json
-    from beluga_core.data.suite.schema import Case
+    from beluga_core.data.suite.suite_io import case_json
+    from beluga_core.data.suite.suite_schema import Case
     from beluga_core.execution.results import JobResult, ModelRecord, Outcomes
     from beluga_core.store.rows import CaseRow, SuiteRow
     from beluga_core.store.writer import StoreWriter

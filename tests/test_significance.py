@@ -30,7 +30,7 @@ from beluga_core.analysis.significance import (
     randomization_test,
     sign_test,
 )
-from beluga_core.analysis.significance.stats import OUTCOMES, comparison_rng
+from beluga_core.analysis.significance.tests_on_counts import OUTCOMES, comparison_rng
 from beluga_core.cli.app import main
 from beluga_core.store.significance import SignificanceWriter
 from beluga_core.store.writer import StoreWriter

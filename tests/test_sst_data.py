@@ -16,7 +16,7 @@ from types import ModuleType
 import pytest
 from conftest import require_shared
 
-from beluga_core.data.iid.classification import load_classification_iid
+from beluga_core.data.iid.classification_data import load_classification_iid
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SST = REPO_ROOT / "beluga_core" / "data" / "builtin" / "sst"

@@ -690,10 +690,10 @@ def test_new_store_is_readable_by_duckdb_1x(tmp_path: Path) -> None:
 
 
 def test_suite_rows_record_gold_labels(writer: StoreWriter) -> None:
-    from beluga_core.data.suite.io import Suite
-    from beluga_core.data.suite.schema import Case, SuiteHeader
+    from beluga_core.data.suite.suite_io import Suite
+    from beluga_core.data.suite.suite_schema import Case, SuiteHeader
     from beluga_core.evaluation.gold import case_gold
-    from beluga_core.store.suites import suite_rows
+    from beluga_core.store.suite_rows import suite_rows
 
     header = SuiteHeader(name="mini", levels=["class", "functionality"], scoring_level="functionality",
                          input_kind="text", label_space=["neg", "pos"], test_types=["MFT"])

@@ -14,10 +14,10 @@ from beluga_core.contracts.tasks import TaskSettings
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid import hub as iid_hub
 from beluga_core.data.iid.builtin import BUILTIN_IID
-from beluga_core.data.iid.classification import IIDExample
+from beluga_core.data.iid.classification_data import IIDExample
 from beluga_core.data.iid.squad import SquadExample, load_squad_iid
 from beluga_core.data.splits import halves
-from beluga_core.data.suite.schema import Case
+from beluga_core.data.suite.suite_schema import Case
 from beluga_core.tasks.paraphrase import ParaphraseTask
 from beluga_core.tasks.reading.task import AFFECTED_CASES, DROPPED_CASES, DROPPED_INPUTS, ReadingTask
 

@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 from rich.markup import escape
 
-from beluga_core.analysis.replicates.analyze import analyze_replicates
-from beluga_core.analysis.significance.analyze import (
+from beluga_core.analysis.replicates.replicates_run import analyze_replicates
+from beluga_core.analysis.significance.significance_run import (
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
     AnalysisSummary,

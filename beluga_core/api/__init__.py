@@ -10,7 +10,7 @@ a plugin of that kind needs, and the kind's registry; this package re-exports th
 A plugin that does not derive from its base class, or leaves out a member the table lists, is rejected when
 it is loaded, with the missing member named. The README has a short example of every kind.
 
-<!-- the table of plugin kinds: generated from the registries by `python -m beluga_core.api.kinds` -->
+<!-- the table of plugin kinds: generated from the registries by `python -m beluga_core.api.kinds_table` -->
 | kind | entry-point group | base class | what a plugin implements | API module |
 | --- | --- | --- | --- | --- |
 | task | `beluga.tasks` | `Task` | `batch_outputs(trainer, batches)`, `build_model(model_name, *, seed, dropout, config_overrides)`, `build_trainset(cases, iid, env_level, group_of)`, `load_iid(source, eval_seed)`, `make_encoder(tokenizer, max_length)`, `predict_cases(model, encoder, cases, device)`, `predict_iid(model, encoder, examples, device)`, `score_iid(examples, predictions, split)`, `metrics`, `primary_metric`; or derive from `ClassificationTask`: nothing (override what differs) | `beluga_core.api.tasks` |

@@ -23,7 +23,7 @@ from beluga_core.contracts.expectations import (
 )
 from beluga_core.contracts.registries import EXPECTATIONS
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.schema import Case, Expectation
+from beluga_core.data.suite.suite_schema import Case, Expectation
 
 __all__ = [
     "EXPECTATIONS",

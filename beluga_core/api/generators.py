@@ -20,8 +20,8 @@ from beluga_core.contracts.generators import (
 )
 from beluga_core.contracts.registries import GENERATORS
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.iid.relation import RelationInstance
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.iid.relation_instances import RelationInstance
+from beluga_core.data.suite.suite_schema import Input
 
 __all__ = [
     "GENERATORS",

@@ -10,6 +10,6 @@ from __future__ import annotations
 from beluga_core.contracts.registries import SIGNALS
 from beluga_core.contracts.signals import InputAttribution, ProbeCase, Signal, Word
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 
 __all__ = ["SIGNALS", "BelugaError", "Input", "InputAttribution", "ProbeCase", "Signal", "Word"]

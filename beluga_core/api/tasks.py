@@ -31,7 +31,7 @@ from beluga_core.contracts.training import (
 )
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import Example, IIDData, IIDExample
-from beluga_core.data.suite.schema import Case, Input, SuiteHeader
+from beluga_core.data.suite.suite_schema import Case, Input, SuiteHeader
 from beluga_core.tasks.classification import ClassificationTask
 
 __all__ = [

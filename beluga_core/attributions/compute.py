@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from beluga_core.attributions.context import ModelContext, tokenize
+from beluga_core.attributions.attribution_context import ModelContext, tokenize
 from beluga_core.contracts.attributions import Attribution, Target, TokenizedInput, normalize
 from beluga_core.contracts.registries import ATTRIBUTIONS
 from beluga_core.contracts.tasks import Task
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import digest
-from beluga_core.data.suite.schema import Case, Input
+from beluga_core.data.suite.suite_schema import Case, Input
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,8 @@ def explain(
     saved folder) is attributed now, with the estimators' full budgets (ig: 300 steps; lime: 5,000 samples; shap:
     2d + 2,048) unless --option says otherwise. A held-out fold's weights are not kept: its attributions are
     those its run stored (`[attributions]`), and a fold without any says so."""
-    from beluga_core.analysis.explain import explain_path, explain_store, print_terminal, render_html
     from beluga_core.core.errors import BelugaError
+    from beluga_core.stored_models.explain import explain_path, explain_store, print_terminal, render_html
 
     if not case and group is None:
         raise BelugaError("name the cases to explain: --case ID (repeatable) or --group GROUP")

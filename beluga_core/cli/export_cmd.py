@@ -17,7 +17,7 @@ def export(
     """Write a stored model whose weights were kept (`[store] keep_weights`; the IID models' always are) as a
     Hugging Face checkpoint: weights, config with the label names, tokenizer, and a model card (README.md) with
     its configuration, method, hyper-parameters, scores and provenance."""
-    from beluga_core.analysis.export import export_model
+    from beluga_core.stored_models.export import export_model
 
     path = export_model(store, selector, out)
     Console(highlight=False).print(f"exported {escape(selector)} to {escape(str(path))}")
@@ -26,8 +26,8 @@ def export(
 def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB file).")) -> None:
     """What a store holds: its size and schema, runs and models, rows per table (kept probabilities included),
     and the weights and token cache kept beside it."""
-    from beluga_core.analysis.export import store_info
     from beluga_core.core.io import human_size as _size
+    from beluga_core.stored_models.export import store_info
 
     i = store_info(store)
     console = Console(highlight=False)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from beluga_core.analysis.ranking.zoo import Zoo
 from beluga_core.config.schema import BenchmarkConfig
-from beluga_core.data.suite.schema import Case, SuiteHeader
-from beluga_core.generators.capabilities import CapabilitySpec
+from beluga_core.data.suite.suite_schema import Case, SuiteHeader
+from beluga_core.generators.s2lct.capabilities import CapabilitySpec
+from beluga_core.stored_models.checkpoint_zoo import Zoo
 
 MODELS: dict[str, type[BaseModel]] = {
     "suite-header.schema.json": SuiteHeader,

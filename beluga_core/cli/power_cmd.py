@@ -42,8 +42,8 @@ def power(
     the T_test cases per group that detect --effect at --power and --alpha with the hierarchical interval's test
     (docs/method.md, "Power"). σ²_seed from S seeds has S − 1 degrees of freedom: the seeds needed are also given at
     the ends of its 95 % interval."""
-    from beluga_core.analysis.replicates.data import Cell, cell_digests, load_cells
-    from beluga_core.analysis.report.data import pick_variant, store_variants
+    from beluga_core.analysis.replicates.seed_rows import Cell, cell_digests, load_cells
+    from beluga_core.analysis.report.report_data import pick_variant, store_variants
     from beluga_core.store.reader import open_store
 
     if statistic not in STATISTICS:

@@ -37,10 +37,10 @@ def rank(
     scores), the tie rate, Kendall τ-b, the top-1 hit rate, and the paired comparison with ACC on the same
     probes; stores it all (views fewshot_accuracy, fewshot_pairs). The table fits the terminal's width (80 columns
     in a CI log), split into parts that repeat the signal column where it is wider."""
-    from beluga_core.analysis.ranking.load import load_store_groups
     from beluga_core.analysis.ranking.rank import rank_groups, signal_specs
+    from beluga_core.analysis.ranking.rank_inputs import load_store_groups
+    from beluga_core.analysis.ranking.ranking_accuracy import TIES
     from beluga_core.analysis.ranking.save import save_ranking
-    from beluga_core.analysis.ranking.stats import TIES
     from beluga_core.analysis.report.terminal import print_ranking
     from beluga_core.cli.explain_cmd import dotted_options
     from beluga_core.core.errors import BelugaError
@@ -54,7 +54,7 @@ def rank(
     requested = [s.strip() for s in signals.split(",") if s.strip()] if signals else None
     console = Console()
     if zoo is not None:
-        from beluga_core.analysis.ranking.zoo import load_zoo, zoo_group
+        from beluga_core.stored_models.checkpoint_zoo import load_zoo, zoo_group
 
         spec = load_zoo(zoo)
         options = {**spec.signal_options, **options}

@@ -34,7 +34,7 @@ def report(
 
         print_g_table(store, Console(), variant)
         return
-    from beluga_core.analysis.report.build import FORMATS, write_report
+    from beluga_core.analysis.report.report_files import FORMATS, write_report
 
     if fmt not in FORMATS:
         raise BelugaError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")

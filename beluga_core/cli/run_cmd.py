@@ -10,7 +10,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from beluga_core.analysis.selection.criteria import check_criterion
 from beluga_core.attributions.compute import is_perturbation
 from beluga_core.config.load import attribution_options, load_config, with_config_line
 from beluga_core.config.tiny import tiny_config
@@ -27,6 +26,7 @@ from beluga_core.orchestration.coordinator import (
     required_evaluations,
     run_plan,
 )
+from beluga_core.orchestration.selection.criteria import check_criterion
 from beluga_core.orchestration.settings_guard import check_settings
 from beluga_core.orchestration.teachers import plan_run
 from beluga_core.planning.estimate import Rates, describe, seconds, stored_probability_bytes, training_examples

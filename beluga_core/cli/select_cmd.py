@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from beluga_core.analysis.selection.criteria import CRITERIA, DEFAULT_CRITERION
+from beluga_core.orchestration.selection.criteria import CRITERIA, DEFAULT_CRITERION
 
 
 def select(
@@ -24,8 +24,8 @@ def select(
     another criterion's choice, set `[grid] criterion` in the config and run it again: finished grid
     points are reused and only folds whose chosen values changed are trained.
     """
-    from beluga_core.analysis.selection.select import rank_grid_points
-    from beluga_core.analysis.selection.show import print_selection
+    from beluga_core.orchestration.selection.select import rank_grid_points
+    from beluga_core.orchestration.selection.show import print_selection
     from beluga_core.store.reader import open_store
 
     with open_store(store) as con:

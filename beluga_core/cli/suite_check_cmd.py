@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from beluga_core.analysis.suite_check import CheckResult, check_suite
 from beluga_core.core.constants import OUTCOME_NAMES
+from beluga_core.orchestration.suite_check import CheckResult, check_suite
 
 
 def print_report(result: CheckResult, console: Console) -> None:

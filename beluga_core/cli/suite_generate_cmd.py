@@ -81,9 +81,9 @@ def generate_cmd(
     from beluga_core.contracts.registries import GENERATORS
     from beluga_core.core.errors import BelugaError
     from beluga_core.core.io import atomic_write
-    from beluga_core.data.suite.io import write_suite
-    from beluga_core.generators.build import audit_csv, by_family, family_shares, generate
-    from beluga_core.generators.sources import read_source
+    from beluga_core.data.suite.suite_io import write_suite
+    from beluga_core.generators.generation_sources import read_source
+    from beluga_core.generators.suite_build import audit_csv, by_family, family_shares, generate
 
     console = Console()
     if out is None and not dry_run:
@@ -103,7 +103,7 @@ def generate_cmd(
     src = read_source(source)
     target, record = None, None
     if model is not None:
-        from beluga_core.analysis.target import load_target
+        from beluga_core.stored_models.target import load_target
 
         if not any(c.requires_model for c in classes.values()):
             raise BelugaError(f"--model: none of {', '.join(generator)} works against a model", field="model")
@@ -137,7 +137,7 @@ def generate_cmd(
 
 def _print_counts(console: Console, made: object, families: dict[str, dict[str, dict[str, int]]],
                   shares: dict[str, float]) -> None:
-    from beluga_core.generators.build import Generated
+    from beluga_core.generators.suite_build import Generated
 
     assert isinstance(made, Generated)
     table = Table(title=f"{made.instances:,} source instances", title_justify="left")

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from beluga_core.core.constants import FAIL, PASS, SKIP
 from beluga_core.core.errors import format_validation_error
-from beluga_core.data.suite.schema import Case, Expectation, Scalar
+from beluga_core.data.suite.suite_schema import Case, Expectation, Scalar
 
 __all__ = ["FAIL", "NO_CLASS", "PASS", "SKIP", "CaseBatch", "ExpectationKind", "FlatPredictions", "KeepIf",
            "KindParams", "PerInputKind", "aggregate", "results_from"]

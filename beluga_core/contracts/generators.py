@@ -28,8 +28,8 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
-from beluga_core.data.iid.relation import RelationInstance
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.iid.relation_instances import RelationInstance
+from beluga_core.data.suite.suite_schema import Input
 
 SourceKind = Literal["text", "text_pair", "relation"]
 

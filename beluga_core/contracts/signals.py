@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 
 InputKind = Literal["text", "pair", "perturbation", "labelled", "any"]
 Outcome = Literal["pass", "fail", "skip"]

@@ -25,7 +25,7 @@ from beluga_core.contracts.losses import Loss
 from beluga_core.contracts.training import Batch, BatchOutput, Encoder, Logits, TrainSet
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import Example, IIDData
-from beluga_core.data.suite.schema import Case, Input, SuiteHeader
+from beluga_core.data.suite.suite_schema import Case, Input, SuiteHeader
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import torch
 
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 
 BatchKind = Literal["single", "pair"]
 # The i.i.d. examples of a training set form their own stream (and environment) under this name.

@@ -18,7 +18,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import unknown_name_message
 from beluga_core.data import BUILTIN_DATA
 from beluga_core.data.iid.tables import read_table
-from beluga_core.data.suite.schema import RESERVED_LEVEL_NAMES, Case, Expectation, SuiteHeader
+from beluga_core.data.suite.suite_schema import RESERVED_LEVEL_NAMES, Case, Expectation, SuiteHeader
 
 
 @dataclass

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from beluga_core.data.suite.io import Suite
+from beluga_core.data.suite.suite_io import Suite
 
 SPLITS = ("train", "val", "test")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from beluga_core.data.suite.schema import Case
+from beluga_core.data.suite.suite_schema import Case
 
 
 def case_gold(case: Case, label_space: Sequence[str] | None) -> str | None:

@@ -20,7 +20,7 @@ from beluga_core.contracts.expectations import (
     PerInputKind,
     results_from,
 )
-from beluga_core.data.suite.schema import Case, Scalar
+from beluga_core.data.suite.suite_schema import Case, Scalar
 
 # ------------------------------------------------------------------------------------------ eq / not_eq
 

@@ -24,7 +24,7 @@ from typing import Protocol
 from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import IIDData
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 from beluga_core.execution.results import JobResult
 from beluga_core.execution.step_runners import iid_test_examples
 from beluga_core.execution.worker import Worker, iid_train_examples

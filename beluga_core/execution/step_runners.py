@@ -30,7 +30,7 @@ from beluga_core.contracts.training import Encoder
 from beluga_core.core.constants import OUTCOME_NAMES
 from beluga_core.data.iid.examples import Example, IIDData
 from beluga_core.data.splits import sample_indices
-from beluga_core.data.suite.schema import Case
+from beluga_core.data.suite.suite_schema import Case
 from beluga_core.evaluation.evaluate import evaluate_cases
 from beluga_core.execution.results import (
     CasePredictions,

@@ -13,23 +13,23 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from beluga_core.analysis.refresh import refresh_after_run
 from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble
 from beluga_core.analysis.report.terminal import print_g_table
-from beluga_core.analysis.selection.select import select_for_plan
-from beluga_core.analysis.selection.show import print_selection
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.io import case_json
+from beluga_core.data.suite.suite_io import case_json
 from beluga_core.evaluation.gold import case_gold
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.execution.results import JobResult, Outcomes
 from beluga_core.execution.scheduling import JobFailure, JobsFailed
 from beluga_core.execution.worker import job_record, weights_path
 from beluga_core.orchestration.progress import RichProgress
+from beluga_core.orchestration.selection.select import select_for_plan
+from beluga_core.orchestration.selection.show import print_selection
 from beluga_core.orchestration.settings_guard import check_settings
 from beluga_core.orchestration.teachers import cache_dir_for
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
 from beluga_core.planning.steps import Attributions
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
-from beluga_core.store.suites import split_rows, suite_rows
+from beluga_core.store.suite_rows import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
 from beluga_core.training.models import pick_device
 from beluga_core.training.precision import machine_line

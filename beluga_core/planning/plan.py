@@ -20,17 +20,10 @@ from beluga_core.contracts.tasks import Task, TaskSettings
 from beluga_core.core.constants import BASELINE_METHOD, SEEN
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.splits import SuiteSplit, split_suite
-from beluga_core.data.suite.io import Suite
+from beluga_core.data.suite.suite_io import Suite
 from beluga_core.evaluation.suites import load_checked_suite
-from beluga_core.planning.checks import (
-    check_configuration_keys,
-    check_env_level,
-    check_levels,
-    check_model_config,
-    check_size_groups,
-)
-from beluga_core.planning.cross import EvalSuitePlan, plan_eval_suite
-from beluga_core.planning.fewshot import Pools, check_pools, probe_pools
+from beluga_core.planning.cross_evals import EvalSuitePlan, plan_eval_suite
+from beluga_core.planning.fewshot_pools import Pools, check_pools, probe_pools
 from beluga_core.planning.folds import make_folds, selection_scopes
 from beluga_core.planning.grid_space import check_grid_tables, grid_methods, grid_points, job_hparams
 from beluga_core.planning.jobs import (
@@ -44,6 +37,13 @@ from beluga_core.planning.jobs import (
     job_identity,
     make_job,
     split_identity,
+)
+from beluga_core.planning.plan_checks import (
+    check_configuration_keys,
+    check_env_level,
+    check_levels,
+    check_model_config,
+    check_size_groups,
 )
 from beluga_core.planning.steps import Step, grid_point_steps, model_steps
 from beluga_core.planning.teacher_sources import (

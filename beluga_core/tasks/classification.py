@@ -42,9 +42,9 @@ from beluga_core.contracts.tasks import (
 from beluga_core.contracts.training import IID_ENV, IID_STREAM, Batch, BatchOutput, UnitInfo
 from beluga_core.core.constants import TEST_TYPE_LEVEL
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.iid.classification import load_classification_iid
+from beluga_core.data.iid.classification_data import load_classification_iid
 from beluga_core.data.iid.examples import Example, IIDData, IIDExample
-from beluga_core.data.suite.schema import Case, Input, SuiteHeader
+from beluga_core.data.suite.suite_schema import Case, Input, SuiteHeader
 from beluga_core.evaluation.evaluate import kind_class
 from beluga_core.evaluation.metrics import accuracy, f1_of_class, macro_f1
 from beluga_core.training.encode import Encoder

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.schema import Case, Input
+from beluga_core.data.suite.suite_schema import Case, Input
 from beluga_core.tasks.classification import ClassificationTask, Target
 
 

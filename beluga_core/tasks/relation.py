@@ -29,9 +29,9 @@ import numpy as np
 from beluga_core.contracts.tasks import TaskSettings
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import IIDData, IIDExample
-from beluga_core.data.iid.relation import MARKERS, NA_LABEL
 from beluga_core.data.iid.relation_data import load_relation_iid
-from beluga_core.data.suite.schema import Input, SuiteHeader
+from beluga_core.data.iid.relation_instances import MARKERS, NA_LABEL
+from beluga_core.data.suite.suite_schema import Input, SuiteHeader
 from beluga_core.evaluation.metrics import accuracy, macro_f1, micro_f1_excluding
 from beluga_core.tasks.classification import ClassificationTask
 from beluga_core.training.encode import Encoder

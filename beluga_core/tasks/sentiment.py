@@ -9,7 +9,7 @@ from typing import ClassVar
 import numpy as np
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.schema import Case, SuiteHeader
+from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.evaluation.sentiment_mapping import LABELS, NEGATIVE, POSITIVE, binary_target, binary_to_three
 from beluga_core.tasks.classification import ClassificationTask, Target
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 
 if TYPE_CHECKING:
     from beluga_core.training.token_cache import TokenCache

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 from beluga_core.training.encode import Encoder
 from beluga_core.training.precision import autocast
 

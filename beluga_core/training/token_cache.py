@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 
 Encoded = tuple[list[int], list[int] | None]  # input ids, token type ids (as training.encode)
 

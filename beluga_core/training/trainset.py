@@ -18,7 +18,7 @@ import numpy as np
 
 from beluga_core.contracts.registries import LOSSES
 from beluga_core.contracts.training import Batch, BatchKind, UnitInfo
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 
 
 @dataclass(frozen=True)

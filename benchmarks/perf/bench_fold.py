@@ -48,7 +48,7 @@ import torch
 
 from beluga_core.contracts.tasks import TaskSettings
 from beluga_core.data.splits import sample_indices
-from beluga_core.data.suite.io import load_suite
+from beluga_core.data.suite.suite_io import load_suite
 from beluga_core.tasks.sentiment import SentimentTask
 from beluga_core.training import precision
 from beluga_core.training.encode import Encoder
@@ -111,7 +111,7 @@ def beluga_train(args: argparse.Namespace, fold: Fold,
     encoder.encode_many(fold.texts)
     tokenize_s = time.perf_counter() - t0
     tokens = sum(encoder.length(t) for t in fold.texts)
-    from beluga_core.data.iid.classification import IIDExample
+    from beluga_core.data.iid.classification_data import IIDExample
 
     examples = [IIDExample(t, y) for t, y in zip(fold.texts, fold.labels, strict=True)]
     hp = {"learning_rate": LR, "batch_size": args.batch_size, "epochs": args.epochs, "weight_decay": 0.0,

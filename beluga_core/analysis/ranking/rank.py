@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from beluga_core.analysis.ranking.stats import (
+from beluga_core.analysis.ranking.ranking_accuracy import (
     GroupRanking,
     LevelSummary,
     Ties,

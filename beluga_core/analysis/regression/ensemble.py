@@ -33,7 +33,7 @@ from beluga_core.contracts.registries import TASKS
 from beluga_core.core.constants import OUTCOME_NAMES, parse_only
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import digest
-from beluga_core.data.suite.schema import Case
+from beluga_core.data.suite.suite_schema import Case
 from beluga_core.evaluation.evaluate import evaluate_cases
 from beluga_core.execution.results import (
     CasePredictions,

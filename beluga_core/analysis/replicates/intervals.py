@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats
 
-from beluga_core.analysis.significance.stats import harmonic
+from beluga_core.analysis.significance.tests_on_counts import harmonic
 
 LEVEL = 0.95
 INTERVAL_KINDS = ("seed", "hierarchical", "cases")

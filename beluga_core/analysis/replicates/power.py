@@ -26,7 +26,7 @@ import numpy as np
 from scipy import stats
 
 from beluga_core.analysis.replicates.intervals import Replicates, aligned
-from beluga_core.analysis.significance.stats import harmonic
+from beluga_core.analysis.significance.tests_on_counts import harmonic
 
 MAX_SEEDS = 1000
 MAX_CASES = 100_000

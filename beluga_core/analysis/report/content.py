@@ -8,13 +8,19 @@ from pathlib import Path
 import numpy as np
 
 from beluga_core.analysis.report.alignment import AlignmentTable, build_alignment
-from beluga_core.analysis.report.attributions import FailingGroup, failing_groups
-from beluga_core.analysis.report.cross import CrossTable, OnlyMatrix, basis, build_cross_tables, build_only_matrices
-from beluga_core.analysis.report.data import ReportData, read_report_data, scope_lines
+from beluga_core.analysis.report.attribution_tables import FailingGroup, failing_groups
+from beluga_core.analysis.report.cross_tables import (
+    CrossTable,
+    OnlyMatrix,
+    basis,
+    build_cross_tables,
+    build_only_matrices,
+)
 from beluga_core.analysis.report.degeneracy import DegeneracyRow, degeneracy_rows
-from beluga_core.analysis.report.fewshot import FewshotTable, build_fewshot
+from beluga_core.analysis.report.fewshot_tables import FewshotTable, build_fewshot
 from beluga_core.analysis.report.figures import FigureFiles, Heatmap, MatrixFigure, slug, write_heatmaps, write_matrices
 from beluga_core.analysis.report.regression import RegressionLine, build_regression
+from beluga_core.analysis.report.report_data import ReportData, read_report_data, scope_lines
 from beluga_core.analysis.report.seeds import SeedFigure, write_seed_figures
 from beluga_core.analysis.report.table3 import PARTIAL_NOTE, Table3, build_table3
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from beluga_core.analysis.report.data import ReportData
+from beluga_core.analysis.report.report_data import ReportData
 from beluga_core.core.constants import pair_order, scenario_order
 
 PREDICTION_SETS = ("D_test", "MFT")

@@ -24,7 +24,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 
-from beluga_core.analysis.report.data import ReportData, SuiteLayout
+from beluga_core.analysis.report.report_data import ReportData, SuiteLayout
 from beluga_core.core.constants import pair_order, scenario_order
 
 DPI = 150

@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 
 from beluga_core.analysis.report.alignment import ALIGNMENT_NOTE, SIDES, interval_text
-from beluga_core.analysis.report.attributions import ATTRIBUTION_NOTE, word_list
+from beluga_core.analysis.report.attribution_tables import ATTRIBUTION_NOTE, word_list
 from beluga_core.analysis.report.content import (
     CROSS_NOTE,
     MARKERS,
@@ -18,9 +18,9 @@ from beluga_core.analysis.report.content import (
     degeneracy_rule,
     pct,
 )
-from beluga_core.analysis.report.cross import basis
+from beluga_core.analysis.report.cross_tables import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
-from beluga_core.analysis.report.fewshot import FEWSHOT_NOTE, HEADER
+from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.figures import MatrixFigure
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.seeds import SeedFigure

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from beluga_core.analysis.report.data import ReportData
+from beluga_core.analysis.report.report_data import ReportData
 from beluga_core.core.constants import BASELINE, pair_order, scenario_order
 
 IID = "i.i.d."

@@ -26,7 +26,7 @@ from rich.text import Text
 
 from beluga_core.analysis.ranking.rank import REFERENCE, Ranking
 from beluga_core.analysis.ranking.save import interval, percent, skip_lines
-from beluga_core.analysis.report.cross import (
+from beluga_core.analysis.report.cross_tables import (
     CrossCell,
     CrossTable,
     OnlyMatrix,
@@ -34,13 +34,13 @@ from beluga_core.analysis.report.cross import (
     build_cross_tables,
     build_only_matrices,
 )
-from beluga_core.analysis.report.data import read_report_data, scope_lines
 from beluga_core.analysis.report.degeneracy import (
     DegeneracyRow,
     collapsed_summary,
     degeneracy_rows,
     format_distribution,
 )
+from beluga_core.analysis.report.report_data import read_report_data, scope_lines
 from beluga_core.analysis.report.table3 import (
     AVG,
     PARTIAL_NOTE,

@@ -7,7 +7,7 @@ table; the ``significance`` view serves them next to live scores and marks stale
 
 from __future__ import annotations
 
-from beluga_core.analysis.significance.analyze import (
+from beluga_core.analysis.significance.significance_run import (
     ALPHA,
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
@@ -16,7 +16,13 @@ from beluga_core.analysis.significance.analyze import (
     compare,
     parse_config_method,
 )
-from beluga_core.analysis.significance.stats import IidCounts, Stratum, SuiteCounts, randomization_test, sign_test
+from beluga_core.analysis.significance.tests_on_counts import (
+    IidCounts,
+    Stratum,
+    SuiteCounts,
+    randomization_test,
+    sign_test,
+)
 
 __all__ = [
     "ALPHA",

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from beluga_core.core.errors import BelugaError, format_validation_error
 from beluga_core.data.checklist.reading import LoadedSuite, RawTest
 from beluga_core.data.checklist.specs import SuiteProfile, TestSpec
-from beluga_core.data.suite.schema import Case, Correction, Expectation, SuiteHeader
+from beluga_core.data.suite.suite_schema import Case, Correction, Expectation, SuiteHeader
 
 __all__ = ["LEVELS", "SCORING_LEVEL", "build_header", "convert_test", "correction_of", "to_plain"]
 

@@ -17,7 +17,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.data.checklist.convert import build_header, convert_test, correction_of
 from beluga_core.data.checklist.reading import LoadedSuite, RawTest, raw_tests, read_checklist_file
 from beluga_core.data.checklist.specs import DEFAULT_LOSSES, TestSpec, load_expectations_file, resolve_specs
-from beluga_core.data.suite.schema import Case, SuiteHeader
+from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 
 __all__ = ["ImportResult", "convert_suite", "default_suite_name", "import_checklist"]
 

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from beluga_core.core.errors import BelugaError, format_validation_error
 from beluga_core.data import BUILTIN_DATA
 from beluga_core.data.checklist.reading import RawTest
-from beluga_core.data.suite.schema import Expectation
+from beluga_core.data.suite.suite_schema import Expectation
 
 __all__ = ["DEFAULT_LOSSES", "DOC_KEYS", "KNOWN_TESTS_PATH", "SuiteProfile", "TestSpec", "known_tests",
            "load_expectations_file", "resolve_specs", "strip_doc_keys"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 
-from beluga_core.data.iid.relation import RelationInstance
+from beluga_core.data.iid.relation_instances import RelationInstance
 
 
 def context_words(r: RelationInstance) -> list[tuple[int, str]]:

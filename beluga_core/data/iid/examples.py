@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from beluga_core.data.suite.schema import Input
+from beluga_core.data.suite.suite_schema import Input
 
 
 class Example(Protocol):

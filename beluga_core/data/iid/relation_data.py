@@ -22,7 +22,7 @@ from typing import Any
 from beluga_core.core.errors import BelugaError
 from beluga_core.data import BUILTIN_DATA
 from beluga_core.data.iid.examples import IIDData, IIDExample
-from beluga_core.data.iid.relation import MARKERS, Entity, RelationInstance, Span
+from beluga_core.data.iid.relation_instances import MARKERS, Entity, RelationInstance, Span
 from beluga_core.data.iid.tables import COMPRESSIONS, decoded
 from beluga_core.data.splits import halves
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from beluga_core.tasks.reading.encode import ReadingEncoder, ReadingInput, Window, reading_input
+from beluga_core.tasks.reading.reading_encode import ReadingEncoder, ReadingInput, Window, reading_input
 from beluga_core.training.precision import autocast
 
 

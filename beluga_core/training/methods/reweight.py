@@ -35,7 +35,7 @@ from beluga_core.contracts.training import Batch, TrainSet, UnitInfo
 from beluga_core.core.constants import TEST_TYPE_LEVEL
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.cues import context_words, tfidf_rules
-from beluga_core.data.iid.relation import RelationInstance, from_marked
+from beluga_core.data.iid.relation_instances import RelationInstance, from_marked
 from beluga_core.training.methods.vanilla import Vanilla
 
 Rules = dict[str, set[str]]

@@ -34,7 +34,7 @@ GROUP BY mb.task, mb.suite, mb.model_name, mb.config, mb.method, mb.scenario, mb
 
 -- Every stored test with its current input digest; `stale` when the models it compared changed (or are
 -- gone, or a mean over tasks gained or lost a stratum). The strata rule matches the Python side
--- (beluga_core/analysis/significance/plan.py): A's scenario keys of the row's replicate (every task for a mean over
+-- (beluga_core/analysis/significance/comparisons.py): A's scenario keys of the row's replicate (every task for a mean over
 -- tasks; every scenario when scenario is NULL), each paired with B's key of the same task, suite,
 -- model_name, seed, split_seed, variant and scenario coalesce(base_scenario, A's scenario).
 CREATE OR REPLACE VIEW significance_pairs AS

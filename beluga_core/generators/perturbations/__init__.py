@@ -1,0 +1,1 @@
+"""CheckList-style perturbations: word-level edits of an instance's context and of its entities."""

@@ -1,0 +1,303 @@
+"""Generators that change the entities of relation instances: entity swaps, only-entity and masked-entity inputs,
+and the training-side masked-entity variants (DiagnoseRE's Q1 and Q5).
+
+- ``entity-swap`` (family ``entity``): replaces every mention of the head (``swap head``) or the tail (``swap
+  tail``) by another entity of the same type. The type is, in order: the one the data gives (TACRED's
+  ``subj_type``), else the (relation, role) slot — a head of ``constellation`` is replaced by the head of another
+  ``constellation`` instance of the donors (D_train), never by its own string or id —, else a lexicon class (a
+  first name: PERSON; a city or country: GPE; digits: NUMBER). Spans are recomputed from the new tokens, whatever
+  the order of head and tail (the released code duplicated text when the tail came first; beluga does not). On
+  a text source (no entities) it swaps the person names, places and numbers the lexicons recognise.
+- ``only-entity`` (family ``semantic-bias``): the two marked mentions alone, in surface order, with markers.
+- ``masked-entity`` (family ``semantic-bias``): both marked mentions removed; their markers stay, adjacent.
+- ``masked-entity-k`` and ``masked-entity-freq`` (family ``entity-masking``): training suites, every original
+  plus masked copies of ⌊N·K⌋ seeded instances (ME(K%)), or per (head, tail) pair of n instances with pair
+  frequency f: min(n − 1, max(⌊n·rate⌋, 1)) of them, rate = (f − f_min) / (f_max − f_min) (ME(Frequency)).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
+from beluga_core.data.iid.relation_instances import Entity, RelationInstance, Span
+from beluga_core.generators.perturbations.perturb import Change, change_location, change_names, change_number, lexicons
+
+ROLES = ("head", "tail")
+
+
+def surface(r: RelationInstance, span: Span) -> tuple[str, ...]:
+    return r.tokens[span[0]:span[1]]
+
+
+def replace_spans(r: RelationInstance, new: dict[str, tuple[tuple[str, ...], str | None, str | None]]
+                  ) -> RelationInstance:
+    """``r`` with every mention of the roles in ``new`` replaced by (tokens, id, type); mentions of the other
+    role keep their text; all spans recomputed, whichever entity comes first."""
+    entities = {"head": r.head, "tail": r.tail}
+    mentions = [(s, e, role, k) for role, entity in entities.items() for k, (s, e) in enumerate(entity.spans)]
+    # The marked mentions never overlap (RelationInstance checks it); an unmarked one that overlaps a mention
+    # already kept is dropped (FewRel lists a few nested mentions).
+    kept = [m for m in mentions if m[3] == 0]
+    for m in sorted(x for x in mentions if x[3] != 0):
+        if all(m[1] <= x[0] or x[1] <= m[0] for x in kept):
+            kept.append(m)
+    kept.sort(key=lambda x: (x[0], x[1]))
+    tokens: list[str] = []
+    spans: dict[str, list[tuple[int, Span]]] = {"head": [], "tail": []}
+    pos = 0
+    for s, e, role, k in kept:
+        tokens.extend(r.tokens[pos:s])
+        start = len(tokens)
+        tokens.extend(new[role][0] if role in new else r.tokens[s:e])
+        spans[role].append((k, (start, len(tokens))))
+        pos = e
+    tokens.extend(r.tokens[pos:])
+    out = {}
+    for role, entity in entities.items():
+        ordered = tuple(span for _, span in sorted(spans[role]))
+        if role in new:
+            words, eid, etype = new[role]
+            out[role] = Entity(" ".join(words), ordered, eid, etype)
+        else:
+            out[role] = Entity(entity.name, ordered, entity.id, entity.type)
+    return r.with_tokens(tokens, out["head"], out["tail"])
+
+
+def lexicon_class(words: tuple[str, ...]) -> str | None:
+    """PERSON (a first name of CheckList's lists, optionally with a surname), GPE (a city or country) or NUMBER
+    (digits) by lexicon membership; None otherwise."""
+    lex = lexicons()
+    text = " ".join(words)
+    if words and all(w.isdigit() for w in words):
+        return "NUMBER"
+    if text in lex.cities or text in lex.countries:
+        return "GPE"
+    if words and words[0] in lex.gender_of and all(w in lex.last_names for w in words[1:]):
+        return "PERSON"
+    return None
+
+
+class EntitySwap(Generator):
+    family: ClassVar[str] = "entity"
+    perturbations: ClassVar[tuple[str, ...]] = ("swap head", "swap tail", "swap person", "swap location",
+                                                "swap number")
+    kinds = ("relation", "text")
+    defaults: ClassVar[dict[str, Any]] = {"roles": ["head", "tail"], "skip_years": True}
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        roles = self.options["roles"]
+        if not isinstance(roles, list) or not roles or set(roles) - set(ROLES):
+            raise ValueError(f"roles must be a non-empty list of {', '.join(ROLES)}, got {roles!r}")
+        self._by_type: dict[str, list[tuple[tuple[str, ...], str | None]]] = {}
+        self._by_slot: dict[tuple[str, str], list[tuple[tuple[str, ...], str | None]]] = {}
+        self._tried: Counter[tuple[str, str]] = Counter()
+        self._swapped: Counter[tuple[str, str]] = Counter()
+
+    def prepare(self, source: Source, seed: int) -> None:
+        by_type: dict[str, set[tuple[tuple[str, ...], str | None]]] = defaultdict(set)
+        by_slot: dict[tuple[str, str], set[tuple[tuple[str, ...], str | None]]] = defaultdict(set)
+        for donor in source.donors:
+            r = donor.relation
+            if r is None:
+                continue
+            for role, entity in (("head", r.head), ("tail", r.tail)):
+                words = surface(r, entity.span)
+                if not words:
+                    continue
+                if entity.type:
+                    by_type[entity.type].add((words, entity.id))
+                by_slot[(r.relation, role)].add((words, entity.id))
+        # Sorted, so that a seeded choice does not depend on the donors' order or on set iteration.
+        self._by_type = {k: sorted(v, key=_donor_key) for k, v in by_type.items()}
+        self._by_slot = {k: sorted(v, key=_donor_key) for k, v in by_slot.items()}
+
+    def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
+        r = instance.relation
+        if r is None:
+            yield from self._perturb_text(instance, rng)
+            return
+        for role in ROLES:
+            if role not in self.options["roles"]:
+                continue
+            entity = r.head if role == "head" else r.tail
+            self._tried[(r.relation, role)] += 1
+            old = surface(r, entity.span)
+            choice = self._replacement(r.relation, role, entity, old, rng)
+            if choice is None:
+                continue
+            words, eid, etype, how = choice
+            out = replace_spans(r, {role: (words, eid, etype)})
+            self._swapped[(r.relation, role)] += 1
+            yield Perturbed(f"swap {role}", out.marked_text(),
+                            note={"from": " ".join(old), "to": " ".join(words), "type": how})
+
+    def _replacement(self, relation: str, role: str, entity: Entity, old: tuple[str, ...], rng: random.Random
+                     ) -> tuple[tuple[str, ...], str | None, str | None, str] | None:
+        def usable(pool: list[tuple[tuple[str, ...], str | None]]) -> list[tuple[tuple[str, ...], str | None]]:
+            own = " ".join(old).lower()
+            return [(w, i) for w, i in pool
+                    if " ".join(w).lower() != own and (i is None or entity.id is None or i != entity.id)]
+
+        if entity.type and entity.type in self._by_type:
+            pool = usable(self._by_type[entity.type])
+            if pool:
+                words, eid = pool[rng.randrange(len(pool))]
+                return words, eid, entity.type, f"type {entity.type}"
+        pool = usable(self._by_slot.get((relation, role), []))
+        if pool:
+            words, eid = pool[rng.randrange(len(pool))]
+            return words, eid, entity.type, f"{relation} {role}"
+        cls = lexicon_class(old)
+        change: Change | None = None
+        if cls == "PERSON":
+            change = change_names(old, rng)
+        elif cls == "GPE":
+            change = change_location(old, rng)
+        elif cls == "NUMBER":
+            change = change_number(old, rng, skip_years=bool(self.options["skip_years"]))
+        if change is None:
+            return None
+        return change.tokens, None, entity.type, f"lexicon {cls}"
+
+    def _perturb_text(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
+        if not isinstance(instance.input, str):
+            return
+        tokens = instance.tokens
+        seed = rng.getrandbits(64)
+        for name, fn in (("swap person", change_names), ("swap location", change_location),
+                         ("swap number", change_number)):
+            sub = random.Random(f"{seed}\x1f{name}")
+            kwargs: dict[str, Any] = {"skip_years": bool(self.options["skip_years"])} if fn is change_number else {}
+            change = fn(tokens, sub, **kwargs)
+            if change is not None:
+                yield Perturbed(name, " ".join(change.tokens), note=dict(change.note))
+
+    def report(self) -> list[tuple[str, str, float]]:
+        return [("share of instances with a swap", f"{relation} / {role}", self._swapped[(relation, role)] / n)
+                for (relation, role), n in sorted(self._tried.items()) if n]
+
+
+def _donor_key(donor: tuple[tuple[str, ...], str | None]) -> tuple[str, str]:
+    return " ".join(donor[0]), donor[1] or ""
+
+
+def only_entity(r: RelationInstance) -> RelationInstance:
+    """The two marked mentions alone, in surface order."""
+    first, second = sorted([("head", r.head.span), ("tail", r.tail.span)], key=lambda x: x[1])
+    tokens: list[str] = []
+    spans: dict[str, Span] = {}
+    for role, span in (first, second):
+        start = len(tokens)
+        tokens.extend(surface(r, span))
+        spans[role] = (start, len(tokens))
+    return r.with_tokens(tokens, Entity(r.head.name, (spans["head"],), r.head.id, r.head.type),
+                         Entity(r.tail.name, (spans["tail"],), r.tail.id, r.tail.type))
+
+
+def masked_entity(r: RelationInstance) -> RelationInstance:
+    """Both marked mentions removed; each entity's span becomes empty where its mention was."""
+    (hs, he), (ts, te) = r.head.span, r.tail.span
+    removed = set(range(hs, he)) | set(range(ts, te))
+    tokens = [t for i, t in enumerate(r.tokens) if i not in removed]
+
+    def at(pos: int) -> int:
+        return pos - sum(1 for i in removed if i < pos)
+
+    return r.with_tokens(tokens, Entity(r.head.name, ((at(hs), at(hs)),), r.head.id, r.head.type),
+                         Entity(r.tail.name, ((at(ts), at(ts)),), r.tail.id, r.tail.type))
+
+
+class _RelationOnly(Generator):
+    kinds = ("relation",)
+
+    @staticmethod
+    def relation(instance: SourceInstance) -> RelationInstance:
+        assert instance.relation is not None  # the builder only hands relation instances to relation generators
+        return instance.relation
+
+
+class OnlyEntity(_RelationOnly):
+    family: ClassVar[str] = "semantic-bias"
+    perturbations: ClassVar[tuple[str, ...]] = ("only entity",)
+
+    def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
+        yield Perturbed("only entity", only_entity(self.relation(instance)).marked_text())
+
+
+class MaskedEntity(_RelationOnly):
+    family: ClassVar[str] = "semantic-bias"
+    perturbations: ClassVar[tuple[str, ...]] = ("masked entity",)
+
+    def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
+        yield Perturbed("masked entity", masked_entity(self.relation(instance)).marked_text())
+
+
+class _MaskedTraining(_RelationOnly):
+    """Training suites: every original (``keep_origin``) plus masked copies of the instances ``prepare`` chose."""
+
+    family: ClassVar[str] = "entity-masking"
+    perturbations: ClassVar[tuple[str, ...]] = ("original", "masked entity")
+    invariant: ClassVar[bool] = False
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self.chosen: set[str] = set()
+
+    def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
+        if self.options["keep_origin"]:
+            yield Perturbed("original", instance.input)
+        if instance.id in self.chosen:
+            yield Perturbed("masked entity", masked_entity(self.relation(instance)).marked_text())
+
+
+class MaskedEntityK(_MaskedTraining):
+    defaults: ClassVar[dict[str, Any]] = {"k": 0.5, "keep_origin": True}
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        k = self.options["k"]
+        if isinstance(k, bool) or not isinstance(k, int | float) or not 0 <= k <= 1:
+            raise ValueError(f"k must be a share in [0, 1], got {k!r}")
+
+    def prepare(self, source: Source, seed: int) -> None:
+        ids = sorted(i.id for i in source.instances)
+        random.Random(f"{seed}\x1fmasked-entity-k").shuffle(ids)
+        self.chosen = set(ids[:math.floor(len(ids) * float(self.options["k"]))])
+
+
+def pair_key(r: RelationInstance) -> tuple[str, str]:
+    return " ".join(surface(r, r.head.span)).lower(), " ".join(surface(r, r.tail.span)).lower()
+
+
+def masked_per_pair(counts: dict[tuple[str, str], int]) -> dict[tuple[str, str], int]:
+    """ME(Frequency): how many of each pair's n instances to mask: min(n − 1, max(⌊n · rate⌋, 1)), rate =
+    (f − f_min) / (f_max − f_min) with f = n (0 when every pair is equally frequent)."""
+    if not counts:
+        return {}
+    lo, hi = min(counts.values()), max(counts.values())
+    out = {}
+    for pair, n in counts.items():
+        rate = (n - lo) / (hi - lo) if hi > lo else 0.0
+        out[pair] = min(n - 1, max(math.floor(n * rate), 1))
+    return out
+
+
+class MaskedEntityFrequency(_MaskedTraining):
+    defaults: ClassVar[dict[str, Any]] = {"keep_origin": True}
+
+    def prepare(self, source: Source, seed: int) -> None:
+        by_pair: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for instance in source.instances:
+            by_pair[pair_key(self.relation(instance))].append(instance.id)
+        quota = masked_per_pair({pair: len(ids) for pair, ids in by_pair.items()})
+        chosen: set[str] = set()
+        for pair in sorted(by_pair):
+            ids = sorted(by_pair[pair])
+            chosen.update(random.Random(f"{seed}\x1fmasked-entity-freq\x1f{pair}").sample(ids, quota[pair]))
+        self.chosen = chosen

@@ -1,0 +1,80 @@
+"""Choosing grid points from the store, by any criterion, without retraining anything.
+
+The coordinator calls ``select_for_plan`` between its two phases; ``beluga select STORE --criterion …`` calls
+``rank_grid_points`` to show what another criterion would choose.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from beluga_core.orchestration.selection.criteria import check_criterion, criterion_sql
+from beluga_core.planning.jobs import SelectionKey
+from beluga_core.planning.plan import Plan
+from beluga_core.store.reader import open_store
+
+KEY_COLUMNS = ("task", "suite", "model_name", "config", "method", "seed", "split_seed", "variant", "scope_level",
+               "scope_group")
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One grid point of a selection key with its criterion value and rank (1 = chosen)."""
+
+    key: dict[str, Any]
+    grid_id: str
+    point: str
+    value: float | None
+    rank: int
+    n_points: int
+    scores: dict[str, Any]
+
+
+def rank_grid_points(con: duckdb.DuckDBPyConnection, criterion: str, *, grid_ids: list[str] | None = None,
+                     top: int = 1) -> list[Ranked]:
+    """The ``top`` best done grid points of every selection key by ``criterion``.
+
+    Ties (and NULL values, e.g. a criterion needing D_val scores that were not computed) are broken by the
+    point's JSON text, so a selection never depends on row order.
+    """
+    check_criterion(criterion)
+    where, params = "", list[object]([top])
+    if grid_ids is not None:
+        where, params = "WHERE grid_id IN (SELECT unnest(?::VARCHAR[]))", [list(grid_ids), top]
+    partition = ", ".join(KEY_COLUMNS)
+    sql = f"""
+        WITH scored AS (SELECT *, {criterion_sql(criterion)} AS criterion_value FROM grid_scores {where})
+        SELECT *, row_number() OVER (PARTITION BY {partition}
+                                     ORDER BY criterion_value DESC NULLS LAST, point::VARCHAR) AS rank_,
+               count(*) OVER (PARTITION BY {partition}) AS n_points_
+        FROM scored
+        QUALIFY rank_ <= ?
+        ORDER BY {partition}, rank_"""
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    out = []
+    for r in rows:
+        value = r.pop("criterion_value")
+        out.append(Ranked({k: r[k] for k in KEY_COLUMNS}, r["grid_id"], str(r["point"]),
+                          None if value is None else float(value), int(r.pop("rank_")), int(r.pop("n_points_")),
+                          {k: v for k, v in r.items() if k not in KEY_COLUMNS}))
+    return out
+
+
+def select_for_plan(store: Path, plan: Plan) -> tuple[dict[SelectionKey, dict[str, Any]], list[Ranked]]:
+    """The chosen point of every selection the plan's pending folds need, among the plan's own grid points."""
+    by_id = {j.id: j for j in plan.grid_jobs}
+    with open_store(store) as con:
+        ranked = rank_grid_points(con, plan.config.grid.criterion, grid_ids=list(by_id))
+    chosen: dict[SelectionKey, dict[str, Any]] = {}
+    for r in ranked:
+        job = by_id[r.grid_id]
+        assert job.point is not None
+        # The point as the plan has it (not re-read from JSON), so fold ids are exactly reproducible.
+        chosen[(job.task, job.config, job.method, *job.scope)] = dict(job.point)
+    return chosen, ranked

@@ -1,0 +1,168 @@
+"""``beluga export``: a stored model whose weights were kept, as a Hugging Face checkpoint with a model card, and
+``beluga store info``: what a store and its cache folder hold."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from beluga_core import __version__ as BELUGA_VERSION
+from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.contracts.tasks import Task
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_schema import SuiteHeader
+from beluga_core.execution.worker import weights_path
+from beluga_core.planning.plan import make_task
+from beluga_core.store.reader import FAILED_JOBS, open_store
+from beluga_core.store.selectors import select_one
+from beluga_core.training.models import load_tokenizer
+
+
+def cache_dir_of(store: Path) -> Path:
+    return store.with_name(store.name + ".cache")
+
+
+def _run_config(con: duckdb.DuckDBPyConnection, run_id: str | None) -> BenchmarkConfig | None:
+    row = con.execute("SELECT config_text FROM runs WHERE run_id = ?", [run_id]).fetchall() if run_id else []
+    if not row or not row[0][0]:
+        return None
+    try:
+        return BenchmarkConfig.model_validate(tomllib.loads(row[0][0]))
+    except (tomllib.TOMLDecodeError, ValueError):
+        return None
+
+
+@dataclass
+class StoredModel:
+    """A stored model whose weights were kept, ready to use: its row, the task told its suite, the run's config and
+    the model with its weights (built on demand)."""
+
+    row: dict[str, Any]
+    task: Task[Any]
+    config: BenchmarkConfig
+    weights: Path
+
+    def build(self) -> Any:
+        import torch
+
+        overrides = self.config.model.config_overrides
+        model = self.task.build_model(self.row["model_name"], seed=0, config_overrides=overrides)
+        model.load_state_dict(torch.load(self.weights, map_location="cpu", weights_only=True))
+        return model.eval()
+
+    @property
+    def max_length(self) -> int:
+        options = getattr(self.task, "options", None)
+        if self.task.head_labels is None and isinstance(options, dict) and "max_length" in options:
+            return int(options["max_length"])   # a span model reads windows of its own length
+        return self.config.model.max_length
+
+
+def has_kept_weights(store: Path, model_id: str) -> bool:
+    return weights_path(cache_dir_of(store), model_id).exists()
+
+
+def stored_model(con: duckdb.DuckDBPyConnection, store: Path, m: dict[str, Any]) -> StoredModel:
+    """The stored model ``m`` (a row of ``select_models``); an error naming what is missing when its weights
+    were not kept or its run's config is not in the store."""
+    mid = m["model_id"]
+    weights = weights_path(cache_dir_of(store), mid)
+    if not weights.exists():
+        raise BelugaError(f"model {mid[:12]} ({m['config']}/{m['method']}@{m['scenario']}) has no kept weights in "
+                          f"{weights.parent}: keep them with [store] keep_weights (\"seen\" or \"all\"; the IID "
+                          "models' are always kept) and re-run")
+    run_id = con.execute("SELECT run_id FROM models WHERE model_id = ?", [mid]).fetchall()[0][0]
+    cfg = _run_config(con, run_id)
+    suite_row = con.execute("SELECT label_space::VARCHAR, levels::VARCHAR, scoring_level, input_kind FROM suites "
+                            "WHERE suite = ?", [m["suite"]]).fetchall()
+    if cfg is None or not suite_row:
+        raise BelugaError(f"model {mid[:12]}: the store does not hold the config of the run that trained it")
+    spec = next((t for t in cfg.tasks if t.name == m["task"]), None)
+    if spec is None:
+        raise BelugaError(f"model {mid[:12]}: its run's config has no task '{m['task']}'")
+    space, levels, scoring, input_kind = suite_row[0]
+    header = SuiteHeader(name=m["suite"], levels=json.loads(levels), scoring_level=scoring, input_kind=input_kind,
+                         label_space=json.loads(space) if space else None)
+    return StoredModel(m, make_task(spec, Suite(header, [])), cfg, weights)
+
+
+def export_model(store: Path, selector: str, out: Path) -> Path:
+    """Write the model ``selector`` names as a checkpoint folder ``out`` (weights, config with label names,
+    tokenizer, README.md model card); returns ``out``."""
+    with open_store(store) as con:
+        m = select_one(con, selector, where=str(store))
+        sm = stored_model(con, store, m)
+        mid = m["model_id"]
+        scores = con.execute("""SELECT scenario, s_suite, s_iid, g FROM g_scores WHERE task = ? AND config = ?
+                                AND method = ? AND seed IS NOT DISTINCT FROM ? ORDER BY scenario""",
+                             [m["task"], m["config"], m["method"], m["seed"]]).fetchall()
+        metrics = con.execute("SELECT split, metric, value FROM iid_metrics WHERE model_id = ? ORDER BY ALL",
+                              [mid]).fetchall()
+    model = sm.build()
+    labels = sm.task.head_labels
+    if labels is not None and hasattr(model, "config"):
+        model.config.id2label = dict(enumerate(labels))
+        model.config.label2id = {name: i for i, name in enumerate(labels)}
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    load_tokenizer(m["model_name"]).save_pretrained(out)
+    (out / "README.md").write_text(model_card(m, sm.config, scores, metrics, store), encoding="utf-8")
+    return out
+
+
+def model_card(m: dict[str, Any], cfg: BenchmarkConfig, scores: list[tuple[Any, ...]],
+               metrics: list[tuple[Any, ...]], store: Path) -> str:
+    def pct(v: float | None) -> str:
+        return "—" if v is None else f"{100 * v:.1f}"
+
+    hparams = json.loads(m["hparams"]) if isinstance(m["hparams"], str) else m["hparams"]
+
+    lines = [f"# {m['task']}: {m['config']} / {m['method']} ({m['scenario']}" +
+             (f", seed {m['seed']})" if m["seed"] is not None else ")"), "",
+             f"Trained by beluga {BELUGA_VERSION} from `{m['model_name']}`"
+             + (f" with config overrides {cfg.model.config_overrides}" if cfg.model.config_overrides else "")
+             + f"; judged by suite `{m['suite']}`.", "",
+             "| | |", "| --- | --- |",
+             f"| training configuration | `{m['config']}` |", f"| method | `{m['method']}` |",
+             f"| scenario | `{m['scenario']}`" + (f" (held out: {m['heldout_group']})" if m["heldout_group"] else "")
+             + " |", f"| hyper-parameters | `{json.dumps(hparams, sort_keys=True)}` |",
+             f"| provenance | store `{store.resolve()}`, model id `{m['model_id']}` |", ""]
+    if metrics:
+        lines += ["## i.i.d. metrics", "", "| split | metric | value |", "| --- | --- | --- |"]
+        lines += [f"| {s} | {name} | {pct(v)} |" for s, name, v in metrics]
+        lines.append("")
+    if scores:
+        lines += [f"## Suite scores of `{m['config']}` / `{m['method']}` (%)", "",
+                  "| scenario | s_T | s_iid | G |", "| --- | --- | --- | --- |"]
+        lines += [f"| {sc} | {pct(a)} | {pct(b)} | {pct(g)} |" for sc, a, b, g in scores]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def store_info(store: Path) -> dict[str, Any]:
+    """Size, schema, runs, models and rows per table of a store, and what its cache folder holds."""
+    with open_store(store) as con:
+        version = con.execute("SELECT value FROM beluga_meta WHERE key = 'schema_version'").fetchall()[0][0]
+        tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
+                                            "ORDER BY 1").fetchall()]
+        rows = {t: int(con.execute(f'SELECT count(*) FROM "{t}"').fetchall()[0][0]) for t in tables}
+        models = dict(con.execute("SELECT status, count(*) FROM models GROUP BY ALL").fetchall())
+        variants = dict(con.execute("SELECT variant, count(*) FROM models WHERE status = 'done' GROUP BY ALL "
+                                    "ORDER BY ALL").fetchall())
+        cur = con.execute(FAILED_JOBS)
+        names = [d[0] for d in cur.description]
+        failed = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        runs = con.execute("SELECT count(*), max(started_at) FROM runs").fetchall()[0]
+    cache = cache_dir_of(store)
+    weights = sorted(cache.glob("*.pt")) if cache.exists() else []
+    tokens = sum(p.stat().st_size for p in (cache / "tokens").rglob("*") if p.is_file()) if cache.exists() else 0
+    return {"store": store, "bytes": store.stat().st_size, "schema_version": version, "runs": runs[0],
+            "last_run": runs[1], "models": models, "variants": variants, "failed": failed, "rows": rows,
+            "weights": len(weights),
+            "weights_bytes": sum(p.stat().st_size for p in weights), "token_cache_bytes": tokens}
