@@ -11,7 +11,8 @@ import pytest
 from helpers import REPO
 
 import beluga_core.api as api
-from beluga_core.api import executors, kinds
+from beluga_core.api import executors
+from beluga_core.api import kinds_table as kinds
 from beluga_core.api.kinds_table import TARGETS, current, table
 from beluga_core.contracts.methods import Method
 from beluga_core.core.registry import ALL, Registry
