@@ -45,7 +45,9 @@ def job_ids(config: Path) -> dict[str, Any]:
 
 
 def record_ids() -> Path:
-    configs = sorted([*(REPO / "benchmarks").glob("*.toml"), *(REPO / "tests" / "data").glob("tiny-*.toml")])
+    from helpers import shipped_configs, tiny_configs
+
+    configs = [*shipped_configs(), *tiny_configs()]
     out = {str(c.relative_to(REPO)): job_ids(c) for c in configs}
     GOLDEN.mkdir(parents=True, exist_ok=True)
     path = GOLDEN / "job_ids.json.gz"
@@ -81,11 +83,11 @@ def normalize(row: tuple[Any, ...]) -> list[Any]:
 
 
 def record_stores() -> None:
-    from helpers import run_benchmark
+    from helpers import run_benchmark, tiny_configs
 
     from beluga_core.store.rows import TABLES
 
-    for config in sorted((REPO / "tests" / "data").glob("tiny-*.toml")):
+    for config in tiny_configs():
         target = GOLDEN / config.stem
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(tmp) / "s.duckdb"

@@ -13,6 +13,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
+
+
+def shipped_configs() -> list[Path]:
+    """benchmarks/*.toml, the configs beluga ships. A benchmark script's forced copy (``.bench-*.toml``) lies beside
+    its config while it runs, and a glob sees dotfiles: it is not one of them."""
+    return sorted(p for p in (REPO / "benchmarks").glob("*.toml") if not p.name.startswith("."))
+
+
+def tiny_configs() -> list[Path]:
+    return sorted(DATA.glob("tiny-*.toml"))
 BELUGA = [sys.executable, "-m", "beluga_core"]
 # Wide rich output, so that assertions on printed text do not depend on the terminal's width.
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}

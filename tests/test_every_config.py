@@ -23,7 +23,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import REPO, run_cli
+from helpers import REPO, run_cli, shipped_configs
 
 from beluga_core.config.load import load_config
 from beluga_core.config.tiny import is_hub_name, tiny_config, tiny_store_path
@@ -32,7 +32,7 @@ from beluga_core.planning.plan import build_plan
 # `-m "not every_config"` leaves these out (they are most of the suite's training time; see benchmarks/RESULTS.md).
 pytestmark = [pytest.mark.slow, pytest.mark.every_config]
 
-CONFIGS = sorted((REPO / "benchmarks").glob("*.toml"))
+CONFIGS = shipped_configs()
 MAX_TRAININGS = 100
 # Suite file (as a config names it, under ../runs/) → the stored model fixture it is generated against and the
 # `beluga suite generate` arguments (the config header's command, with fewer source sentences).

@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from helpers import shipped_configs, tiny_configs
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "data" / "golden"
@@ -29,8 +30,7 @@ STORES = sorted(p for p in GOLDEN.iterdir() if p.is_dir())
 
 
 def test_the_goldens_cover_every_shipped_and_tiny_config() -> None:
-    configs = {str(p.relative_to(REPO)) for p in [*(REPO / "benchmarks").glob("*.toml"),
-                                                  *(REPO / "tests" / "data").glob("tiny-*.toml")]}
+    configs = {str(p.relative_to(REPO)) for p in [*shipped_configs(), *tiny_configs()]}
     assert set(RECORDED_IDS) == configs   # a new config is recorded with the code it came with
     assert {p.name for p in STORES} == {Path(c).stem for c in configs if c.startswith("tests/")}
 
