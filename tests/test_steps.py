@@ -27,9 +27,10 @@ from beluga_core.planning.steps import (
     steps_label,
 )
 
-# tiny-fewshot (occlusion attributions, probe pools of the length level) with an eval suite, kept probabilities
-# and a grid search: every step type in one plan.
+# tiny-fewshot (occlusion attributions, probe pools of the length level) with an eval suite, kept probabilities,
+# attributions of the held-out cases and a grid search: every step type in one plan.
 EVERY_STEP = {
+    'cases = "none"': 'cases = "heldout_test"\ncap_per_fold = 2',
     'iid = "builtin:sst2"\n': 'iid = "builtin:sst2"\n[[tasks.eval_suites]]\nsuite = "builtin:sentiment"\n'
                               'cases_per_group = 2\n',
     'store = "tiny-fewshot.duckdb"\n': "",
@@ -83,6 +84,15 @@ def test_without_options_a_model_is_judged_on_t_test_and_d_test_only(tmp_path: P
     scored = (plain, IIDTest(keep_probabilities=False))
     assert steps == {(JobKind.IID, "standard", scored), (JobKind.FOLD, "seen", scored),
                      (JobKind.FOLD, "test_type", (plain,))}
+
+
+def test_attributions_of_no_cases_are_no_step(tmp_path: Path) -> None:
+    """tiny-fewshot attributes its probe pools only (``cases = "none"``): its models have a probe step that
+    attributes, and no attributions step that would attribute nothing."""
+    plan = _plan(config_with(DATA / "tiny-fewshot.toml", tmp_path))
+    assert plan.jobs and all(j.step(Attributions) is None for j in plan.jobs)
+    probes = [j.step(Probes) for j in plan.jobs if j.step(Probes) is not None]
+    assert probes and all(p.attribute_with == ("occlusion",) for p in probes)
 
 
 def test_every_step_type_has_a_runner() -> None:

@@ -107,7 +107,7 @@ def model_steps(cfg: BenchmarkConfig, *, eval_suites: tuple[str, ...], probes: b
     steps: list[Step] = [FoldEval("T_test", keep)]
     if eval_suites:
         steps.append(CrossSuites(eval_suites, keep))
-    if methods:
+    if methods and cfg.attributions.cases != "none":   # "none": the methods serve the probe pools only
         steps.append(Attributions(methods))
     if probes:
         steps.append(Probes(methods if cfg.fewshot.attribute else (), cfg.fewshot.perturbations))
