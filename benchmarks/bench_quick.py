@@ -42,7 +42,8 @@ def facts(store: Path) -> dict[str, list[tuple[object, ...]]]:
             "iid_predictions": con.execute("SELECT model_id, split, example_idx, pred FROM iid_predictions "
                                            "ORDER BY ALL").fetchall(),
             # Rounded to 12 places: DuckDB's parallel AVG may add a view's floats in another order from one read
-            # to the next (a last-bit difference seen once in 21 reads of the same two stores).
+            # to the next (one read of two stores differed, 20 re-reads did not; a view on unchanged code was seen
+            # to differ in its last digit between runs).
             "g_scores": con.execute("SELECT task, config, method, scenario, round(s_suite, 12), round(s_iid, 12), "
                                     "round(g, 12) FROM g_scores ORDER BY ALL").fetchall(),
         }
