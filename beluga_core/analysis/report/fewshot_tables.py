@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from beluga_core.analysis.ranking.save import interval, percent
-from beluga_core.analysis.report.figures import DPI, slug
+from beluga_core.analysis.report.figures import save_figure, slug
 
 FEWSHOT_NOTE = ("Which model blind to a group will do best there, predicted from n of its cases (a probe drawn from "
                 "the group's T_train ∪ T_val, which none of them trained on): per signal, the share of model pairs "
@@ -89,22 +89,15 @@ def _gap_figure(pairs: list[dict[str, Any]], out_dir: Path, name: str, title: st
                     key=lambda s: -float(np.mean([v for _, v in by_signal[s]])))
     shown += others[:1]
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    try:
-        for i, s in enumerate(shown):
-            xy = np.array(by_signal[s])
-            jitter = (i - len(shown) / 2) * 0.002
-            ax.scatter(100 * xy[:, 0] + 100 * jitter, 100 * xy[:, 1], s=14, alpha=0.7, label=s)
-        ax.axhline(50, color="#888", lw=0.8, ls="--")
-        ax.set_xlabel("true gap between the pair's pass rates (points)")
-        ax.set_ylabel("pairwise ranking accuracy (%)")
-        ax.set_ylim(-3, 103)
-        ax.set_title(title, fontsize=8)
-        ax.legend(fontsize=7, loc="lower right")
-        fig.tight_layout()
-        out_dir.mkdir(parents=True, exist_ok=True)
-        png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
-        fig.savefig(png, dpi=DPI)
-        fig.savefig(svg)
-    finally:
-        plt.close(fig)
-    return png, svg
+    for i, s in enumerate(shown):
+        xy = np.array(by_signal[s])
+        jitter = (i - len(shown) / 2) * 0.002
+        ax.scatter(100 * xy[:, 0] + 100 * jitter, 100 * xy[:, 1], s=14, alpha=0.7, label=s)
+    ax.axhline(50, color="#888", lw=0.8, ls="--")
+    ax.set_xlabel("true gap between the pair's pass rates (points)")
+    ax.set_ylabel("pairwise ranking accuracy (%)")
+    ax.set_ylim(-3, 103)
+    ax.set_title(title, fontsize=8)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return save_figure(fig, out_dir, name)
