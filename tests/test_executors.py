@@ -6,7 +6,8 @@ real CLI, with the multi-worker executor (2 CPU worker processes) and Ray (a loc
 all with 1 torch thread per fold, so the numbers must be identical. Workers die abruptly (SIGKILL, from the
 test-only worker of tests/faults.py): in the multi run one before a fold, one in the middle of training and
 one in the middle of sending its result (tests/midsend, the fault that once hung this executor); in the Ray
-run one before a fold. Their folds must be retried, not lost.
+run one before a fold and one in the middle of training. Their folds must be retried, not lost; a fold killed
+in the middle of training resumes from its checkpoint (``checkpoint_every = 1``), through the driver on Ray.
 (Resuming a killed run whose IID parent's weights were lost is tests/test_pipeline.py's kill test, on the
 same benchmark.)
 """
@@ -51,8 +52,10 @@ def run(config: Path, store: Path, env: dict[str, str] | None = None,
 
 def test_two_local_workers_equal_local_executor(executors_store: Path, tmp_path: Path) -> None:
     # Three deaths may hit one job: allow it three retries.
-    config = config_with(tmp_path, '[executor]\nname = "multi"\nworkers = 2\nthreads = 1\n' + FAULTY
-                         + 'max_retries = 3\n')
+    # A checkpoint after every step: the worker killed in the middle of training (at its second step) leaves one
+    # (tests/faults.py), and its retried fold resumes from it.
+    config = config_with(tmp_path, '[executor]\nname = "multi"\nworkers = 2\nthreads = 1\ncheckpoint_every = 1\n'
+                         + FAULTY + 'max_retries = 3\n')
     store = tmp_path / "multi.duckdb"
     faults = {when: tmp_path / f"crashed-{when}" for when in ("before", "training", "sending")}
     # The worker that dies mid-send leaves half a message in its channel. When workers shared one result
@@ -63,7 +66,9 @@ def test_two_local_workers_equal_local_executor(executors_store: Path, tmp_path:
     assert [w for w, m in faults.items() if not m.exists()] == [], "a crash hook did not fire"
     assert f"running {N_JOBS}" in proc.stdout
     assert proc.stdout.count("retrying") == 3, proc.stdout
+    assert proc.stdout.count("resumed from its checkpoint at step 1 of") == 1, proc.stdout
     assert results(store) == results(executors_store)
+    assert not list((tmp_path / "multi.duckdb.cache" / "checkpoints").glob("*"))   # each deleted once stored
     # Two workers really ran folds side by side (each fold records its own start and end).
     spans = query(store, "SELECT started_at, finished_at FROM models ORDER BY started_at")
     assert any(b[0] < a[1] for a, b in itertools.pairwise(spans))
@@ -81,13 +86,19 @@ def test_per_configuration_settings_reach_their_folds_only(executors_store: Path
 @pytest.mark.skipif(not HAS_RAY, reason="Ray is not installed (pip install 'beluga[ray]'); the Ray executor "
                                         "is an optional extra")
 def test_ray_local_cluster_equals_local_executor(executors_store: Path, tmp_path: Path) -> None:
-    config = config_with(tmp_path, '[executor]\nname = "ray"\nthreads = 1\n\n' + FAULTY + 'num_cpus = 2\n')
+    # One worker dies before a fold, one in the middle of training (at its second step): with a checkpoint after
+    # every step, that one reached the driver (through the keeper) and the retried fold resumes from it.
+    config = config_with(tmp_path, '[executor]\nname = "ray"\nthreads = 1\ncheckpoint_every = 1\n\n' + FAULTY
+                         + 'num_cpus = 2\nmax_retries = 3\n')
     store = tmp_path / "ray.duckdb"
-    proc = run(config, store, {"BELUGA_FAULT": f"before:{tmp_path / 'crashed'}"})
-    assert (tmp_path / "crashed").exists(), "the crash hook did not fire"
+    crashed = {when: tmp_path / f"crashed-{when}" for when in ("before", "training")}
+    proc = run(config, store, {"BELUGA_FAULT": ",".join(f"{w}:{m}" for w, m in crashed.items())})
+    assert all(m.exists() for m in crashed.values()), "a crash hook did not fire"
     assert f"running {N_JOBS}" in proc.stdout
-    assert proc.stdout.count("retrying") == 1 and "Ray lost its worker" in proc.stdout, proc.stdout
+    assert proc.stdout.count("retrying") == 2 and "Ray lost its worker" in proc.stdout, proc.stdout
+    assert proc.stdout.count("resumed from its checkpoint at step 1 of") == 1, proc.stdout
     assert results(store) == results(executors_store)
+    assert not list((tmp_path / "ray.duckdb.cache" / "checkpoints").glob("*"))
 
 
 def test_worker_slots_per_gpu_and_cpu() -> None:

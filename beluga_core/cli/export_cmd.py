@@ -25,7 +25,7 @@ def export(
 
 def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB file).")) -> None:
     """What a store holds: its size and schema, runs and models, rows per table (kept probabilities included),
-    and the weights and token cache kept beside it."""
+    and the weights, token cache and checkpoints in flight kept beside it."""
     from beluga_core.core.io import human_size as _size
     from beluga_core.stored_models.export import store_info
 
@@ -46,3 +46,13 @@ def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB f
     console.print("rows: " + ", ".join(f"{t} {n:,}" for t, n in i["rows"].items() if n))
     console.print(f"kept weights: {i['weights']} model(s), {_size(i['weights_bytes'])}; token cache "
                   f"{_size(i['token_cache_bytes'])} (in {escape(str(store))}.cache)")
+    checkpoints = i["checkpoints"]
+    if checkpoints:
+        console.print(f"checkpoints in flight: {len(checkpoints)}, {_size(sum(c['bytes'] for c in checkpoints))} "
+                      "(jobs not finished yet, or of a run that was stopped: the next run resumes them)")
+    for c in checkpoints:
+        where = (f"unreadable: {escape(c['error'])}" if "error" in c else
+                 (f"stage {c['stage'] + 1} of {c['n_stages']}, " if c["n_stages"] > 1 else "")
+                 + f"step {c['step']} of {c['n_steps']}")
+        console.print(f"  {c['job_id'][:12]}: {where}, {_size(c['bytes'])}, written {c['written']:%Y-%m-%d %H:%M:%S} "
+                      "UTC")

@@ -31,11 +31,12 @@ from beluga_core.orchestration.settings_guard import check_settings
 from beluga_core.orchestration.teachers import plan_run
 from beluga_core.planning.estimate import Rates, describe, seconds, stored_probability_bytes, training_examples
 from beluga_core.planning.grid_cost import grid_costs
-from beluga_core.planning.jobs import Fold, JobKind, JobSpec
+from beluga_core.planning.jobs import Fold, Job, JobKind, JobSpec
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.steps import Step, steps_label
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 from beluga_core.store.reader import done_ids, failed_ids, measured_train_rate
+from beluga_core.training.checkpoints import checkpoint_bytes, checkpointable, describe_interval
 from beluga_core.training.models import parameter_count
 
 
@@ -96,6 +97,7 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
         _print_attributions(plan, tp, console, rates)
         _print_fewshot(plan, tp, console)
         _print_steps(plan, tp, console)
+        _print_checkpoints(plan, tp, console, rates)
         _print_availability(tp, console)
     n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
     total = n_folds + n_grid
@@ -204,6 +206,47 @@ def _print_kept(plan: Plan, tp: TaskPlan, console: Console) -> None:
         f", ≈ {human_size(4 * params * len(kept))} ({params / 1e6:.1f}M parameters each)"
     console.print(f"  \\[store] keep_weights = \"{spec.keep_weights}\": {len(kept)} model(s) kept beside the store"
                   f"{weights}", highlight=False)
+
+
+def _print_checkpoints(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) -> None:
+    """Each job's checkpoint interval (``[executor] checkpoint_every``), per configuration and method, and the disk
+    the checkpoints in flight take in the run's cache."""
+    cfg = plan.config
+    interval = cfg.executor.checkpoint_interval
+    if interval.mode == "off":
+        console.print("  checkpoints: off (\\[executor] checkpoint_every = \"off\"): a killed run restarts the folds "
+                      "in progress", highlight=False)
+        return
+    n_inputs = {c.id: len(c.inputs) for c in tp.suite.cases}
+    table = Table(title=f"task {tp.spec.name}: checkpoints inside a job (\\[executor] checkpoint_every = "
+                        f"\"{interval}\")", title_justify="left")
+    for col in ("configuration", "method", "jobs", "interval"):
+        table.add_column(col, justify="right" if col == "jobs" else "left")
+    groups: dict[tuple[str, str], list[str]] = {}
+    for spec in [*tp.jobs, *tp.grid_jobs, *tp.pending]:
+        hparams = spec.hparams if isinstance(spec, Job) else {}
+        method = METHODS.get(spec.method)(hparams.get("method", {}))
+        if not checkpointable(method, hparams):
+            what = f"off: method {spec.method} does not say what its state is (Method.state_attributes)"
+        else:
+            expected = seconds(rates, training_examples(cfg, spec, sum(n_inputs[c] for c in spec.fold.train_ids)), 0)
+            what = describe_interval(interval, expected)
+        groups.setdefault((spec.config, spec.method), []).append(what)
+    for (config, method), whats in groups.items():
+        counts = Counter(whats)
+        table.add_row(config, method, str(len(whats)),
+                      escape("; ".join(w if n == len(whats) else f"{n}: {w}" for w, n in counts.most_common())))
+    console.print(table)
+    labels = make_task(tp.spec, tp.suite).head_labels if tp.unavailable is None else None
+    params = parameter_count(tp.model, cfg.model.config_overrides, max(2, len(tp.suite.header.label_space or labels
+                                                                                or [""])))
+    if params is not None:
+        slots = cfg.executor.workers if cfg.executor.name != "local" else 1
+        size = checkpoint_bytes(params)
+        console.print(f"  checkpoints: ≈ {human_size(size)} each ({params / 1e6:.1f}M parameters: weights and AdamW's "
+                      f"moments), one per job in flight, two while a save replaces the last: ≈ "
+                      f"{human_size(2 * size * slots)} in {escape(str(plan.store_path()))}.cache/checkpoints at most "
+                      f"with {slots} job(s) in flight; deleted as each job's result is stored", highlight=False)
 
 
 def _print_attributions(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) -> None:

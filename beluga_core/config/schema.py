@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -12,6 +14,49 @@ from beluga_core.core.errors import BelugaError
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+_TIME_UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "minute": 60.0,
+               "minutes": 60.0, "h": 3600.0, "hour": 3600.0, "hours": 3600.0}
+
+
+@dataclass(frozen=True)
+class CheckpointEvery:
+    """``[executor] checkpoint_every`` read: ``auto``, ``off``, every ``steps`` updates or every ``seconds``."""
+
+    mode: Literal["auto", "off", "steps", "seconds"]
+    every: float = 0.0
+
+    @classmethod
+    def parse(cls, value: str | int) -> CheckpointEvery:
+        if isinstance(value, bool):
+            raise ValueError("expected a number of steps, a time such as \"90 s\", \"auto\" or \"off\"")
+        if isinstance(value, int):
+            if value < 1:
+                raise ValueError(f"a number of steps must be ≥ 1, got {value}")
+            return cls("steps", value)
+        text = value.strip().lower()
+        if text in ("auto", "off"):
+            return cls("auto" if text == "auto" else "off")
+        match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", text)
+        if match is None:
+            raise ValueError(f"expected a number of steps (500, \"500 steps\"), a time (\"90 s\", \"5 min\"), "
+                             f"\"auto\" or \"off\"; got {value!r}")
+        number, unit = float(match[1]), match[2]
+        if unit in ("", "step", "steps"):
+            if number < 1 or number != int(number):
+                raise ValueError(f"a number of steps must be a whole number ≥ 1, got {match[1]}")
+            return cls("steps", int(number))
+        if unit not in _TIME_UNITS:
+            raise ValueError(f"unknown unit {unit!r} in {value!r}: use steps, s, min or h")
+        if number <= 0:
+            raise ValueError(f"a checkpoint interval must be > 0, got {value!r}")
+        return cls("seconds", number * _TIME_UNITS[unit])
+
+    def __str__(self) -> str:
+        if self.mode in ("auto", "off"):
+            return self.mode
+        return f"{int(self.every)} steps" if self.mode == "steps" else f"{self.every:g} s"
 
 
 class ModelSpec(_Strict):
@@ -171,7 +216,22 @@ class ExecutorSpec(_Strict):
         "Bit-identical results run after run (same device type, precision and threads): deterministic torch "
         "algorithms; on CUDA also a fixed cuBLAS workspace and math attention. Part of every job's identity "
         "when true; models record it in models.device."))
+    checkpoint_every: str | int = Field("auto", description=(
+        "How often a job saves its training state into the run's cache, so that a killed run resumes inside the "
+        "fold: a number of steps (500 or \"500 steps\"), a time (\"90 s\", \"5 min\"), \"off\", or \"auto\": "
+        "every 5 % of the job's expected time but at most once per 50 measured save times, none for a job "
+        "expected under a minute. Not part of a job's identity: a resumed job stores the figures an "
+        "uninterrupted one would."))
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
+
+    @field_validator("checkpoint_every")
+    @classmethod
+    def _interval(cls, value: str | int) -> str:
+        return str(CheckpointEvery.parse(value))
+
+    @property
+    def checkpoint_interval(self) -> CheckpointEvery:
+        return CheckpointEvery.parse(self.checkpoint_every)
 
 
 class GridSpec(_Strict):

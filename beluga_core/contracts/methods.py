@@ -54,8 +54,34 @@ class Method(ABC):
     # the job's ``stages`` entry.
     reuses: ClassVar[tuple[str, ...]] = ()
 
+    # What a checkpoint inside a job must carry of the method (``state_dict``): the names of the attributes that
+    # change between updates (group-dro's environment weights, irm's step count), () for a method whose updates
+    # leave nothing of its own behind. None, the default, is "unknown": jobs of the method train without
+    # checkpoints (a killed run restarts them) rather than resume with a state the checkpoint missed. A method
+    # whose state is more than attributes overrides ``state_dict`` and ``load_state_dict`` instead. A subclass
+    # inherits its base's list and adds its own attributes to it.
+    state_attributes: ClassVar[tuple[str, ...] | None] = None
+
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:
         self.hp: dict[str, Any] = {**self.defaults, **(hparams or {})}
+
+    @classmethod
+    def checkpointable(cls) -> bool:
+        """Whether the method says what its state is, so that its jobs can resume from checkpoints."""
+        return cls.state_attributes is not None or cls.state_dict is not Method.state_dict
+
+    def state_dict(self) -> dict[str, Any] | None:
+        """The method's state after an update: tensors and JSON values (numbers, strings, lists, dicts), read
+        into a checkpoint and given back to ``load_state_dict`` after ``start`` when the job resumes. None: the
+        method does not say (see ``state_attributes``)."""
+        if self.state_attributes is None:
+            return None
+        return {name: getattr(self, name) for name in self.state_attributes}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Take back what ``state_dict`` gave (tensors on the trainer's device), after ``start``."""
+        for name, value in state.items():
+            setattr(self, name, value)
 
     def stages(self, hp: dict[str, Any]) -> list[Stage]:
         """The (method, training hyper-parameters) of each stage of a job with hyper-parameters ``hp``."""

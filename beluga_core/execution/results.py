@@ -247,6 +247,9 @@ class JobResult:
     predictions: list[CasePredictions] = field(default_factory=list)
     attributions: list[AttributedInput] = field(default_factory=list)
     probes: ProbeResult | None = None
+    # Where the job's training resumed from its checkpoint ("step 340 of 1000"), for the run's console; not stored:
+    # a resumed job stores what an uninterrupted one would.
+    resumed_from: str | None = None
 
     @property
     def id(self) -> str:

@@ -35,6 +35,15 @@ from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.teacher_sources import iid_teacher_seed
 from beluga_core.training import determinism, precision, token_cache
+from beluga_core.training.checkpoints import (
+    CheckpointRejected,
+    CheckpointStore,
+    FolderCheckpoints,
+    JobCheckpoints,
+    StageCheckpoints,
+    checkpoint_folder,
+    checkpointable,
+)
 from beluga_core.training.loop import TrainStats, seed_everything, train_stage
 from beluga_core.training.models import load_tokenizer, pick_device
 
@@ -94,6 +103,7 @@ class _Trained:
     n_train_iid: int
     suite_ids: list[str]  # the suite cases it trained on
     notes: dict[str, Any]  # what building the training set left out
+    resumed_from: str | None = None  # where training resumed from a checkpoint
 
 
 class Worker:
@@ -112,6 +122,9 @@ class Worker:
         self._models: dict[tuple[str, str, str], torch.nn.Module] = {}
         self._pristine: dict[tuple[str, str], dict[str, torch.Tensor]] = {}
         self._states: dict[str, dict[str, torch.Tensor]] = {}
+        # Where jobs save their training state to resume inside a fold (an executor may send them elsewhere).
+        self.checkpoint_store: CheckpointStore | None = (FolderCheckpoints(checkpoint_folder(cache_dir))
+                                                         if cache_dir is not None else None)
 
     # -- shared state ---------------------------------------------------------------------------------
     def iid_data(self, name: str) -> IIDData:
@@ -210,10 +223,13 @@ class Worker:
             eval_seconds=eval_seconds, n_train_iid=trained.n_train_iid, n_train_suite=len(trained.suite_ids),
             train_digest=sorted_ids_digest(trained.suite_ids) if trained.suite_ids else None,
             device="/".join(filter(None, (str(self.device), self.precision, self.mode))), **grid)
-        return ev.result(record)
+        result = ev.result(record)
+        result.resumed_from = trained.resumed_from
+        return result
 
-    def _trained(self, job: Job, state: _TaskState, progress: ProgressFn | None) -> _Trained:
-        """The job's model: its start weights, trained on its data in its stages; its weights kept as asked."""
+    def _trained(self, job: Job, state: _TaskState, progress: ProgressFn | None, load: bool = True) -> _Trained:
+        """The job's model: its start weights, trained on its data in its stages (from its checkpoint, unless
+        ``load`` is false); its weights kept as asked."""
         task, suite = state.task, state.plan.suite
         conf = CONFIGURATIONS.get(job.config)
         method = METHODS.get(job.method)(job.hparams.get("method", {}))
@@ -228,12 +244,18 @@ class Worker:
         cases = [suite.case(cid) for cid in job.fold.train_ids] if conf.uses_suite else []
         env_level = job.hparams.get("method", {}).get("env_level") or suite.header.scoring_level
         trainset = task.build_trainset(cases, iid_train, env_level, suite.group_of)
-        stats = self._train(job, task, model, encoder, trainset, method, progress)
+        checkpoints = self.checkpoints_of(job, method)
+        try:
+            stats, resumed = self._train(job, task, model, encoder, trainset, method, progress, checkpoints, load)
+        except CheckpointRejected as exc:  # found not to fit once its stage was built: start the job over
+            assert checkpoints is not None
+            checkpoints.reject(str(exc))
+            return self._trained(job, state, progress, load=False)
         if conf.is_baseline():
             self._keep_weights(job.id, model)
         elif keeps_weights(self.cfg, job):
             self._save_weights(job.id, model)
-        return _Trained(model, encoder, stats, len(iid_train), [c.id for c in cases], dict(trainset.notes))
+        return _Trained(model, encoder, stats, len(iid_train), [c.id for c in cases], dict(trainset.notes), resumed)
 
     def _parent_state(self, job: Job) -> dict[str, torch.Tensor]:
         if job.parent_id is None:
@@ -252,20 +274,41 @@ class Worker:
             state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
             atomic_save(weights_path(self.cache_dir, job_id), lambda tmp: torch.save(state, tmp))
 
+    def checkpoints_of(self, job: Job, method: Method) -> JobCheckpoints | None:
+        """The job's checkpoints, or None where it trains without: no cache folder, ``checkpoint_every = "off"``,
+        or a stage's method that does not say what its state is (``Method.checkpointable``)."""
+        interval = self.cfg.executor.checkpoint_interval
+        if self.checkpoint_store is None or interval.mode == "off":
+            return None
+        if not checkpointable(method, job.hparams):
+            return None
+        return JobCheckpoints(self.checkpoint_store, job.id, interval, self.device)
+
     def _train(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder, trainset: TrainSet,
-               method: Method, progress: ProgressFn | None) -> TrainStats:
-        """Train the job's stages in sequence, each from the weights the previous one left (lp-ft)."""
+               method: Method, progress: ProgressFn | None, checkpoints: JobCheckpoints | None = None,
+               load: bool = True) -> tuple[TrainStats, str | None]:
+        """Train the job's stages in sequence, each from the weights the previous one left (lp-ft); a job with
+        a checkpoint skips the stages before its own and resumes that one at its step."""
         stages = method.stages(job.hparams)
+        resume = checkpoints.resume(len(stages)) if checkpoints is not None and load else None
         done = TrainStats(0, 0, float("nan"), 0.0)
+        if resume is not None:
+            steps, examples, seconds = resume.prior
+            done = TrainStats(steps, examples, float("nan"), seconds)
         for i, (stage_method, stage_hp) in enumerate(stages):
+            if resume is not None and i < resume.stage:
+                continue
             label = "train" if len(stages) == 1 else f"train {i + 1}/{len(stages)}"
+            at = None if checkpoints is None else StageCheckpoints(
+                checkpoints, i, len(stages), (done.steps, done.examples, done.seconds),
+                resume if resume is not None and i == resume.stage else None)
             stats = train_stage(task, model, encoder, self.device, trainset, stage_hp, stage_method,
                                 _seed_of(job.id, job.seed) + i,
                                 progress=partial(progress, label) if progress else None,
-                                teachers=partial(self.teacher, job))
+                                teachers=partial(self.teacher, job), checkpoints=at)
             done = TrainStats(done.steps + stats.steps, done.examples + stats.examples, stats.mean_loss,
                               done.seconds + stats.seconds)
-        return done
+        return done, resume.describe() if resume is not None else None
 
 
 def check_same_tokenizer(folder: Path, model_name: str, source: str) -> None:

@@ -31,6 +31,7 @@ from beluga_core.planning.steps import Attributions
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 from beluga_core.store.suite_rows import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
+from beluga_core.training.checkpoints import FolderCheckpoints, checkpoint_folder
 from beluga_core.training.models import pick_device
 from beluga_core.training.precision import machine_line
 
@@ -130,12 +131,21 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
                               device=plan.config.executor.device)
     executor = EXECUTORS.get(plan.config.executor.name)(plan.config.executor)
 
+    checkpoints = FolderCheckpoints(checkpoint_folder(cache_dir))
+
     def on_result(result: JobResult) -> None:
         try:
             writer.commit(result, run_id)
         except BelugaError as exc:  # the store stayed locked past the lock timeout
             raise BelugaError(f"{exc.message}. The models finished before this one are in the store; run the "
                               "same command again to resume", source=exc.source) from exc
+        if result.resumed_from:
+            r = result.record
+            console.print(f"job {result.id[:12]} ({r.config}/{r.method}, seed {r.seed}) resumed from its checkpoint "
+                          f"at {result.resumed_from}",
+                          highlight=False, soft_wrap=True)
+        if result.record.status == "done":  # a failed job keeps its checkpoint: a later run resumes it
+            checkpoints.discard(result.id)
 
     def on_failure(failure: JobFailure) -> None:
         on_result(failed_result(plan, failure))
@@ -145,6 +155,8 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         # mapping or sample), or its [fewshot] probe predictions, runs again: same id, same numbers, plus those.
         done = writer.done_ids(required_evaluations(plan), probe_pools_of(plan))
         todo = [j for j in jobs if j.id not in done]
+        for job_id in checkpoints.job_ids() & done:  # a run killed between a commit and the removal left it
+            checkpoints.discard(job_id)
         # A child whose parent finished in an earlier run needs the parent's weights; without them the parent
         # is trained again (deterministically, so its stored results do not change).
         by_id = {j.id: j for j in plan.jobs}

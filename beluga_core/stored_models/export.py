@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tomllib
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from beluga_core.execution.worker import weights_path
 from beluga_core.planning.plan import make_task
 from beluga_core.store.reader import FAILED_JOBS, open_store
 from beluga_core.store.selectors import select_one
+from beluga_core.training.checkpoints import CheckpointRejected, checkpoint_folder, peek
 from beluga_core.training.models import load_tokenizer
 
 
@@ -165,4 +167,22 @@ def store_info(store: Path) -> dict[str, Any]:
     return {"store": store, "bytes": store.stat().st_size, "schema_version": version, "runs": runs[0],
             "last_run": runs[1], "models": models, "variants": variants, "failed": failed, "rows": rows,
             "weights": len(weights),
-            "weights_bytes": sum(p.stat().st_size for p in weights), "token_cache_bytes": tokens}
+            "weights_bytes": sum(p.stat().st_size for p in weights), "token_cache_bytes": tokens,
+            "checkpoints": checkpoints_in_flight(checkpoint_folder(cache))}
+
+
+def checkpoints_in_flight(folder: Path) -> list[dict[str, Any]]:
+    """The checkpoints of jobs that have not finished (or whose run was killed): job, position, size, age."""
+    found = []
+    for path in sorted(folder.glob("*.safetensors")) if folder.exists() else []:
+        stat = path.stat()
+        entry: dict[str, Any] = {"job_id": path.name.removesuffix(".safetensors"), "bytes": stat.st_size,
+                                 "written": datetime.fromtimestamp(stat.st_mtime, UTC)}
+        try:
+            meta = peek(path)
+            entry |= {"stage": int(meta["stage"]), "n_stages": int(meta["n_stages"]), "step": int(meta["step"]),
+                      "n_steps": int(meta["n_steps"])}
+        except (CheckpointRejected, OSError, KeyError, TypeError, ValueError) as exc:
+            entry["error"] = str(exc) or type(exc).__name__
+        found.append(entry)
+    return found

@@ -21,6 +21,7 @@ from beluga_core.contracts.registries import LOSSES
 from beluga_core.contracts.tasks import Task
 from beluga_core.contracts.training import Batch, BatchOutput, Encoder, TrainSet
 from beluga_core.core.errors import BelugaError
+from beluga_core.training.checkpoints import StageCheckpoints
 from beluga_core.training.precision import autocast
 
 ProgressFn = Callable[[int, int], None]
@@ -159,7 +160,9 @@ def _param_groups(model: torch.nn.Module, decay: float) -> list[dict[str, Any]]:
 
 def train_stage(task: Task, model: torch.nn.Module, encoder: Encoder, device: torch.device, trainset: TrainSet,
                 hp: dict[str, Any], method: Method, seed: int, progress: ProgressFn | None = None,
-                teachers: TeacherFn | None = None) -> TrainStats:
+                teachers: TeacherFn | None = None, checkpoints: StageCheckpoints | None = None) -> TrainStats:
+    """Train one stage. With ``checkpoints``, save its state when one is due, and first resume from the
+    checkpoint it carries (``StageCheckpoints.resumed``)."""
     import time
 
     start = time.perf_counter()
@@ -181,11 +184,21 @@ def train_stage(task: Task, model: torch.nn.Module, encoder: Encoder, device: to
     method.start(trainer, trainset, n_steps)
     total = torch.zeros((), device=device)
     steps = examples = 0
-    for batches in method.steps(trainset, rng, batch_size, epochs):
+    updates = iter(method.steps(trainset, rng, batch_size, epochs))
+    if checkpoints is not None:
+        resumed = checkpoints.resumed(updates, model, trainer.optimizer, trainer.scheduler, method, n_steps, device)
+        if resumed is not None:
+            steps, examples, total = resumed
+            if progress is not None:
+                progress(steps, n_steps)
+    for batches in updates:
         total += method.update(trainer, batches)
         steps += 1
         examples += sum(len(b) for b in batches)
         if progress is not None:
             progress(steps, n_steps)
+        if checkpoints is not None and checkpoints.due(steps, n_steps):
+            checkpoints.save(steps, n_steps, examples, total, model, trainer.optimizer, trainer.scheduler, method,
+                             device)
     model.eval()
     return TrainStats(steps, examples, float(total) / max(1, steps), time.perf_counter() - start)

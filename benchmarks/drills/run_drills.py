@@ -6,6 +6,11 @@ not timed tests (each drill takes a few minutes on 2 CPU cores; see RESULTS.md b
     python benchmarks/drills/run_drills.py coordinator --seed 7 --kills 25
     python benchmarks/drills/run_drills.py workers
     python benchmarks/drills/run_drills.py reader --lock-timeout 30
+    python benchmarks/drills/run_drills.py fold --kills 10 --every "5 s"   # checkpoints inside a fold
+    python benchmarks/drills/run_drills.py fold-cost --pairs 2
+    python benchmarks/drills/run_drills.py ray-fold
+
+The fold drills (fold_drills.py, fold.toml) kill one long training and resume it from its checkpoints.
 
 All three run benchmarks/drills/drill.toml (55 trainings of about a second each) with `beluga run` in a
 subprocess, as a user would, and compare each store with an uninterrupted run of the same config:
@@ -368,10 +373,13 @@ def drill_reader(out: Path, lock_timeout: float) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("drill", nargs="?", default="all", choices=["all", "coordinator", "workers", "reader"])
+    parser.add_argument("drill", nargs="?", default="all",
+                        choices=["all", "coordinator", "workers", "reader", "fold", "fold-cost", "ray-fold"])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--kills", type=int, default=None, help="20 (coordinator, workers), 10 (fold)")
     parser.add_argument("--lock-timeout", type=float, default=30.0)
+    parser.add_argument("--every", default="5 s", help="checkpoint interval of the fold drills")
+    parser.add_argument("--pairs", type=int, default=2, help="fold-cost: runs with and without checkpoints")
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "drills")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -379,14 +387,22 @@ def main() -> None:
 
     say(machine_line("fp32", torch.device("cpu")))
     results = {}
+    import fold_drills
+
     for name in (["coordinator", "workers", "reader"] if args.drill == "all" else [args.drill]):
         started = time.time()
         if name == "coordinator":
-            ok = drill_coordinator(args.out, args.seed, args.kills)
+            ok = drill_coordinator(args.out, args.seed, args.kills or 20)
         elif name == "workers":
-            ok = drill_workers(args.out, args.seed, args.kills)
-        else:
+            ok = drill_workers(args.out, args.seed, args.kills or 20)
+        elif name == "reader":
             ok = drill_reader(args.out, args.lock_timeout)
+        elif name == "fold":
+            ok = fold_drills.drill_fold(args.out, args.seed, args.kills or 10, args.every)
+        elif name == "fold-cost":
+            ok = fold_drills.drill_cost(args.out, args.pairs)
+        else:
+            ok = fold_drills.drill_ray(args.out, args.every)
         results[name] = ok
         say(f"{name} drill: {'passed' if ok else 'FAILED'} in {time.time() - started:.0f} s")
     sys.exit(0 if all(results.values()) else 1)

@@ -19,6 +19,10 @@ retries a fold whose worker process or node was lost (Ray's own task retries are
 policy for every executor); a fold that raises is reported with its traceback once the folds in flight have
 finished; resume works as with the local executor (the runner skips finished jobs).
 
+Checkpoints inside a fold (``[executor] checkpoint_every``) go to the driver: a worker sends each one to a
+keeper actor, the driver takes them from it into the run's cache while it waits for folds, and a fold retried
+after its worker or node died gets its last checkpoint with it and resumes there.
+
 CPU folds reuse their Ray worker process, keeping the loaded model and tokenized inputs between folds. GPU
 folds run each in a fresh process (Ray's default ``max_calls=1`` for GPU tasks): a CUDA context cannot follow
 Ray's per-task GPU assignment, so reusing a process could put two folds on one GPU. GPU paths are untested in
@@ -28,6 +32,7 @@ this repository's CI (no GPU there).
 from __future__ import annotations
 
 import io
+import logging
 import os
 import tempfile
 import traceback
@@ -53,7 +58,10 @@ from beluga_core.execution.scheduling import (
 from beluga_core.execution.worker import keeps_weights, weights_path
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
+from beluga_core.training.checkpoints import FolderCheckpoints, checkpoint_folder
 
+# How often the driver takes the checkpoints the keeper holds while it waits for folds (seconds).
+CHECKPOINT_POLL_S = 1.0
 # Per Ray worker process: the Worker for the plan it last ran (CPU workers run many folds).
 _STATE: dict[str, Any] = {}
 
@@ -72,11 +80,53 @@ def _worker_cache_dir(wanted: str) -> Path:
         return local
 
 
+class CheckpointKeeper:
+    """A Ray actor holding each job's latest checkpoint until the driver takes it into the run's cache: nodes
+    share no filesystem, and what a dead worker held in the object store is lost with it. An empty checkpoint
+    asks the driver to delete its copy (a worker found it bad)."""
+
+    def __init__(self) -> None:
+        self.blobs: dict[str, bytes] = {}
+
+    def put(self, job_id: str, blob: bytes) -> None:
+        self.blobs[job_id] = blob
+
+    def take(self) -> dict[str, bytes]:
+        blobs, self.blobs = self.blobs, {}
+        return blobs
+
+
+class DriverCheckpoints:
+    """A Ray worker's checkpoint store: loads the one the driver sent with the job, saves through the keeper.
+    A save the keeper does not take (its node died) is lost, not the fold: the fold goes on training."""
+
+    def __init__(self, keeper: Any, job_id: str, blob: bytes | None) -> None:
+        self.keeper, self.blobs = keeper, ({job_id: blob} if blob else {})
+
+    def load(self, job_id: str) -> bytes | None:
+        return self.blobs.get(job_id)
+
+    def save(self, job_id: str, blob: bytes) -> None:
+        import ray
+
+        try:
+            ray.get(self.keeper.put.remote(job_id, blob))
+        except ray.exceptions.RayError as exc:
+            logging.getLogger("beluga.checkpoints").warning(
+                f"checkpoint of job {job_id[:12]} not kept: the driver's keeper is gone ({type(exc).__name__})")
+
+    def discard(self, job_id: str) -> None:
+        self.blobs.pop(job_id, None)
+        self.save(job_id, b"")
+
+
 def run_fold(plan_box: list[Any], shards_box: list[Any], parent_box: list[tuple[str, Any]], job: Job,
              spec: ExecutorSpec, device: str, threads: int, cache_dir: str,
-             return_weights: bool) -> tuple[JobResult, bytes | None]:
+             return_weights: bool, keeper: Any = None,
+             checkpoint_box: list[Any] | None = None) -> tuple[JobResult, bytes | None]:
     """One fold in a Ray worker. Object refs come boxed in lists so Ray does not fetch them on every call;
-    ``parent_box`` holds (model id, weights ref) of the parent and teachers the job reads."""
+    ``parent_box`` holds (model id, weights ref) of the parent and teachers the job reads; ``checkpoint_box``
+    the job's checkpoint the driver kept, if any, and ``keeper`` takes the job's new ones."""
     import ray
 
     from beluga_core.training import token_cache
@@ -94,6 +144,9 @@ def run_fold(plan_box: list[Any], shards_box: list[Any], parent_box: list[tuple[
         target = weights_path(cache, model_id)
         if not target.exists():
             atomic_write(target, ray.get(ref))
+    if keeper is not None:
+        worker.checkpoint_store = DriverCheckpoints(keeper, job.id, ray.get(checkpoint_box[0]) if checkpoint_box
+                                                    else None)
     result = worker.run(job)
     weights = weights_path(cache, job.id).read_bytes() if return_weights else None
     return result, weights
@@ -118,6 +171,26 @@ class RayCluster(Backend):
         self.plan_config = plan.config
         self.parent_refs: dict[str, Any] = {}
         self.running: dict[Any, Job] = {}
+        # Checkpoints reach the driver through an actor it polls (``_collect``), placed on the driver's node
+        # when it can be; restarted if its node dies (what it held then is lost, not the folds).
+        self.checkpoints = FolderCheckpoints(checkpoint_folder(cache_dir))
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+        self.keeper = ray.remote(CheckpointKeeper).options(num_cpus=0, max_restarts=-1,
+                                                           scheduling_strategy=here).remote()
+
+    def _collect(self) -> None:
+        """Take the checkpoints the keeper holds into the run's cache."""
+        try:
+            blobs = self.ray.get(self.keeper.take.remote())
+        except self.ray.exceptions.RayError:
+            return  # the keeper is restarting; its checkpoints come with the next poll or are lost
+        for job_id, blob in blobs.items():
+            if blob:
+                self.checkpoints.save(job_id, blob)
+            else:
+                self.checkpoints.discard(job_id)
 
     def _parent_ref(self, parent_id: str) -> Any:
         if parent_id not in self.parent_refs:
@@ -130,13 +203,19 @@ class RayCluster(Backend):
 
     def submit(self, job: Job) -> None:
         boxed = [(r, self._parent_ref(r)) for r in job.requires]
+        self._collect()  # a job retried after its worker died resumes from the last checkpoint it sent
+        checkpoint = self.checkpoints.load(job.id)
         ref = self.remote.remote([self.plan_ref], [self.shards_ref], boxed, job, self.spec, self.device,
                                  self.threads, str(self.cache_dir),
-                                 job.id in self.parents_needed or keeps_weights(self.plan_config, job))
+                                 job.id in self.parents_needed or keeps_weights(self.plan_config, job),
+                                 self.keeper, [self.ray.put(checkpoint)] if checkpoint else None)
         self.running[ref] = job
 
     def events(self, step: StepFn) -> list[Event]:
-        done, _ = self.ray.wait(list(self.running), num_returns=1)
+        done: list[Any] = []
+        while not done:
+            done, _ = self.ray.wait(list(self.running), num_returns=1, timeout=CHECKPOINT_POLL_S)
+            self._collect()
         job = self.running.pop(done[0])
         try:
             result, weights = self.ray.get(done[0])
@@ -156,6 +235,7 @@ class RayCluster(Backend):
         for ref in self.running:
             self.ray.cancel(ref, force=True)
         self.running.clear()
+        self._collect()
         if self.started_here:
             self.ray.shutdown()
 

@@ -71,6 +71,8 @@ class Distill(Method):
     """Task loss + α · T² · KL(p_old ‖ p_new) on the rows the old model does better on (module docstring)."""
 
     defaults: ClassVar[dict[str, Any]] = {"alpha": 1.0, "temperature": 1.0, "where": "better", "teacher": "start"}
+    # The teacher is loaded (or copied from the start weights) by start, before a checkpoint's weights.
+    state_attributes: ClassVar[tuple[str, ...] | None] = ()
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:
         super().__init__(hparams)

@@ -20,6 +20,7 @@ from beluga_core.contracts.training import Batch, TrainSet
 
 class Fish(EnvironmentMethod):
     defaults: ClassVar[dict[str, Any]] = {"meta_lr": 5e-7, "inner_steps": 5, "env_level": None}
+    state_attributes: ClassVar[tuple[str, ...] | None] = ()  # ε comes from start; AdamW's state is the optimizer's
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:
         super().__init__(hparams)

@@ -20,6 +20,7 @@ from beluga_core.contracts.training import Batch, TrainSet
 
 class GroupDRO(EnvironmentMethod):
     defaults: ClassVar[dict[str, Any]] = {"eta": 0.01, "env_level": None}
+    state_attributes: ClassVar[tuple[str, ...] | None] = ("weights",)  # renewed every step; envs come from start
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:
         super().__init__(hparams)

@@ -33,6 +33,8 @@ def irm_penalty(risk: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
 class IRM(EnvironmentMethod):
     defaults: ClassVar[dict[str, Any]] = {"penalty_weight": 1e4, "anneal_fraction": 0.2, "env_level": None}
     batches_per_update: ClassVar[int | None] = None  # one batch from every environment
+    # The step count sets the penalty weight; the dummy scale stays ones (it is a probe, never stepped).
+    state_attributes: ClassVar[tuple[str, ...] | None] = ("step_count",)
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:
         super().__init__(hparams)

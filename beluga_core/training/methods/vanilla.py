@@ -3,6 +3,8 @@ the optimizer or the data (l2, dropout, lp, lp-ft)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 
 from beluga_core.contracts.methods import Method
@@ -12,6 +14,8 @@ from beluga_core.contracts.training import Batch
 
 class Vanilla(Method):
     """Plain fine-tuning with AdamW: the mean loss of the update's batches, one optimizer step."""
+
+    state_attributes: ClassVar[tuple[str, ...] | None] = ()  # AdamW's moments are the optimizer's
 
     def update(self, trainer: Trainer, batches: list[Batch]) -> torch.Tensor:
         loss = sum((trainer.batch_loss(b) for b in batches), torch.zeros((), device=trainer.device)) / len(batches)

@@ -17,6 +17,8 @@ from beluga_core.api.methods import Batch, Method, Trainer
 class Flooding(Method):
     # Each default is a hyper-parameter, overridable from `[method.flooding]` and searchable in a grid.
     defaults: ClassVar[dict[str, object]] = {"level": 0.05}
+    # Nothing of the method's own changes between updates: its jobs can resume from checkpoints.
+    state_attributes: ClassVar[tuple[str, ...] | None] = ()
 
     def update(self, trainer: Trainer, batches: list[Batch]) -> torch.Tensor:
         loss = torch.stack([trainer.batch_loss(b) for b in batches]).mean()

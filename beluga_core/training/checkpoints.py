@@ -1,0 +1,421 @@
+"""Checkpoints inside a job: its training state saved at an interval, so that a killed run resumes mid-fold.
+
+A checkpoint is one safetensors file per job, ``CACHE/checkpoints/JOB_ID.safetensors``, written atomically
+(a reader sees the old file or the new one, never half of one) and deleted once the job's result is in the
+store. It holds every tensor of the training state (weights, optimizer moments, the method's tensors, the torch,
+CUDA and numpy generators, the loss sum) and, as JSON in the safetensors header, the rest: which job and
+beluga version wrote it, the stage and step, the optimizer's groups, the schedule, the method's other state and
+Python's generator. Nothing is pickled, so loading a file can execute nothing, whoever wrote it; a file that is
+cut short, altered, from another job or another beluga version is discarded with a warning and the job starts
+over (``CheckpointRejected`` says why).
+
+The data order is not saved: a stage's batches come from a generator seeded by the job, so a resumed stage
+replays it to the saved step (cheap: batches are made, not encoded or trained). What a method keeps between
+updates travels through ``Method.state_dict`` / ``load_state_dict``; a method that does not define its state
+(``Method.checkpointable``) trains without checkpoints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import safetensors.torch
+import torch
+
+import beluga_core
+from beluga_core.config.schema import CheckpointEvery
+from beluga_core.contracts.methods import Method
+from beluga_core.core.io import atomic_write
+
+FORMAT = "beluga-checkpoint/1"
+# "auto": a save every 5 % of the job's expected time, at most once per 50 save times, none under a minute.
+AUTO_SHARE = 0.05
+AUTO_SAVE_FACTOR = 50.0
+AUTO_MIN_JOB_SECONDS = 60.0
+# A stage's expected time is projected from its measured step rate once this many seconds have passed (the
+# first steps include one-off costs: allocation, lazily built kernels).
+PROJECT_AFTER_S = 2.0
+
+
+class CheckpointRejected(Exception):
+    """A checkpoint that must not be loaded, and why."""
+
+
+class CheckpointStore(Protocol):
+    """Where a worker's checkpoints go: a folder (local and multi-process executors) or, on Ray, the driver."""
+
+    def load(self, job_id: str) -> bytes | None: ...
+
+    def save(self, job_id: str, blob: bytes) -> None: ...
+
+    def discard(self, job_id: str) -> None: ...
+
+
+class FolderCheckpoints:
+    """Checkpoints as files in one folder (the run's cache): what survives a killed process."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def path(self, job_id: str) -> Path:
+        return self.folder / f"{job_id}.safetensors"
+
+    def load(self, job_id: str) -> bytes | None:
+        path = self.path(job_id)
+        return path.read_bytes() if path.exists() else None
+
+    def save(self, job_id: str, blob: bytes) -> None:
+        atomic_write(self.path(job_id), blob)
+
+    def discard(self, job_id: str) -> None:
+        self.path(job_id).unlink(missing_ok=True)
+
+    def job_ids(self) -> set[str]:
+        return {p.name.removesuffix(".safetensors") for p in self.folder.glob("*.safetensors")}
+
+
+def checkpoint_folder(cache_dir: Path) -> Path:
+    return cache_dir / "checkpoints"
+
+
+# -- the file ------------------------------------------------------------------------------------------------
+def _digest(tensors: dict[str, torch.Tensor]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name]
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.detach().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def encode(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> bytes:
+    """The checkpoint file: ``tensors`` (on the CPU) and ``meta`` with the format, version and a digest."""
+    cpu: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+    for k, v in tensors.items():
+        t = v.detach().to("cpu").contiguous()
+        if t.numel() and t.untyped_storage().data_ptr() in seen:   # tied weights: safetensors refuses shared memory
+            t = t.clone()
+        seen.add(t.untyped_storage().data_ptr())
+        cpu[k] = t
+    header = {**meta, "format": FORMAT, "beluga": beluga_core.__version__, "digest": _digest(cpu)}
+    return safetensors.torch.save(cpu, metadata={"beluga": json.dumps(header)})
+
+
+def read_header(blob: bytes) -> dict[str, Any]:
+    """The beluga part of a checkpoint's header, read without touching its tensors."""
+    if len(blob) < 8:
+        raise CheckpointRejected(f"cut short ({len(blob)} bytes)")
+    n = int.from_bytes(blob[:8], "little")
+    if n <= 0 or 8 + n > len(blob):
+        raise CheckpointRejected("not a safetensors file, or cut short (its header runs past the end)")
+    try:
+        header = json.loads(blob[8:8 + n])
+        meta = json.loads(header["__metadata__"]["beluga"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointRejected(f"no beluga checkpoint header ({type(exc).__name__})") from None
+    if not isinstance(meta, dict):
+        raise CheckpointRejected("its beluga header is not a JSON object")
+    return meta
+
+
+def peek(path: Path) -> dict[str, Any]:
+    """A checkpoint file's beluga header, reading its first bytes only (``beluga store info``)."""
+    with path.open("rb") as f:
+        head = f.read(8)
+        n = int.from_bytes(head, "little") if len(head) == 8 else 0
+        return read_header(head + f.read(n) if 0 < n < 2**24 else head)
+
+
+def decode(blob: bytes, job_id: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """A checkpoint's tensors and header, checked: format, beluga version, job and digest. Raises
+    ``CheckpointRejected`` for anything else."""
+    meta = read_header(blob)
+    if meta.get("format") != FORMAT:
+        raise CheckpointRejected(f"format {meta.get('format')!r}, expected {FORMAT!r}")
+    if meta.get("beluga") != beluga_core.__version__:
+        raise CheckpointRejected(f"written by beluga {meta.get('beluga')}, this is {beluga_core.__version__}")
+    if meta.get("job_id") != job_id:
+        raise CheckpointRejected(f"written by job {str(meta.get('job_id'))[:12]}, not this one ({job_id[:12]})")
+    try:
+        tensors = safetensors.torch.load(blob)
+    except Exception as exc:  # safetensors raises its own error types for a damaged file
+        raise CheckpointRejected(f"its tensors do not load ({type(exc).__name__}: {exc})") from None
+    if _digest(tensors) != meta.get("digest"):
+        raise CheckpointRejected("its tensors differ from the digest written with them (the file was altered)")
+    return tensors, meta
+
+
+# -- what a stage saves and loads ----------------------------------------------------------------------------
+def _split(prefix: str, state: dict[str, Any], tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """Move the tensors of ``state`` into ``tensors`` (under ``prefix/key``); return the JSON rest."""
+    rest: dict[str, Any] = {}
+    for key, value in state.items():
+        if isinstance(value, torch.Tensor):
+            tensors[f"{prefix}/{key}"] = value
+        else:
+            rest[key] = value
+    return rest
+
+
+def _joined(prefix: str, rest: dict[str, Any], tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
+    start = f"{prefix}/"
+    return {**rest, **{k[len(start):]: v for k, v in tensors.items() if k.startswith(start) and "/" not in
+                       k[len(start):]}}
+
+
+def _rng_state(tensors: dict[str, torch.Tensor]) -> dict[str, Any]:
+    tensors["rng/torch"] = torch.get_rng_state()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        for i, s in enumerate(torch.cuda.get_rng_state_all()):
+            tensors[f"rng/cuda/{i}"] = s
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    tensors["rng/numpy"] = torch.from_numpy(np.asarray(keys, dtype=np.int64))
+    version, internal, gauss_next = random.getstate()
+    return {"numpy": [kind, int(pos), int(has_gauss), float(cached)],
+            "python": [version, list(internal), gauss_next]}
+
+
+def _set_rng_state(rest: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
+    torch.set_rng_state(tensors["rng/torch"])
+    cuda = sorted((k for k in tensors if k.startswith("rng/cuda/")), key=lambda k: int(k.rsplit("/", 1)[1]))
+    if cuda and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([tensors[k] for k in cuda])
+    kind, pos, has_gauss, cached = rest["numpy"]
+    np.random.set_state((kind, tensors["rng/numpy"].numpy().astype(np.uint32), pos, has_gauss, cached))
+    version, internal, gauss_next = rest["python"]
+    random.setstate((version, tuple(internal), gauss_next))
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A checked checkpoint: the stage and step it stands at, and its state."""
+
+    stage: int
+    step: int
+    tensors: dict[str, torch.Tensor]
+    meta: dict[str, Any]
+
+    def describe(self) -> str:
+        stage = f"stage {self.stage + 1} of {self.meta['n_stages']}, " if self.meta["n_stages"] > 1 else ""
+        return f"{stage}step {self.step} of {self.meta['n_steps']}"
+
+    @property
+    def prior(self) -> tuple[int, int, float]:
+        """(steps, examples, seconds) of the stages before this one."""
+        steps, examples, seconds = self.meta["prior"]
+        return int(steps), int(examples), float(seconds)
+
+    def check_fits(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, n_steps: int) -> None:
+        """Raise ``CheckpointRejected`` unless the state fits this stage's model, optimizer and length: what is
+        checked before anything is changed, so a rejected checkpoint leaves the job as it was."""
+        if self.meta["n_steps"] != n_steps:
+            raise CheckpointRejected(f"its stage has {self.meta['n_steps']} steps, this one {n_steps}")
+        ours = {k: (tuple(v.shape), v.dtype) for k, v in model.state_dict().items()}
+        theirs = {k[len("model/"):]: (tuple(v.shape), v.dtype) for k, v in self.tensors.items()
+                  if k.startswith("model/")}
+        if ours != theirs:
+            differ = sorted(set(ours) ^ set(theirs)) or sorted(k for k in ours if ours[k] != theirs[k])
+            raise CheckpointRejected(f"its weights do not fit this model ({len(differ)} differ, e.g. {differ[0]})")
+        groups = optimizer.state_dict()["param_groups"]
+        saved = self.meta["optimizer"]["param_groups"]
+        if [len(g["params"]) for g in groups] != [len(g["params"]) for g in saved]:
+            raise CheckpointRejected("its optimizer's parameter groups differ from this stage's")
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        for i, p in enumerate(params):
+            for key in ("exp_avg", "exp_avg_sq"):
+                t = self.tensors.get(f"optimizer/{i}/{key}")
+                if t is not None and tuple(t.shape) != tuple(p.shape):
+                    raise CheckpointRejected(f"its optimizer state {i}/{key} has shape {tuple(t.shape)}, the "
+                                             f"parameter {tuple(p.shape)}")
+
+    def restore(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                scheduler: torch.optim.lr_scheduler.LRScheduler, method: Method,
+                device: torch.device) -> tuple[int, int, torch.Tensor]:
+        """Load the state into the stage's objects; returns (steps, examples, loss sum) of the stage so far."""
+        model.load_state_dict({k[len("model/"):]: v for k, v in self.tensors.items() if k.startswith("model/")})
+        saved = self.meta["optimizer"]
+        state: dict[int, dict[str, Any]] = {}
+        for key, rest in saved["state"].items():
+            i = int(key)
+            state[i] = _joined(f"optimizer/{i}", rest, self.tensors)
+        groups = [{**g, "betas": tuple(g["betas"])} if "betas" in g else g for g in saved["param_groups"]]
+        optimizer.load_state_dict({"state": state, "param_groups": groups})
+        scheduler.load_state_dict(self.meta["scheduler"])
+        method.load_state_dict({k: (v.to(device) if isinstance(v, torch.Tensor) else v)
+                                for k, v in _joined("method", self.meta["method"], self.tensors).items()})
+        _set_rng_state(self.meta["rng"], self.tensors)
+        return int(self.meta["step"]), int(self.meta["examples"]), self.tensors["loop/loss_sum"].to(device)
+
+
+def stage_blob(job_id: str, stage: int, n_stages: int, step: int, n_steps: int, examples: int,
+               loss_sum: torch.Tensor, prior: tuple[int, int, float], model: torch.nn.Module,
+               optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
+               method: Method, device: torch.device) -> bytes:
+    """The checkpoint of ``job_id`` after ``step`` updates of stage ``stage``."""
+    tensors: dict[str, torch.Tensor] = {f"model/{k}": v for k, v in model.state_dict().items()}
+    opt = optimizer.state_dict()
+    opt_state = {str(i): _split(f"optimizer/{i}", s, tensors) for i, s in opt["state"].items()}
+    method_state = method.state_dict()
+    assert method_state is not None, "a method without state_dict trains without checkpoints"
+    tensors["loop/loss_sum"] = loss_sum
+    meta = {"job_id": job_id, "device": device.type, "stage": stage, "n_stages": n_stages, "step": step,
+            "n_steps": n_steps, "examples": examples, "prior": list(prior),
+            "optimizer": {"state": opt_state, "param_groups": opt["param_groups"]},
+            "scheduler": scheduler.state_dict(), "method": _split("method", method_state, tensors),
+            "rng": _rng_state(tensors)}
+    return encode(tensors, meta)
+
+
+# -- when to save ----------------------------------------------------------------------------------------------
+@dataclass
+class JobCheckpoints:
+    """One job's checkpoints: the one to resume from, and when the next save is due.
+
+    ``interval`` is the config's; with "auto" a save is due once 5 % of the job's projected time has passed
+    since the last one (projected from the measured step rate) and 50 save times, and never in a job projected
+    under a minute."""
+
+    store: CheckpointStore
+    job_id: str
+    interval: CheckpointEvery
+    device: torch.device
+    warn: Callable[[str], None] = field(default=logging.getLogger("beluga.checkpoints").warning)
+    saves: int = 0
+    save_seconds: float = 0.0   # the last save's
+    bytes_written: int = 0
+    _last: float = field(default_factory=time.perf_counter)
+    _stage_start: float = field(default_factory=time.perf_counter)
+    _before_stage: float = 0.0   # seconds of the job's earlier stages
+    _first_step: int = 0   # the stage's step when this process took it up (> 0 when resumed)
+
+    def resume(self, n_stages: int) -> Resume | None:
+        """The job's checkpoint, checked; a bad one is discarded with a warning (None: start over)."""
+        try:
+            blob = self.store.load(self.job_id)
+        except OSError as exc:
+            self.warn(f"checkpoint of job {self.job_id[:12]} unreadable ({exc}); the job starts over")
+            return None
+        if blob is None:
+            return None
+        try:
+            tensors, meta = decode(blob, self.job_id)
+            if meta.get("n_stages") != n_stages or not 0 <= int(meta["stage"]) < n_stages:
+                raise CheckpointRejected(f"stage {meta.get('stage')} of {meta.get('n_stages')}, this job has "
+                                         f"{n_stages}")
+            if meta.get("device") != self.device.type:
+                raise CheckpointRejected(f"written on {meta.get('device')}, this worker trains on "
+                                         f"{self.device.type}")
+        except (CheckpointRejected, KeyError, ValueError, TypeError) as exc:
+            self.reject(str(exc))
+            return None
+        return Resume(int(meta["stage"]), int(meta["step"]), tensors, meta)
+
+    def reject(self, why: str) -> None:
+        self.warn(f"checkpoint of job {self.job_id[:12]} discarded: {why}; the job starts over")
+        self.store.discard(self.job_id)
+
+    def stage_started(self, seconds_before: float, step: int = 0) -> None:
+        self._stage_start = time.perf_counter()
+        self._before_stage = seconds_before
+        self._first_step = step
+
+    def due(self, step: int, n_steps: int) -> bool:
+        """Whether a save is due after ``step`` of the stage's ``n_steps`` updates (never after its last)."""
+        if self.interval.mode == "off" or step >= n_steps:
+            return False
+        if self.interval.mode == "steps":
+            return step % int(self.interval.every) == 0
+        now = time.perf_counter()
+        since = now - self._last
+        if self.interval.mode == "seconds":
+            return since >= self.interval.every
+        in_stage = now - self._stage_start
+        if in_stage < PROJECT_AFTER_S or step <= self._first_step:
+            return False
+        projected = self._before_stage + in_stage / (step - self._first_step) * n_steps
+        return projected >= AUTO_MIN_JOB_SECONDS and since >= auto_interval(projected, self.save_seconds)
+
+    def save(self, blob: Callable[[], bytes]) -> None:
+        start = time.perf_counter()
+        data = blob()
+        self.store.save(self.job_id, data)
+        self._last = time.perf_counter()
+        self.save_seconds = self._last - start
+        self.saves += 1
+        self.bytes_written = len(data)
+
+
+def checkpointable(method: Method, hparams: dict[str, Any]) -> bool:
+    """Whether a job of ``method`` can resume from checkpoints: every stage's method says what its state is."""
+    return all(type(m).checkpointable() for m, _ in method.stages(hparams))
+
+
+def checkpoint_bytes(n_parameters: int) -> int:
+    """A checkpoint's size: fp32 weights and AdamW's two moments (the rest is kilobytes)."""
+    return 12 * n_parameters
+
+
+def auto_interval(job_seconds: float, save_seconds: float) -> float:
+    """The "auto" interval of a job expected to take ``job_seconds`` whose saves take ``save_seconds``."""
+    return max(AUTO_SHARE * job_seconds, AUTO_SAVE_FACTOR * save_seconds)
+
+
+def describe_interval(interval: CheckpointEvery, expected_seconds: float | None) -> str:
+    """What the dry run says of a job's interval."""
+    if interval.mode == "off":
+        return "off"
+    if interval.mode != "auto":
+        return f"every {interval}"
+    if expected_seconds is None or not math.isfinite(expected_seconds):
+        return "auto"
+    if expected_seconds < AUTO_MIN_JOB_SECONDS:
+        return "off (expected < 1 min)"
+    return f"every ≈ {auto_interval(expected_seconds, 0.0):.0f} s (5 % of ≈ {expected_seconds / 60:.0f} min)"
+
+
+@dataclass
+class StageCheckpoints:
+    """A stage's part of its job's checkpoints: where it stands in the job, and the state to resume it from."""
+
+    job: JobCheckpoints
+    stage: int
+    n_stages: int
+    prior: tuple[int, int, float]   # (steps, examples, seconds) of the stages before
+    resume: Resume | None = None
+
+    def resumed(self, updates: Iterator[Any], model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                scheduler: torch.optim.lr_scheduler.LRScheduler, method: Method, n_steps: int,
+                device: torch.device) -> tuple[int, int, torch.Tensor] | None:
+        """Bring a stage that has a checkpoint to its step: check it fits, replay the data order to the step,
+        load the state. Returns (steps, examples, loss sum) so far, or None for a stage that starts afresh.
+        Raises ``CheckpointRejected`` before changing anything when the checkpoint does not fit."""
+        if self.resume is None:
+            self.job.stage_started(self.prior[2])
+            return None
+        self.resume.check_fits(model, optimizer, n_steps)
+        for i in range(self.resume.step):   # the data order: the stage's seeded generator, replayed
+            if next(updates, None) is None:
+                raise CheckpointRejected(f"its step {self.resume.step} is past the stage's data ({i} updates)")
+        restored = self.resume.restore(model, optimizer, scheduler, method, device)
+        self.job.stage_started(self.prior[2], self.resume.step)
+        return restored
+
+    def due(self, step: int, n_steps: int) -> bool:
+        return self.job.due(step, n_steps)
+
+    def save(self, step: int, n_steps: int, examples: int, loss_sum: torch.Tensor, model: torch.nn.Module,
+             optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler, method: Method,
+             device: torch.device) -> None:
+        self.job.save(lambda: stage_blob(self.job.job_id, self.stage, self.n_stages, step, n_steps, examples,
+                                         loss_sum, self.prior, model, optimizer, scheduler, method, device))

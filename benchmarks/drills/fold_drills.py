@@ -1,0 +1,222 @@
+"""Checkpoint drills (``run_drills.py fold | fold-cost | ray-fold``): one fold of benchmarks/drills/fold.toml
+(about 80 s of training on 2 CPU cores, fp32, deterministic), killed inside its training and resumed.
+
+- **fold**: SIGKILL `beluga run` at ``--kills`` random moments of the fold's training, with an explicit
+  interval (``--every``, default "5 s"), resuming each time. A moment is drawn uniformly over the next three
+  intervals after the run starts training, so that kills land before, between and after saves. Prints per kill
+  the checkpoint's step, the work lost (from the last save, or from the attempt's start when it saved nothing,
+  to the kill) and the bound it must stay within: one interval plus one save plus the load time (reading and
+  checking the checkpoint, measured here). The final store must equal an uninterrupted run's bit for bit, and
+  no checkpoint may be left behind.
+- **fold-cost**: the same fold uninterrupted with ``checkpoint_every = "auto"`` and with "off", alternated
+  ``--pairs`` times: the models' recorded training seconds, the saves the auto runs made (the checkpoint file's
+  rewrites, polled) and the cost ratio with the spread over pairs.
+- **ray-fold**: the fold on a local 2-CPU Ray cluster; once the driver holds a checkpoint, SIGKILL the Ray
+  worker process running the fold: the retried fold must resume from that checkpoint (the run says so) and
+  end equal to the uninterrupted local run (one fold, two threads: the same numbers on either executor).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import statistics
+import time
+from pathlib import Path
+
+import duckdb
+from run_drills import DRILLS, Run, digest, result_line, say, store_check
+
+from beluga_core.training import checkpoints as ck
+
+FOLD = DRILLS / "fold.toml"
+
+
+def fold_config(out: Path, name: str, every: str, executor: str = "local", options: str = "") -> Path:
+    """fold.toml with the interval ``every``, on ``executor`` with these ``[executor.options]`` lines."""
+    text = FOLD.read_text(encoding="utf-8")
+    text = text.replace('name = "local"', f'name = "{executor}"')
+    text = text.replace("deterministic = true", f'deterministic = true\ncheckpoint_every = "{every}"')
+    if options:
+        text += f"[executor.options]\n{options}"
+    path = out / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def fresh(store: Path) -> None:
+    store.unlink(missing_ok=True)
+    shutil.rmtree(store.with_name(store.name + ".cache"), ignore_errors=True)
+
+
+def checkpoint_of(store: Path) -> Path | None:
+    found = sorted(ck.checkpoint_folder(store.with_name(store.name + ".cache")).glob("*.safetensors"))
+    return found[0] if found else None
+
+
+def train_seconds(store: Path) -> float:
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        row = con.execute("SELECT sum(train_seconds) FROM models WHERE status = 'done'").fetchone()
+        return float(row[0]) if row and row[0] is not None else float("nan")
+    finally:
+        con.close()
+
+
+def load_seconds(path: Path) -> float:
+    """What a resume spends reading and checking a checkpoint (the state's copy into the model is ~free)."""
+    started = time.perf_counter()
+    ck.decode(path.read_bytes(), path.name.removesuffix(".safetensors"))
+    return time.perf_counter() - started
+
+
+def reference(out: Path) -> tuple[Path, float]:
+    store = out / "fold-reference.duckdb"
+    fresh(store)
+    run = Run(fold_config(out, "fold-reference", "off"), store)
+    if run.wait() != 0:
+        raise SystemExit(f"the reference run failed:\n{run.tail()}")
+    work = train_seconds(store)
+    say(f"  reference (checkpoints off): {time.time() - run.started:.1f} s in all, {work:.1f} s of training")
+    return store, work
+
+
+def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
+    say(f"\n## fold drill: {kills} SIGKILLs inside one fold, checkpoint_every = \"{every}\", seed {seed}")
+    interval = ck.CheckpointEvery.parse(every)
+    if interval.mode != "seconds":
+        raise SystemExit("the fold drill needs an interval in seconds (--every \"5 s\")")
+    ref, work = reference(out)
+    config = fold_config(out, "fold", every)
+    store = out / "fold.duckdb"
+    fresh(store)
+    rng = random.Random(seed)
+    landed, lost, bounds = 0, [], []
+    load = float("nan")
+    for k in range(kills):
+        run = Run(config, store)
+        while run.alive() and run.first(r"running \d+") is None:
+            time.sleep(0.05)
+        begun = time.time()
+        before = checkpoint_of(store)
+        before_mtime = before.stat().st_mtime if before else None
+        deadline = begun + rng.uniform(0, 3 * interval.every)
+        while run.alive() and time.time() < deadline:
+            time.sleep(0.01)
+        if not run.alive():
+            say(f"  kill {k + 1:2d}: the run finished (exit {run.proc.returncode}) before it")
+            break
+        killed = time.time()
+        run.kill()
+        landed += 1
+        path = checkpoint_of(store)
+        if path is None:
+            say(f"  kill {k + 1:2d}: at {killed - begun:5.1f} s into the attempt, before any checkpoint (lost "
+                f"≤ {killed - begun:.1f} s: start-up and training since the run's start)")
+            lost.append(killed - begun)
+            bounds.append(interval.every)
+            continue
+        meta = ck.peek(path)
+        mtime = path.stat().st_mtime
+        saved_now = before_mtime is None or mtime > before_mtime
+        since = killed - (mtime if saved_now else begun)
+        load = load_seconds(path)
+        bound = interval.every + load + 1.0   # one interval, the load, and a save's time (≤ 1 s here)
+        lost.append(since)
+        bounds.append(bound)
+        say(f"  kill {k + 1:2d}: {killed - begun:5.1f} s into the attempt; checkpoint at step {meta['step']} of "
+            f"{meta['n_steps']} ({'saved in this attempt' if saved_now else 'the one it resumed from'}); "
+            f"work lost {since:.1f} s (bound {bound:.1f} s: interval + load {load:.2f} s + save)")
+    final = Run(config, store)
+    code = final.wait()
+    resumed = [line for _, line in final.lines if "resumed from its checkpoint" in line]
+    left = checkpoint_of(store)
+    d_ref, d_run = digest(ref), digest(store)
+    ok_check = store_check(store)
+    within = all(x <= b for x, b in zip(lost, bounds, strict=True))
+    result_line("fold", seed=seed, kills=landed, interval=str(interval), fold_training_s=f"{work:.1f}",
+                work_lost_s=", ".join(f"{x:.1f}" for x in lost), most_lost_s=f"{max(lost, default=0):.1f}",
+                load_s=f"{load:.2f}", within_bound=str(within).lower(), final_exit=code,
+                final_run=resumed[0].strip() if resumed else "did not resume",
+                checkpoints_left=0 if left is None else 1, digest_uninterrupted=d_ref, digest_interrupted=d_run,
+                identical=str(d_ref == d_run).lower(), store_check="passes" if ok_check else "FAILS")
+    return code == 0 and d_ref == d_run and within and left is None and ok_check and landed == kills
+
+
+def drill_cost(out: Path, pairs: int) -> bool:
+    say(f"\n## fold cost: checkpoint_every = \"auto\" against \"off\", {pairs} pair(s), alternated")
+    ratios, saves, sizes = [], [], []
+    for i in range(pairs):
+        seconds = {}
+        for every in ("off", "auto") if i % 2 == 0 else ("auto", "off"):
+            store = out / f"fold-cost-{every}.duckdb"
+            fresh(store)
+            run = Run(fold_config(out, f"fold-cost-{every}", every), store)
+            mtimes = set()
+            while run.alive():
+                path = checkpoint_of(store)
+                with contextlib.suppress(OSError):
+                    if path is not None:
+                        mtimes.add(path.stat().st_mtime)
+                        sizes.append(path.stat().st_size)
+                time.sleep(0.05)
+            if run.wait() != 0:
+                raise SystemExit(f"run failed:\n{run.tail()}")
+            seconds[every] = train_seconds(store)
+            if every == "auto":
+                saves.append(len(mtimes))
+        ratios.append(seconds["auto"] / seconds["off"])
+        say(f"  pair {i + 1}: training {seconds['off']:.1f} s without checkpoints, {seconds['auto']:.1f} s with "
+            f"\"auto\" ({saves[-1]} saves): ratio {ratios[-1]:.3f}")
+    mean = statistics.fmean(ratios)
+    spread = statistics.stdev(ratios) if len(ratios) > 1 else float("nan")
+    result_line("fold-cost", pairs=pairs, ratio_mean=f"{mean:.3f}", ratio_sd=f"{spread:.3f}",
+                ratios=", ".join(f"{r:.3f}" for r in ratios), saves_per_run=", ".join(map(str, saves)),
+                checkpoint_mb=f"{max(sizes, default=0) / 2**20:.0f}")
+    return mean <= 1.05
+
+
+def ray_workers() -> list[int]:
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if cmdline.read_bytes().startswith(b"ray::run_fold"):
+                pids.append(int(cmdline.parent.name))
+    return pids
+
+
+def drill_ray(out: Path, every: str) -> bool:
+    say(f"\n## Ray fold drill: a local 2-CPU cluster; the worker running the fold is killed once the driver "
+        f"holds a checkpoint (checkpoint_every = \"{every}\")")
+    ref, _ = reference(out)
+    config = fold_config(out, "ray-fold", every, "ray", "num_cpus = 2\ncpus_per_fold = 2\nmax_retries = 2\n")
+    store = out / "ray-fold.duckdb"
+    fresh(store)
+    run = Run(config, store)
+    path, victims = None, []
+    while run.alive() and path is None:   # the driver's copy: the keeper's checkpoints, taken into the cache
+        path = checkpoint_of(store)
+        time.sleep(0.1)
+    step = ck.peek(path)["step"] if path is not None else None
+    while run.alive() and not (victims := ray_workers()):
+        time.sleep(0.05)
+    for pid in victims:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    killed = time.time() - run.started
+    code = run.wait()
+    resumed = [line for _, line in run.lines if "resumed from its checkpoint" in line]
+    retried = [line for _, line in run.lines if "retrying" in line]
+    d_ref, d_run = digest(ref), digest(store)
+    ok_check = store_check(store)
+    result_line("ray-fold", killed_at_s=f"{killed:.1f}", checkpoint_step_at_kill=step,
+                workers_killed=len(victims), retried=len(retried),
+                resumed=resumed[0].strip() if resumed else "did not resume", exit=code,
+                digest_uninterrupted=d_ref, digest_interrupted=d_run, identical=str(d_ref == d_run).lower(),
+                store_check="passes" if ok_check else "FAILS")
+    if code != 0 or not resumed:
+        say(run.tail(30))
+    return code == 0 and bool(victims) and bool(resumed) and d_ref == d_run and ok_check
