@@ -223,14 +223,16 @@ def _print_checkpoints(plan: Plan, tp: TaskPlan, console: Console, rates: Rates)
     for col in ("configuration", "method", "jobs", "interval"):
         table.add_column(col, justify="right" if col == "jobs" else "left")
     groups: dict[tuple[str, str], list[str]] = {}
+    suite_inputs: dict[int, int] = {}   # per training-id tuple (folds share them): its suite inputs
     for spec in [*tp.jobs, *tp.grid_jobs, *tp.pending]:
         hparams = spec.hparams if isinstance(spec, Job) else {}
-        method = METHODS.get(spec.method)(hparams.get("method", {}))
-        if not checkpointable(method, hparams):
+        if not checkpointable(METHODS.get(spec.method)(hparams.get("method", {})), hparams):
             what = f"off: method {spec.method} does not say what its state is (Method.state_attributes)"
         else:
-            expected = seconds(rates, training_examples(cfg, spec, sum(n_inputs[c] for c in spec.fold.train_ids)), 0)
-            what = describe_interval(interval, expected)
+            ids = spec.fold.train_ids
+            if id(ids) not in suite_inputs:
+                suite_inputs[id(ids)] = sum(n_inputs[c] for c in ids)
+            what = describe_interval(interval, seconds(rates, training_examples(cfg, spec, suite_inputs[id(ids)]), 0))
         groups.setdefault((spec.config, spec.method), []).append(what)
     for (config, method), whats in groups.items():
         counts = Counter(whats)

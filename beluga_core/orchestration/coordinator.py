@@ -163,8 +163,10 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         needed = {r for j in todo for r in j.requires if r in done}
         retrain = [by_id[p] for p in sorted(needed) if not weights_path(cache_dir, p).exists()]
         todo = retrain + todo
+        waiting = checkpoints.job_ids() & {j.id for j in todo}
+        resuming = f" ({len(waiting)} from their checkpoints)" if waiting else ""
         console.print(f"{len(jobs)} trainings planned{what}, {len(jobs) - len(todo) + len(retrain)} already in "
-                      f"{store_path}; running {len(todo)}")
+                      f"{store_path}; running {len(todo)}{resuming}")
         attributing = [j for j in jobs if j.step(Attributions) is not None and j.id in done]
         _note_unattributed(attributing, writer, cache_dir, plan, console)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

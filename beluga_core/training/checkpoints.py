@@ -129,6 +129,14 @@ def read_header(blob: bytes) -> dict[str, Any]:
     return meta
 
 
+def _length(blob: bytes) -> int:
+    """The file length a safetensors header announces: the header, then every tensor's bytes."""
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
+    return 8 + n + max(ends, default=0)
+
+
 def peek(path: Path) -> dict[str, Any]:
     """A checkpoint file's beluga header, reading its first bytes only (``beluga store info``)."""
     with path.open("rb") as f:
@@ -147,6 +155,10 @@ def decode(blob: bytes, job_id: str) -> tuple[dict[str, torch.Tensor], dict[str,
         raise CheckpointRejected(f"written by beluga {meta.get('beluga')}, this is {beluga_core.__version__}")
     if meta.get("job_id") != job_id:
         raise CheckpointRejected(f"written by job {str(meta.get('job_id'))[:12]}, not this one ({job_id[:12]})")
+    expected = _length(blob)
+    if expected != len(blob):
+        raise CheckpointRejected(f"cut short ({len(blob):,} of {expected:,} bytes)" if expected > len(blob) else
+                                 f"{len(blob) - expected:,} bytes past its end")
     try:
         tensors = safetensors.torch.load(blob)
     except Exception as exc:  # safetensors raises its own error types for a damaged file
@@ -349,7 +361,10 @@ class JobCheckpoints:
     def save(self, blob: Callable[[], bytes]) -> None:
         start = time.perf_counter()
         data = blob()
-        self.store.save(self.job_id, data)
+        try:
+            self.store.save(self.job_id, data)
+        except OSError as exc:  # a full disk costs the checkpoint, not the job
+            self.warn(f"checkpoint of job {self.job_id[:12]} not saved ({exc}); the job goes on without it")
         self._last = time.perf_counter()
         self.save_seconds = self._last - start
         self.saves += 1
@@ -407,7 +422,10 @@ class StageCheckpoints:
         for i in range(self.resume.step):   # the data order: the stage's seeded generator, replayed
             if next(updates, None) is None:
                 raise CheckpointRejected(f"its step {self.resume.step} is past the stage's data ({i} updates)")
-        restored = self.resume.restore(model, optimizer, scheduler, method, device)
+        try:
+            restored = self.resume.restore(model, optimizer, scheduler, method, device)
+        except Exception as exc:  # past the checks, yet not loadable: the worker starts the job over from scratch
+            raise CheckpointRejected(f"its state does not load ({type(exc).__name__}: {exc})") from exc
         self.job.stage_started(self.prior[2], self.resume.step)
         return restored
 
