@@ -157,7 +157,7 @@ def doc_pages() -> list[Path]:
     return [REPO / "README.md", *(DOCS / page for page in walk(nav))]
 
 
-def tested_blocks(language: str, tag: str = "", page: str | None = None) -> list[str]:
+def doc_blocks(language: str, tag: str = "", page: str | None = None) -> list[str]:
     """The code blocks fenced ```LANGUAGE tested (untagged) or ```LANGUAGE tested:TAG, in doc_pages() order;
     ``page`` ("README.md", or a path under docs/) keeps one page's."""
     pages = doc_pages() if page is None else [REPO / page if page == "README.md" else DOCS / page]

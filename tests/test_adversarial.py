@@ -333,9 +333,9 @@ def test_the_readme_attack_blocks_run(relation_store: Path, tmp_path: Path, caps
     import shlex
     import shutil
 
-    from helpers import REPO, tested_blocks
+    from helpers import REPO, doc_blocks
 
-    (commands,) = tested_blocks("sh", "attacks", page="guides/diagnostic-suites.md")
+    (commands,) = doc_blocks("sh", "attacks", page="guides/diagnostic-suites.md")
     (tmp_path / "runs").mkdir()
     shutil.copy(relation_store, tmp_path / "runs" / "relation-iid.duckdb")
     shutil.copytree(relation_store.with_name(relation_store.name + ".cache"),

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import DATA, config_with, query, run_benchmark, run_cli, tested_blocks
+from helpers import DATA, config_with, doc_blocks, query, run_benchmark, run_cli
 
 from beluga_core.attributions.attribution_context import ModelContext, tokenize
 from beluga_core.attributions.compute import Item, attribute, make_methods, select_items, tokenizer_id
@@ -378,7 +378,7 @@ def test_tokenizer_ids_differ_by_truncation() -> None:
 
 def _readme_blocks(language: str) -> list[str]:
     """The tested blocks of the attributions guide (they were the README's)."""
-    return tested_blocks(language, "attributions", page="guides/attributions.md")
+    return doc_blocks(language, "attributions", page="guides/attributions.md")
 
 
 def test_the_readme_attribution_blocks_run(attribution_store: tuple[Path, Path, str], tmp_path: Path,

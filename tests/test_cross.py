@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DATA, config_with, query, run_benchmark, run_cli, tested_blocks
+from helpers import DATA, config_with, doc_blocks, query, run_benchmark, run_cli
 
 from beluga_core.config.schema import EvalSuiteSpec
 from beluga_core.core.errors import BelugaError
@@ -357,7 +357,7 @@ def test_the_dry_run_prints_what_cross_evaluation_adds(cross_store: tuple[Path, 
 
 def _readme_blocks(language: str) -> list[str]:
     """The tested blocks of the cross-suite guide (they were the README's)."""
-    return tested_blocks(language, page="guides/cross-suite.md")
+    return doc_blocks(language, page="guides/cross-suite.md")
 
 
 def test_the_readme_cross_suite_config_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import DOCS, TESTED_FENCE, doc_pages, query, run_benchmark, run_cli, tested_blocks
+from helpers import DOCS, TESTED_FENCE, doc_blocks, doc_pages, query, run_benchmark, run_cli
 
 from beluga_core.core.registry import ALL
 from beluga_core.data import BUILTIN_DATA
@@ -27,7 +27,7 @@ TESTED_BLOCKS = 28
 
 
 def blocks(language: str) -> list[str]:
-    return tested_blocks(language)
+    return doc_blocks(language)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_the_docs_keep_every_tested_block() -> None:
 
 
 def test_the_docs_have_a_tested_example_of_every_plugin_kind(plugins: types.ModuleType) -> None:
-    assert len(blocks("python")) == 9 and blocks("python") == tested_blocks("python", page="guides/extending.md")
+    assert len(blocks("python")) == 9 and blocks("python") == doc_blocks("python", page="guides/extending.md")
     names = {"LearningWithoutForgetting": "method", "JSInvariance": "loss", "ConfidentEq": "expectation kind",
              "SuiteOnly": "training configuration", "MacroF1Classification": "task",
              "InlineExecutor": "executor", "GradientTimesInput": "attribution", "ShoutOneWord": "generator",
@@ -79,7 +79,7 @@ def test_the_docs_shell_commands_run_and_the_readme_config_plans(tmp_path: Path,
         assert code == 0, f"{line}\n{err}"
     assert (tmp_path / "my-suite.jsonl.gz").exists()
     # The README's config runs on the suite the first command made.
-    (config,) = tested_blocks("toml", page="README.md")
+    (config,) = doc_blocks("toml", page="README.md")
     (tmp_path / "my-run.toml").write_text(config, encoding="utf-8")
     code, out, err = run_cli(capsys, "run", tmp_path / "my-run.toml", "--dry-run")
     assert code == 0, err

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import DATA, query, run_benchmark, run_cli, tested_blocks
+from helpers import DATA, doc_blocks, query, run_benchmark, run_cli
 from toys import ToyEncoder, ToyTask, tiny_bert, token_trainset
 
 from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble, combine
@@ -368,7 +368,7 @@ def test_dry_run_prints_what_keeping_costs(capsys: pytest.CaptureFixture[str]) -
 
 def _readme_blocks(language: str) -> list[str]:
     """The tested blocks of the regression guide (they were the README's)."""
-    return tested_blocks(language, "regression", page="guides/regression.md")
+    return doc_blocks(language, "regression", page="guides/regression.md")
 
 
 def test_the_readme_regression_blocks_run(regression_store: tuple[Path, str], tmp_path: Path,

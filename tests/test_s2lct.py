@@ -287,9 +287,9 @@ iid = "builtin:sst2"
 
 def _readme_blocks(language: str) -> list[str]:
     """The tested blocks of the guide "Suites from a corpus" (they were the README's)."""
-    from tests.helpers import tested_blocks
+    from tests.helpers import doc_blocks
 
-    return tested_blocks(language, "s2lct", page="guides/suites-from-a-corpus.md")
+    return doc_blocks(language, "s2lct", page="guides/suites-from-a-corpus.md")
 
 
 @pytest.fixture(scope="module")

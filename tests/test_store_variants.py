@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import DATA, REPO, docs_text, query, run_cli, tested_blocks
+from helpers import DATA, REPO, doc_blocks, docs_text, query, run_cli
 
 from beluga_core.store.migrations import SCHEMA_VERSION
 from beluga_core.store.reader import VIEWS, read_meta
@@ -228,7 +228,7 @@ def test_the_readme_store_commands_run_and_the_store_checks(sentiment_store: tup
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     import shlex
 
-    (commands,) = tested_blocks("sh", "store", page="guides/store.md")
+    (commands,) = doc_blocks("sh", "store", page="guides/store.md")
     (tmp_path / "runs").mkdir()
     shutil.copyfile(sentiment_store[0], tmp_path / "runs" / "quick.duckdb")
     monkeypatch.chdir(tmp_path)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import re
 import sys
@@ -68,6 +69,11 @@ class Section:
     how: str  # how the key takes the table: "table", "array" (of tables), "map" (a table per name), "top"
 
 
+def _is_class(value: Any) -> bool:
+    """A class, not a parametrised alias (``isinstance(list[int], type)`` holds)."""
+    return isinstance(value, type) and get_origin(value) is None
+
+
 def _unwrap(annotation: Any) -> Any:
     """``Annotated[X, …]`` → ``X``."""
     while get_origin(annotation) is typing.Annotated:
@@ -77,7 +83,7 @@ def _unwrap(annotation: Any) -> Any:
 
 def _models_in(annotation: Any) -> list[type[BaseModel]]:
     annotation = _unwrap(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    if _is_class(annotation) and issubclass(annotation, BaseModel):
         return [annotation]
     return [m for arg in get_args(annotation) for m in _models_in(arg)]
 
@@ -119,7 +125,7 @@ def _type_name(annotation: Any, table: str) -> str:
     if origin is dict:
         inner = _type_name(args[1], table)
         return "one table per name" if inner == table else f"table of {inner}"
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+    if _is_class(annotation) and issubclass(annotation, BaseModel):
         return table
     names = {str: "string", int: "integer", float: "number", bool: "boolean"}
     if annotation in names:
@@ -127,11 +133,11 @@ def _type_name(annotation: Any, table: str) -> str:
     raise TypeError(f"the config reference cannot name the type {annotation!r}: teach docs_reference._type_name")
 
 
-def _constraints(metadata: list[Any]) -> list[str]:
+def _constraints(metadata: list[Any], unit: str = "") -> list[str]:
     words = []
     for meta in metadata:
         for attr, fmt in (("ge", "≥ {}"), ("gt", "> {}"), ("le", "≤ {}"), ("lt", "< {}"),
-                          ("min_length", "at least {} long"), ("max_length", "at most {} long")):
+                          ("min_length", f"at least {{}} {unit}"), ("max_length", f"at most {{}} {unit}")):
             value = getattr(meta, attr, None)
             if value is not None:
                 words.append(fmt.format(value))
@@ -215,7 +221,8 @@ def config_reference() -> str:
                                  "one (Field(description=...))")
             sub = _subsection(prefix, key, field.annotation)
             type_text = _type_name(field.annotation, "table")
-            constraints = _constraints(list(field.metadata)) + _value_constraints(field.annotation)
+            unit = "characters" if _unwrap(field.annotation) is str else "entries"
+            constraints = _constraints(list(field.metadata), unit) + _value_constraints(field.annotation)
             if constraints:
                 type_text += f" ({', '.join(constraints)})"
             if sub is not None:
@@ -245,7 +252,8 @@ def signature(func: Callable[..., Any], *, skip_first: bool) -> str:
         if p.kind is p.KEYWORD_ONLY and not star:
             parts.append("*")
             star = True
-        text = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+        prefix = "*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else ""
+        text = prefix + p.name
         star = star or p.kind is p.VAR_POSITIONAL
         if p.annotation is not p.empty:
             text += f": {_annotation_text(p.annotation)}"
@@ -306,7 +314,8 @@ def _docstring(cls: type, name: str) -> str:
         attr = vars(owner).get(name)
         if isinstance(attr, staticmethod | classmethod):
             attr = attr.__func__
-        doc = attr.__doc__ if isinstance(attr, property) or inspect.isfunction(attr) else None
+        described = isinstance(attr, property | functools.cached_property) or inspect.isfunction(attr)
+        doc = attr.__doc__ if described else None
         if doc:
             return rst_to_md(inspect.cleandoc(doc))
     return ""
@@ -332,9 +341,10 @@ def members(cls: type, required: frozenset[str] = frozenset()) -> list[Member]:
             seen.add(name)
             attr = inspect.getattr_static(cls, name)
             doc = _docstring(cls, name)
-            if isinstance(attr, property):
-                assert attr.fget is not None
-                ret = inspect.signature(attr.fget).return_annotation
+            if isinstance(attr, property | functools.cached_property):
+                getter = attr.fget if isinstance(attr, property) else attr.func
+                assert getter is not None
+                ret = inspect.signature(getter).return_annotation
                 heading = f"{name}: {_annotation_text(ret)}" if ret is not inspect.Signature.empty else name
                 found.append(Member(name, heading, kind_of(name, "property"), doc))
                 continue
@@ -358,21 +368,27 @@ def members(cls: type, required: frozenset[str] = frozenset()) -> list[Member]:
                     heading += f" = {value if len(value) <= 60 else '…'}"
                 what = "field" if dataclasses.is_dataclass(cls) and "ClassVar" not in str(annotation) else \
                     "class attribute" if "ClassVar" in str(annotation) or annotation is None else "attribute"
-                found.append(Member(name, heading, kind_of(name, what), _comment_above(lines, node.lineno)))
+                doc = rst_to_md(_comment_above(lines, node.lineno))
+                found.append(Member(name, heading, kind_of(name, what), doc))
     return found
+
+
+def _short(text: str) -> str:
+    """A type as a reader writes it: `Task[Encoder]`, not `beluga_core.contracts.tasks.Task[~EncoderT]`."""
+    return re.sub(r"\b(?:[a-z_]\w*\.)+", "", text).replace("~", "")
 
 
 def _bases(cls: type) -> str:
     shown = vars(cls).get("__orig_bases__", cls.__bases__)
-    names = [b.__name__ if isinstance(b, type) else _annotation_text(b).replace("typing.", "") for b in shown
-             if b is not object]
+    # Task[Encoder] rather than beluga_core.contracts.tasks.Task[beluga_core.contracts.training.Encoder]
+    names = [b.__name__ if _is_class(b) else _short(_annotation_text(b)) for b in shown if b is not object]
     return f"({', '.join(names)})" if names else ""
 
 
 def _documented(value: Any) -> bool:
     """Whether an export gets a section of its own: a class of beluga's that is not an error or a config model.
     Suites, cases and inputs are pydantic models documented by their JSON Schemas (`schemas/`)."""
-    return (inspect.isclass(value) and value.__module__.startswith("beluga_core.")
+    return (_is_class(value) and value.__module__.startswith("beluga_core.")
             and not issubclass(value, Exception) and not isinstance(value, Registry)
             and not (issubclass(value, BaseModel) and not value.__module__.startswith("beluga_core.contracts.")))
 
@@ -388,20 +404,33 @@ def _order(kind: Kind) -> Iterator[type]:
             yield value
 
 
-def _class_section(cls: type, kind: Kind) -> list[str]:
+def _class_section(cls: type, kind: Kind, documented: set[type]) -> list[str]:
+    """A class's section: its docstring, then every member it defines, and those of the ancestors of beluga's
+    that the page does not document elsewhere (an ancestor it documents is linked)."""
     lines = [f"### `{cls.__name__}`", "",
              f"`class {cls.__name__}{_bases(cls)}`, defined in `{cls.__module__}`.", ""]
     if cls.__doc__ and "__doc__" in vars(cls) and not (dataclasses.is_dataclass(cls) and
                                                         cls.__doc__.startswith(cls.__name__ + "(")):
         lines += [rst_to_md(inspect.cleandoc(cls.__doc__)), ""]
     required = frozenset(missing_members(cls, kind.base)) if issubclass(cls, kind.base) else frozenset[str]()
-    own = members(cls, required)
-    inherited = [b.__name__ for b in cls.__mro__[1:] if b.__module__.startswith("beluga_core.")]
-    if inherited:
-        lines += [f"It inherits every member of [`{inherited[0]}`](#{slug(inherited[0])}) it does not list here.", ""]
-    for m in own:
-        lines += [f"#### `{m.heading}`", "", f"*{m.what}*{'. ' + m.doc if m.doc else ''}", ""]
-    if not own:
+    owners = [cls]
+    for ancestor in cls.__mro__[1:]:
+        if not ancestor.__module__.startswith("beluga_core."):
+            continue
+        if ancestor in documented:
+            lines += [f"It inherits every member of [`{ancestor.__name__}`](#{slug(ancestor.__name__)}) it does "
+                      "not list here.", ""]
+            break
+        owners.append(ancestor)
+    seen: set[str] = set()
+    for owner in owners:
+        own = [m for m in members(owner, required) if m.name not in seen]
+        seen.update(m.name for m in own)
+        if owner is not cls and own:
+            lines += [f"Inherited from `{owner.__name__}` (`{owner.__module__}`):", ""]
+        for m in own:
+            lines += [f"#### `{m.heading}`", "", f"*{m.what}*{'. ' + m.doc if m.doc else ''}", ""]
+    if not seen:
         lines += ["No members of its own.", ""]
     return lines
 
@@ -412,17 +441,17 @@ def _other_exports(kind: Kind, documented: set[type]) -> list[str]:
         value = getattr(kind.module, name)
         if isinstance(value, Registry):
             what = f"the registry of this kind (`{value.namespace}`)"
-        elif inspect.isclass(value) and value in documented:
+        elif _is_class(value) and value in documented:
             what = f"a class: [`{name}`](#{slug(value.__name__)})"
-        elif inspect.isclass(value) and issubclass(value, Exception):
+        elif _is_class(value) and issubclass(value, Exception):
             what = "the error a plugin raises for bad input: beluga reports its message and exits with status 2"
-        elif inspect.isclass(value) and issubclass(value, BaseModel):
+        elif _is_class(value) and issubclass(value, BaseModel):
             what = f"pydantic model, `{value.__module__}` (the JSON Schemas in `schemas/` describe the suite's)"
         elif inspect.isfunction(value):
             doc = inspect.getdoc(value) or ""
             what = f"function `{name}{signature(value, skip_first=False)}`" + (f": {rst_to_md(doc)}" if doc else "")
         else:
-            what = f"`{_annotation_text(value) if not isinstance(value, str | int | float) else repr(value)}`"
+            what = f"`{_short(_annotation_text(value)) if not isinstance(value, str | int | float) else repr(value)}`"
         rows.append(f"| `{name}` | {cell(what)} |")
     return ["| name | what it is |", "| --- | --- |", *rows, ""]
 
@@ -440,18 +469,22 @@ def plugin_reference() -> str:
         "has a tested example of every kind.",
         "",
     ]
+    # Each class under the first kind that exports it.
+    by_kind: list[tuple[Kind, list[type]]] = []
     documented: set[type] = set()
     for kind in kinds():
+        classes = [c for c in _order(kind) if c not in documented]
+        documented.update(classes)
+        by_kind.append((kind, classes))
+    for kind, classes in by_kind:
         lines += [f"## {kind.registry.kind.capitalize()}: `{kind.module.__name__}`", "",
                   f"Entry-point group `{kind.registry.namespace}`; base class `{kind.base.__name__}`; a plugin "
                   f"implements {implements(kind.base, kind.base)}.", ""]
         if kind.module.__doc__:
             lines += [rst_to_md(inspect.cleandoc(kind.module.__doc__)), ""]
-        classes = [c for c in _order(kind) if c not in documented]
-        documented.update(classes)
         lines += _other_exports(kind, documented)
         for cls in classes:
-            lines += _class_section(cls, kind)
+            lines += _class_section(cls, kind, documented)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

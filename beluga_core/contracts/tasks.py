@@ -194,6 +194,7 @@ class Task(ABC, Generic[EncoderT]):
 
     @property
     def num_labels(self) -> int | None:
+        """How many classes the model head has (None for span models)."""
         labels = self.head_labels
         return None if labels is None else len(labels)
 
