@@ -39,6 +39,11 @@ def test_the_site_builds_strict_and_loads_nothing_from_another_host(tmp_path: Pa
     loaded = [f"{p.relative_to(site)}: {m.group(0)}" for p in [*pages, *site.rglob("*.css")]
               for m in remote.finditer(p.read_text(encoding="utf-8", errors="replace"))]
     assert loaded == []
+    # Every fenced block is a code block on the site, the tested ones (```sh tested) included: a fence Markdown did
+    # not read would show as a paragraph starting with ```.
+    assert [p.name for p in pages if "<p>```" in p.read_text(encoding="utf-8")] == []
+    page = (site / "guides" / "your-data.html").read_text(encoding="utf-8")
+    assert '<pre><code class="language-sh">beluga suite from-table builtin:sst-phenomena.csv' in page
 
 
 @pytest.mark.skipif(not MKDOCS, reason=NO_MKDOCS)
