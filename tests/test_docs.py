@@ -54,7 +54,8 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "index.md").write_text("# Home\n\nSee [the guide](guide.md#a-heading).\n", encoding="utf-8")
-    settings.update(docs_dir=str(docs), nav=[{"Home": "index.md"}, {"Guide": "guide.md"}])
+    settings.update(docs_dir=str(docs), nav=[{"Home": "index.md"}, {"Guide": "guide.md"}],
+                    hooks=[str(REPO / hook) for hook in settings["hooks"]])
     config = tmp_path / "mkdocs.yml"
     config.write_text(yaml.safe_dump(settings), encoding="utf-8")
     for guide, fails in (("# Guide\n\n## Another heading\n", "guide.md"), ("# Guide\n\n## A heading\n", None)):
