@@ -78,12 +78,13 @@ def test_the_generated_references_are_current(target: str) -> None:
 
 
 def test_the_config_reference_has_every_key_of_every_table() -> None:
-    from beluga_core.cli.docs_reference import config_sections
+    from beluga_core.cli.docs_reference import GUIDES, config_sections
 
     text = config_reference()
     sections = config_sections()
     headers = [s.header for s in sections]
     assert headers[:3] == ["top level", "[store]", "[model]"]
+    assert set(GUIDES) <= set(headers)  # each guide link names a table the config has
     for header in ("[[tasks]]", "[[tasks.eval_suites]]", "[training.iid]", "[training.suite]",
                    "[training.configurations.NAME]", "[executor]", "[grid]", "[[ensembles]]"):
         assert f"## `{header}`" in text

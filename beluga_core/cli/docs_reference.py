@@ -173,6 +173,21 @@ def _default(field: FieldInfo) -> str:
     return f"`{_toml(value)}`"
 
 
+# The guide that explains a table (the site's strict build checks that each page exists).
+GUIDES = {
+    "top level": ("Benchmark configs", "benchmark-configs.md"),
+    "[store]": ("The result store and SQL", "store.md"),
+    "[[tasks]]": ("Tasks", "tasks.md"),
+    "[[tasks.eval_suites]]": ("Cross-suite evaluation", "cross-suite.md"),
+    "[training.configurations.NAME]": ("Regression between model versions", "regression.md"),
+    "[executor]": ("Speed and scale", "speed-and-scale.md"),
+    "[grid]": ("Hyper-parameter search", "grid-search.md"),
+    "[attributions]": ("Attributions", "attributions.md"),
+    "[fewshot]": ("Ranking models on an unseen group", "ranking.md"),
+    "[[ensembles]]": ("Regression between model versions", "regression.md"),
+}
+
+
 def config_sections() -> list[Section]:
     """Every table of the config, each followed by the tables its keys open, in the models' field order."""
     sections: list[Section] = []
@@ -209,6 +224,9 @@ def config_reference() -> str:
         doc = vars(section.model).get("__doc__")
         if doc:
             lines += [rst_to_md(inspect.cleandoc(doc)), ""]
+        if section.header in GUIDES:
+            title, page = GUIDES[section.header]
+            lines += [f"The guide: [{title}](../guides/{page}).", ""]
         if section.how == "array":
             lines += ["An array of tables: the header may be repeated, one table per entry.", ""]
         elif section.how == "map":
