@@ -1,5 +1,5 @@
 """Build the shipped example table ``beluga_core/data/builtin/tables/sst-phenomena.csv``: labelled, grouped
-rows for ``beluga suite from-table`` (the README's example, and its test).
+rows for ``beluga suite from-table`` (the example of docs/guides/your-data.md, and its test).
 
 240 sentences from SST's training split (the shipped ``builtin:sst3`` copy), with their three-way label
 (negative / neutral / positive, SST's cut-offs) and two groupings a user might hold out: ``phenomenon``

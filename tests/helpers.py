@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -134,3 +135,36 @@ def recompute_g(store: Path) -> dict[tuple[str, str, str], tuple[float, float, f
         s_iid = iid[(task, config)]
         out[(task, config, scenario)] = (s_t, s_iid, 2 * s_t * s_iid / (s_t + s_iid) if s_t + s_iid else 0.0)
     return out
+
+
+# ------------------------------------------------------------------------------------------ the documentation
+
+DOCS = REPO / "docs"
+# A fenced block's info string: ```LANGUAGE tested, or ```LANGUAGE tested:TAG for a block one feature's tests run.
+TESTED_FENCE = re.compile(r"^```(\w+) tested(?::([\w-]+))?\n(.*?)^```", re.M | re.S)
+
+
+def doc_pages() -> list[Path]:
+    """The README, then the documentation site's pages in the order of mkdocs.yml's navigation: the order in which
+    tested code blocks are collected (the Python blocks run as one module, so their order matters)."""
+    import yaml
+
+    def walk(items: list[Any]) -> list[str]:
+        return [page for item in items for value in item.values()
+                for page in ([value] if isinstance(value, str) else walk(value))]
+
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    return [REPO / "README.md", *(DOCS / page for page in walk(nav))]
+
+
+def doc_blocks(language: str, tag: str = "", page: str | None = None) -> list[str]:
+    """The code blocks fenced ```LANGUAGE tested (untagged) or ```LANGUAGE tested:TAG, in doc_pages() order;
+    ``page`` ("README.md", or a path under docs/) keeps one page's."""
+    pages = doc_pages() if page is None else [REPO / page if page == "README.md" else DOCS / page]
+    return [code for path in pages for lang, found, code in TESTED_FENCE.findall(path.read_text(encoding="utf-8"))
+            if lang == language and found == tag]
+
+
+def docs_text() -> str:
+    """The README and every page of the documentation site, as one text (for tests that look for a sentence)."""
+    return "\n".join(path.read_text(encoding="utf-8") for path in doc_pages())

@@ -327,17 +327,15 @@ def test_model_dependent_generators_need_a_model_and_pwws_needs_wordnet(monkeypa
 
 def test_the_readme_attack_blocks_run(relation_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """README "Attacks and counterfactual cases", against the tiny FewRel-16 IID model laid out as
-    relation-iid.toml would leave it (runs/relation-iid.duckdb and its kept weights), with the shipped
-    relation-attacks.toml beside it."""
-    import re
+    """The commands of "Attacks and counterfactual cases" (docs/guides/diagnostic-suites.md), against the tiny
+    FewRel-16 IID model laid out as relation-iid.toml would leave it (runs/relation-iid.duckdb and its kept
+    weights), with the shipped relation-attacks.toml beside it."""
     import shlex
     import shutil
 
-    from helpers import REPO
+    from helpers import REPO, doc_blocks
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    (commands,) = re.findall(r"^```sh tested:attacks\n(.*?)^```", readme, re.M | re.S)
+    (commands,) = doc_blocks("sh", "attacks", page="guides/diagnostic-suites.md")
     (tmp_path / "runs").mkdir()
     shutil.copy(relation_store, tmp_path / "runs" / "relation-iid.duckdb")
     shutil.copytree(relation_store.with_name(relation_store.name + ".cache"),

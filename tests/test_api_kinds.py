@@ -1,6 +1,6 @@
 """The public API by kind: one module per registry exporting its base, a top level that re-exports the bases
 alone, executor internals in the executor's module only, and the table of kinds — in the package's docstring and
-in the README — equal to what the registries say."""
+in the plugin guide — equal to what the registries say."""
 
 from __future__ import annotations
 

@@ -4,7 +4,6 @@ computed inside a run against the same computed afterwards by ``beluga explain``
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from helpers import DATA, config_with, query, run_benchmark, run_cli
+from helpers import DATA, config_with, doc_blocks, query, run_benchmark, run_cli
 
 from beluga_core.attributions.attribution_context import ModelContext, tokenize
 from beluga_core.attributions.compute import Item, attribute, make_methods, select_items, tokenizer_id
@@ -375,13 +374,11 @@ def test_tokenizer_ids_differ_by_truncation() -> None:
     assert tokenizer_id("m", tok, 64) != tokenizer_id("m", tok, 128)
 
 
-# ------------------------------------------------------------------------------------------ README
+# ------------------------------------------------------------------------------------------ the guide
 
 def _readme_blocks(language: str) -> list[str]:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Attributions"):]
-    section = section[:section.index("\n## ", 10)]
-    return re.findall(rf"^```{language} tested:attributions\n(.*?)^```", section, re.M | re.S)
+    """The tested blocks of the attributions guide (they were the README's)."""
+    return doc_blocks(language, "attributions", page="guides/attributions.md")
 
 
 def test_the_readme_attribution_blocks_run(attribution_store: tuple[Path, Path, str], tmp_path: Path,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import DATA, config_with, query, run_benchmark, run_cli
+from helpers import DATA, config_with, doc_blocks, query, run_benchmark, run_cli
 
 from beluga_core.config.schema import EvalSuiteSpec
 from beluga_core.core.errors import BelugaError
@@ -353,15 +353,11 @@ def test_the_dry_run_prints_what_cross_evaluation_adds(cross_store: tuple[Path, 
     assert "class: 12 cases mapped, derived from functionality" in out
 
 
-# ------------------------------------------------------------------------------------------ README
+# ------------------------------------------------------------------------------------------ the guide
 
 def _readme_blocks(language: str) -> list[str]:
-    import re
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Cross-suite evaluation"):]
-    section = section[:section.index("\n## ", 10)]
-    return re.findall(rf"^```{language} tested\n(.*?)^```", section, re.M | re.S)
+    """The tested blocks of the cross-suite guide (they were the README's)."""
+    return doc_blocks(language, page="guides/cross-suite.md")
 
 
 def test_the_readme_cross_suite_config_plans(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

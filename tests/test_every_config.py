@@ -23,7 +23,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import REPO, run_cli, shipped_configs
+from helpers import docs_text, run_cli, shipped_configs
 
 from beluga_core.config.load import load_config
 from beluga_core.config.tiny import is_hub_name, tiny_config, tiny_store_path
@@ -74,15 +74,15 @@ def _generate_inputs(config: Path, workdir: Path, request: pytest.FixtureRequest
             assert not exc.code, f"generating {name} failed (exit {exc.code})"
 
 
-def _covered_by_readme() -> set[str]:
-    """The configs the README names (``benchmarks/NAME.toml``)."""
-    return set(re.findall(r"benchmarks/([\w.-]+\.toml)", (REPO / "README.md").read_text(encoding="utf-8")))
+def _named_in_the_docs() -> set[str]:
+    """The configs the README and the docs name (``benchmarks/NAME.toml``)."""
+    return set(re.findall(r"benchmarks/([\w.-]+\.toml)", docs_text()))
 
 
-def test_every_config_the_readme_names_is_a_shipped_one() -> None:
-    """The README's runnable configs are files of benchmarks/, so the glob below covers them; its ```toml blocks
-    are parts of configs, run with their sections' tests."""
-    named = _covered_by_readme()
+def test_every_config_the_docs_name_is_a_shipped_one() -> None:
+    """The runnable configs the docs name are files of benchmarks/, so the glob below covers them; their ```toml
+    blocks are parts of configs, run with their sections' tests."""
+    named = _named_in_the_docs()
     assert "quick.toml" in named and "full.toml" in named
     assert named <= {c.name for c in CONFIGS}, named - {c.name for c in CONFIGS}
 

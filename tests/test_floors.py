@@ -12,7 +12,8 @@ import pytest
 from helpers import REPO
 
 FLOORS = REPO / ".ci" / "floors.txt"
-# Tested only on the GPU machine: PyPI has only CUDA builds of torch 2.11 (README, "Tested versions").
+# Tested only on the GPU machine: PyPI has only CUDA builds of torch 2.11 (docs/project/development.md,
+# "Tested versions").
 UNPINNED = {"torch": "2.11"}
 
 

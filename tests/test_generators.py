@@ -174,7 +174,8 @@ def test_the_shipped_diagnostic_suite_regenerates_byte_for_byte_and_splits_by_so
     assert code == 0, err
     shipped = resolve_suite_path("builtin:fewrel16-diagnose")
     assert gzip.decompress(out.read_bytes()) == gzip.decompress(shipped.read_bytes())
-    # Every family yields cases for at least half of the pool's instances (the README's counts).
+    # Every family yields cases for at least half of the pool's instances (the counts of
+    # docs/guides/diagnostic-suites.md).
     text = " ".join(printed.split())
     for family, share in (("context", "92.9 %"), ("entity", "100.0 %"), ("selection-bias", "54.3 %"),
                           ("semantic-bias", "100.0 %")):

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from helpers import DATA, query, run_benchmark, run_cli
+from helpers import DATA, doc_blocks, query, run_benchmark, run_cli
 from scipy.stats import kendalltau
 
 from beluga_core.analysis.ranking.rank import Candidate, GroupData, SignalSpec, rank_groups, signal_specs
@@ -422,10 +422,8 @@ def test_rank_fits_80_columns(fewshot_store: Path, tmp_path: Path, capsys: pytes
 
 
 def _readme_blocks(language: str, tag: str) -> list[str]:
-    import re
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    return re.findall(rf"^```{language} tested:{tag}\n(.*?)^```", readme, re.M | re.S)
+    """The tested blocks of the ranking guide (they were the README's)."""
+    return doc_blocks(language, tag, page="guides/ranking.md")
 
 
 def test_the_readme_ranking_blocks_run(fewshot_store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers import DATA, query, run_benchmark, run_cli
+from helpers import DATA, doc_blocks, query, run_benchmark, run_cli
 from toys import ToyEncoder, ToyTask, tiny_bert, token_trainset
 
 from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble, combine
@@ -364,15 +364,11 @@ def test_dry_run_prints_what_keeping_costs(capsys: pytest.CaptureFixture[str]) -
     assert "keep_probabilities: ≈" in text and 'keep_weights = "seen": 9 model(s) kept beside the store, ≈' in text
 
 
-# ------------------------------------------------------------------------------------------ README
+# ------------------------------------------------------------------------------------------ the guide
 
 def _readme_blocks(language: str) -> list[str]:
-    import re
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Regression between model versions"):]
-    section = section[:section.index("\n## ", 10)]
-    return re.findall(rf"^```{language} tested:regression\n(.*?)^```", section, re.M | re.S)
+    """The tested blocks of the regression guide (they were the README's)."""
+    return doc_blocks(language, "regression", page="guides/regression.md")
 
 
 def test_the_readme_regression_blocks_run(regression_store: tuple[Path, str], tmp_path: Path,

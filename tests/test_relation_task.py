@@ -85,7 +85,7 @@ def test_a_tiny_relation_run_holds_families_out_and_stores_per_relation_scores(r
     metrics = dict(query(relation_store, "SELECT metric, value FROM iid_metrics m JOIN models USING (model_id) "
                                          "WHERE config = 'iid' AND split = 'test'"))
     assert set(metrics) == {"micro_f1", "accuracy", "macro_f1"}
-    # No model predicts the untrained NA class here, so micro-F1 is accuracy (the README says so).
+    # No model predicts the untrained NA class here, so micro-F1 is accuracy (docs/guides/tasks.md says so).
     assert metrics["micro_f1"] == pytest.approx(metrics["accuracy"])
     assert query(relation_store, "SELECT count(DISTINCT label) FROM iid_class_scores")[0][0] == 16
     # A held-out family's fold is scored inside its family only, and trained without it.

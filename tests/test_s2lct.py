@@ -283,13 +283,13 @@ iid = "builtin:sst2"
     assert not (tmp_path / "x.duckdb").exists()
 
 
-# ------------------------------------------------------------------------------------------ README and a real run
+# ------------------------------------------------------------------------------------------ the guide and a real run
 
 def _readme_blocks(language: str) -> list[str]:
-    import re
+    """The tested blocks of the guide "Suites from a corpus" (they were the README's)."""
+    from tests.helpers import doc_blocks
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    return re.findall(rf"^```{language} tested:s2lct\n(.*?)^```", readme, re.M | re.S)
+    return doc_blocks(language, "s2lct", page="guides/suites-from-a-corpus.md")
 
 
 @pytest.fixture(scope="module")

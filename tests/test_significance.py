@@ -452,7 +452,7 @@ def test_store_stays_readable_by_duckdb_1x(known: tuple[Path, dict]) -> None:
 
 def test_documented_queries_run(known: tuple[Path, dict]) -> None:
     path, _ = known
-    doc = (Path(__file__).resolve().parents[1] / "schemas" / "store.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "store.md").read_text(encoding="utf-8")
     section = doc.split("## Significance\n", 1)[1]
     # Fenced as "sql significance": the general doc test (test_store.py) runs on stores without these views.
     blocks = re.findall(r"```sql significance\n(.*?)```", section, flags=re.S)

@@ -345,7 +345,7 @@ def test_plain_duckdb_reads_every_view(store: Path) -> None:
         assert set(VIEWS) <= names
         for name in VIEWS:
             con.execute(f"SELECT * FROM {name}").fetchall()
-        # The example of schemas/store.md: G per scenario for one task.
+        # The example of docs/reference/store.md: G per scenario for one task.
         rows = con.execute("""SELECT config, method, scenario, avg(g) AS g FROM g_scores
                               WHERE task = 'sentiment' GROUP BY ALL ORDER BY ALL""").fetchall()
         assert rows
@@ -752,10 +752,10 @@ def test_a_failed_migration_leaves_the_store_at_the_last_complete_version(tmp_pa
 
 
 def test_documented_queries_run(store: Path) -> None:
-    # schemas/store.md's examples must keep working against the real views.
+    # docs/reference/store.md's examples must keep working against the real views.
     import re
 
-    doc = (Path(__file__).parent.parent / "schemas" / "store.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).parent.parent / "docs" / "reference" / "store.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```sql\n(.*?)```", doc, re.S)
     assert len(blocks) >= 5
     con = duckdb.connect(str(store), read_only=True)
@@ -778,7 +778,7 @@ SELECTION_KEY = {"task", "suite", "model_name", "config", "method", "seed", "spl
 def test_every_table_view_and_column_is_documented(writer: StoreWriter) -> None:
     import re
 
-    doc = (Path(__file__).parent.parent / "schemas" / "store.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).parent.parent / "docs" / "reference" / "store.md").read_text(encoding="utf-8")
     # A section is its heading line and text; "`other` plus …" documents other's columns too.
     sections = {m.group(1): m.group(0) for m in
                 re.finditer(r"^### `([a-z_0-9]+)`.*?(?=^##)", doc + "\n##", re.M | re.S)}
@@ -803,3 +803,5 @@ def test_every_table_view_and_column_is_documented(writer: StoreWriter) -> None:
                                                  "WHERE table_name = ?", [name]).fetchall()]
             undocumented += [f"{name}.{c}" for c in columns if c not in named]
     assert len(relations) > 40 and undocumented == []
+    # Nor does the reference document what a store does not have: every table and view it gives a section is one.
+    assert sorted(set(sections) - set(relations)) == []

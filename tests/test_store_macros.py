@@ -109,7 +109,7 @@ def test_every_view_calls_the_macros_instead_of_writing_a_formula_out() -> None:
 
 
 def test_every_macro_is_documented(con: duckdb.DuckDBPyConnection) -> None:
-    doc = (REPO / "schemas" / "store.md").read_text(encoding="utf-8")
+    doc = (REPO / "docs" / "reference" / "store.md").read_text(encoding="utf-8")
     names = {r[0] for r in con.execute("SELECT function_name FROM duckdb_functions() "
                                        "WHERE database_name = current_database() AND NOT internal").fetchall()}
     assert names >= MACROS

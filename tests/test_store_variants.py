@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from helpers import DATA, REPO, query, run_cli
+from helpers import DATA, REPO, doc_blocks, docs_text, query, run_cli
 
 from beluga_core.store.migrations import SCHEMA_VERSION
 from beluga_core.store.reader import VIEWS, read_meta
@@ -226,11 +226,9 @@ def test_a_method_hyper_parameter_typo_gets_a_did_you_mean(tmp_path: Path,
 def test_the_readme_store_commands_run_and_the_store_checks(sentiment_store: tuple[Path, str], tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    import re
     import shlex
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    (commands,) = re.findall(r"^```sh tested:store\n(.*?)^```", readme, re.M | re.S)
+    (commands,) = doc_blocks("sh", "store", page="guides/store.md")
     (tmp_path / "runs").mkdir()
     shutil.copyfile(sentiment_store[0], tmp_path / "runs" / "quick.duckdb")
     monkeypatch.chdir(tmp_path)
@@ -242,19 +240,23 @@ def test_the_readme_store_commands_run_and_the_store_checks(sentiment_store: tup
     assert "iid-then-t" in outputs[0] and "store check: all" in outputs[-1]
 
 
-def test_the_readme_documents_every_trainer_member_and_counts_the_methods() -> None:
+def test_the_docs_document_every_trainer_member_and_count_the_methods() -> None:
     import re
 
     from beluga_core.api.methods import Trainer
     from beluga_core.contracts.registries import METHODS
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("The `Trainer` a method gets"):]
-    documented = set(re.findall(r"^\| `(\w+)", section[:section.index("\n\n", 200)], re.M))
+    docs = docs_text()
+    reference = (REPO / "docs" / "reference" / "plugin-api.md").read_text(encoding="utf-8")
+    section = reference[reference.index("### `Trainer`"):]
+    section = section[:section.index("\n### ", 10)]
+    # Each member has a heading of its own, and a description (its docstring or comment) under it.
+    documented = set(re.findall(r"^#### `(\w+)", section, re.M))
+    assert not re.search(r"^#### .*\n\n\*[a-z ,]+\*\n", section, re.M), "a Trainer member without a description"
     members = {n for n in dir(Trainer) if not n.startswith("_")} | set(Trainer.__annotations__)
     assert members == documented
     builtin = [n for n, ep in METHODS._entry_points().items() if ep.value.startswith("beluga_core.")]
     words = {8: "eight", 9: "nine", 10: "ten", 11: "eleven", 12: "twelve"}
-    assert f"any of the {words[len(builtin)]} built-ins" in readme
+    assert f"any of the {words[len(builtin)]} built-ins" in docs
     smoke = re.search(r'^methods = \[(.*)\]', (REPO / "benchmarks" / "methods-smoke.toml").read_text(), re.M)
-    assert smoke is not None and f"BeLUGA's {words[smoke.group(1).count(',') + 1]} methods" in readme
+    assert smoke is not None and f"BeLUGA's {words[smoke.group(1).count(',') + 1]} methods" in docs

@@ -8,7 +8,8 @@ a plugin of that kind needs, and the kind's registry; this package re-exports th
 ``Dependencies``, ``worker_class``, ``Plan``, ``StepFn``, …) are in ``beluga_core.api.executors`` only.
 
 A plugin that does not derive from its base class, or leaves out a member the table lists, is rejected when
-it is loaded, with the missing member named. The README has a short example of every kind.
+it is loaded, with the missing member named. The plugin guide (docs/guides/extending.md) has a tested example of
+every kind, and docs/reference/plugin-api.md every member of every base class.
 
 <!-- the table of plugin kinds: generated from the registries by `python -m beluga_core.api.kinds_table` -->
 | kind | entry-point group | base class | what a plugin implements | API module |

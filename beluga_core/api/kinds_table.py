@@ -8,7 +8,7 @@ the base (``ClassificationTask``, ``PairLoss``, ``PerInputKind``, …) are liste
 implement.
 
 The table stands between two marker lines in the package's docstring (``beluga_core/api/__init__.py``) and in
-the README's section on extending beluga; ``tests/test_api_kinds.py`` fails when either differs from
+the plugin guide (``docs/guides/extending.md``); ``tests/test_api_kinds.py`` fails when either differs from
 ``table()``. To rewrite both:
 
     python -m beluga_core.api.kinds_table
@@ -30,7 +30,7 @@ BEGIN = "<!-- the table of plugin kinds: generated from the registries by `pytho
 END = "<!-- end of the table of plugin kinds -->"
 GROUP_PREFIX = "beluga."
 # Where the table stands, relative to the repository root.
-TARGETS = ("beluga_core/api/__init__.py", "README.md")
+TARGETS = ("beluga_core/api/__init__.py", "docs/guides/extending.md")
 
 
 @dataclass(frozen=True)

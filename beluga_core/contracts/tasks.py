@@ -77,40 +77,70 @@ EncoderT = TypeVar("EncoderT", bound=Encoder)
 
 
 class Trainer(Protocol):
-    """What a method (and a task's loss code) may use of the training loop for one stage.
+    """What a method (and a task's loss code) may use of the training loop for one stage: one per training stage,
+    as ``beluga_core.api.methods.Trainer``.
 
-    - ``batch_loss(b)``: the scalar loss of a batch; ``batch_output(b)``: with per-row losses and logits;
-      ``loss_groups(bs)``: the losses of many small batches from few forward passes.
-    - ``backward_and_step(loss)``, or ``zero_grad()`` / ``step()`` (clips gradients, steps the optimizer and
-      the schedule).
-    - ``teacher(source)``: another model's weights as a frozen model (``"iid"``: the run's IID model of this
-      task and seed; or a path to a saved state dict / model folder).
-    - ``logit_transform``: a function every loss's logits pass through (IRM's dummy scale), or None.
+    A method computes losses through it (``batch_loss``, ``batch_output``, ``loss_groups``), updates the model
+    through it (``backward_and_step``, or ``zero_grad`` and ``step`` for a method that takes two backward passes per
+    update, like SAM) and may load other models as frozen teachers (``teacher``). Everything else is read-only but
+    ``logit_transform``.
     """
 
     # Read-only to a method (properties, so the loop may hold narrower types); only the transform is set.
     @property
-    def model(self) -> torch.nn.Module: ...
-    @property
-    def device(self) -> torch.device: ...
-    @property
-    def hp(self) -> Mapping[str, Any]: ...
-    @property
-    def task(self) -> Task[Any]: ...
-    @property
-    def encoder(self) -> Encoder: ...
+    def model(self) -> torch.nn.Module:
+        """The ``torch.nn.Module`` being trained (read-only: a method changes its weights only through updates)."""
 
+    @property
+    def device(self) -> torch.device:
+        """The ``torch.device`` the model and the batches are on."""
+
+    @property
+    def hp(self) -> Mapping[str, Any]:
+        """The stage's hyper-parameters: ``learning_rate``, ``batch_size``, ``epochs``, ``weight_decay``,
+        ``warmup_ratio``, ``max_grad_norm``, and the method's own under ``method``."""
+
+    @property
+    def task(self) -> Task[Any]:
+        """The task plugin (its ``features(encoder, inputs, device)`` turns inputs into model inputs)."""
+
+    @property
+    def encoder(self) -> Encoder:
+        """The task's encoder for this model (tokenizer and length cap)."""
+
+    # A function every loss's logits pass through, or None: the one member a method may set (IRM's dummy scale).
     logit_transform: Callable[[torch.Tensor], torch.Tensor] | None
 
-    def loss_fn(self, name: str) -> Loss: ...
-    def logits(self, inputs: list[Any]) -> torch.Tensor: ...
-    def batch_loss(self, batch: Batch) -> torch.Tensor: ...
-    def batch_output(self, batch: Batch) -> BatchOutput: ...
-    def loss_groups(self, batches: Sequence[Batch]) -> Iterator[list[torch.Tensor]]: ...
-    def backward_and_step(self, loss: torch.Tensor) -> None: ...
-    def zero_grad(self) -> None: ...
-    def step(self) -> None: ...
-    def teacher(self, source: str = "iid") -> torch.nn.Module: ...
+    def loss_fn(self, name: str) -> Loss:
+        """The loss plugin a suite case's ``loss`` names (``mft``, ``inv``, ``dir``, …), configured for this task."""
+
+    def logits(self, inputs: list[Any]) -> torch.Tensor:
+        """The model's logits for a list of inputs, with gradients."""
+
+    def batch_loss(self, batch: Batch) -> torch.Tensor:
+        """The scalar loss of a batch (the mean over its rows)."""
+
+    def batch_output(self, batch: Batch) -> BatchOutput:
+        """The loss of a batch with its per-row losses and the logits they came from (``loss``, ``row_losses``,
+        ``logits``)."""
+
+    def loss_groups(self, batches: Sequence[Batch]) -> Iterator[list[torch.Tensor]]:
+        """The losses of many small batches from few forward passes (the rows of different batches never see each
+        other)."""
+
+    def backward_and_step(self, loss: torch.Tensor) -> None:
+        """``zero_grad()``, ``loss.backward()`` and ``step()`` in one call."""
+
+    def zero_grad(self) -> None:
+        """Clear the gradients (a method that takes two backward passes per update, like SAM, calls it itself)."""
+
+    def step(self) -> None:
+        """Clip the gradients to ``max_grad_norm``, then step the optimizer and the learning-rate schedule."""
+
+    def teacher(self, source: str = "iid") -> torch.nn.Module:
+        """Another model as a frozen module in eval mode: ``"iid"`` (the run's IID model of this task and seed),
+        ``"iid#N"`` (seed N's), or a ``store:STORE#SELECTOR`` / ``path:DIR`` source the method's
+        ``teacher_sources()`` declared."""
 
 
 class Task(ABC, Generic[EncoderT]):
@@ -164,6 +194,7 @@ class Task(ABC, Generic[EncoderT]):
 
     @property
     def num_labels(self) -> int | None:
+        """How many classes the model head has (None for span models)."""
         labels = self.head_labels
         return None if labels is None else len(labels)
 

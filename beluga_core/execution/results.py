@@ -20,7 +20,7 @@ from beluga_core.core.constants import FIXED_SCENARIOS, IID_SPLITS, MODEL_STATUS
 
 @dataclass(frozen=True, kw_only=True)
 class TrainingRecord:
-    """A trained (or evaluated) model: what it is, how it was trained, and when. See schemas/store.md."""
+    """A trained (or evaluated) model: what it is, how it was trained, and when. See docs/reference/store.md."""
 
     task: str
     config: str

@@ -1,1 +1,1 @@
-"""The DuckDB result store: raw facts in tables, every aggregate in a view (schemas/store.md)."""
+"""The DuckDB result store: raw facts in tables, every aggregate in a view (docs/reference/store.md)."""

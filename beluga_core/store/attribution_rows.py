@@ -1,4 +1,4 @@
-"""Attribution rows (schemas/store.md, "Attributions"): tokenizations once per (tokenizer, input), scores per
+"""Attribution rows (docs/reference/store.md, "Attributions"): tokenizations once per (tokenizer, input), scores per
 model, input and estimator."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 "Significance").
 
 Tests run in Python (scipy / numpy) and are stored with their provenance in the ``significance_tests``
-table; the ``significance`` view serves them next to live scores and marks stale rows (schemas/store.md).
+table; the ``significance`` view serves them next to live scores and marks stale rows (docs/reference/store.md).
 """
 
 from __future__ import annotations

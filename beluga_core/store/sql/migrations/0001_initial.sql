@@ -1,4 +1,4 @@
--- Migration 1: the result store as beluga 0.1 created it (see schemas/store.md for every column).
+-- Migration 1: the result store as beluga 0.1 created it (see docs/reference/store.md for every column).
 --
 -- Tables hold raw facts only; every aggregate (pass rates, s_T, s_iid, G) is a view in views/, so a
 -- user can re-aggregate in SQL and nothing stored can drift from what it was computed from.

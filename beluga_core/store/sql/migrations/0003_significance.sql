@@ -1,5 +1,5 @@
 -- Migration 3: significance tests (created on demand before; a table of the schema since), see
--- schemas/store.md "Significance".
+-- docs/reference/store.md "Significance".
 --
 -- The one materialised aggregate of the store: Monte Carlo p-values cannot be a view. `beluga analyze` and
 -- the end of `beluga run` compute them in Python into significance_tests, each row recording what it was

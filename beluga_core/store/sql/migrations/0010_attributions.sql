@@ -1,4 +1,4 @@
--- Migration 10: token attributions (README, "Attributions").
+-- Migration 10: token attributions (docs/guides/attributions.md).
 --
 -- How an input is tokenized, once per (tokenizer, input): its text (a string, or a [first, second] pair), the
 -- tokens, their character offsets into the text of their segment ([0, 0] for special tokens), their segment

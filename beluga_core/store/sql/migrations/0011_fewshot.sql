@@ -1,4 +1,4 @@
--- Migration 11: few-shot ranking of models on groups they never saw (README "Ranking models").
+-- Migration 11: few-shot ranking of models on groups they never saw (docs/guides/ranking.md).
 --
 -- The probe pools of a run ([fewshot]): per split, held-out level and group, the cases (kept T_train ∪ T_val of
 -- the group) every candidate model predicts before its weights are discarded.

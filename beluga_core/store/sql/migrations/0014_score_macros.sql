@@ -1,5 +1,5 @@
 -- Migration 14: the score formulas, each defined once as a macro that every view needing it calls
--- (docs/method.md "Scores"; schemas/store.md "Macros"). Macros live in the store's catalog like the views, so any
+-- (docs/method.md "Scores"; docs/reference/store.md "Macros"). Macros live in the store's catalog like the views, so any
 -- DuckDB client reads the views, or calls the macros itself, with nothing of beluga installed.
 --
 -- Unlike a view, which every open re-creates, a macro is schema: a changed definition is a new migration (CREATE OR

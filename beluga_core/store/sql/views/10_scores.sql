@@ -1,4 +1,4 @@
--- beluga result store: every aggregate, as plain SQL views (see schemas/store.md).
+-- beluga result store: every aggregate, as plain SQL views (see docs/reference/store.md).
 --
 -- Readable by any DuckDB client with nothing of beluga installed. The writer re-creates these views each
 -- time it opens a store, so a fixed definition reaches old stores without a schema migration.

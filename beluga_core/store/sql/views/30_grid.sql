@@ -1,4 +1,4 @@
--- Hyper-parameter search (schemas/store.md, "Grid search"). A "selection key" is (task, suite, model_name,
+-- Hyper-parameter search (docs/reference/store.md, "Grid search"). A "selection key" is (task, suite, model_name,
 -- config, method, seed, split_seed, variant, scope_level, scope_group): the grid points one selection chooses among.
 
 -- T_val pass rate of every scoring group, per done grid point (skips left out, as pass_rates).

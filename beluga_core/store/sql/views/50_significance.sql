@@ -1,4 +1,4 @@
--- Significance views (schemas/store.md "Significance"): re-created on every open, as the other views.
+-- Significance views (docs/reference/store.md "Significance"): re-created on every open, as the other views.
 
 -- What a comparison arm (a scenario key) is computed from: its done models and the model its s_iid comes
 -- from, each with its finished_at (a re-trained or replaced model gets a new one), and the task's G

@@ -1,4 +1,4 @@
--- Replicates (docs/method.md, "Replicates"; schemas/store.md "Replicates"): the seeds of a cell are its
+-- Replicates (docs/method.md, "Replicates"; docs/reference/store.md "Replicates"): the seeds of a cell are its
 -- replicates. A *cell* is a scenario key without its seed.
 
 -- What a cell is computed from: per seed, its significance_inputs digest (its done models and the model its

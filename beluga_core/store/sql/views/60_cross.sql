@@ -1,4 +1,4 @@
--- Cross-suite evaluation and the only:LEVEL scenarios (schemas/store.md "Cross-suite evaluation").
+-- Cross-suite evaluation and the only:LEVEL scenarios (docs/reference/store.md "Cross-suite evaluation").
 --
 -- A model's outcomes on an eval suite are in cross_outcomes. Its "basis" (mapped_level) says which of them a
 -- row counts: NULL = every eval case it was evaluated on; a level L = the eval cases mapped to a training

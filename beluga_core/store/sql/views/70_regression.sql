@@ -1,4 +1,4 @@
--- Regression between model versions (schemas/store.md "Regression"): negative flips of every model against its
+-- Regression between model versions (docs/reference/store.md "Regression"): negative flips of every model against its
 -- old model, on D_test and on the suite's T_test cases, and the same for any two model ids (table macros).
 --
 -- NFR = (old right, new wrong) / n, PFR = (old wrong, new right) / n, Δacc = PFR − NFR = acc_new − acc_old,

@@ -1,4 +1,4 @@
--- Token attributions (schemas/store.md "Attributions"): per token, per word, and per word over a scoring group's
+-- Token attributions (docs/reference/store.md "Attributions"): per token, per word, and per word over a scoring group's
 -- failing cases (the report's section).
 
 -- One row per attributed token: its position, string, character offsets, segment, word and score.

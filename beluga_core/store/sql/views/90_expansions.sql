@@ -1,4 +1,4 @@
--- Seeds and their expansions (schemas/store.md "Seeds and expansions"): a generated case whose meta.note.seed is
+-- Seeds and their expansions (docs/reference/store.md "Seeds and expansions"): a generated case whose meta.note.seed is
 -- the first input of another case of its suite and scoring group was made from that case by inserting words
 -- (the s2lct generator's expansions). Per model, an expansion that fails while its seed passes is a
 -- pass-to-fail: a failure the seed alone would not have shown (S²LCT's #pass-to-fail).

@@ -1,4 +1,4 @@
--- Few-shot ranking (beluga rank; schemas/store.md "Few-shot ranking"): per pair, per group and per level.
+-- Few-shot ranking (beluga rank; docs/reference/store.md "Few-shot ranking"): per pair, per group and per level.
 
 -- Whether a stored ranking is stale: a candidate model of a store ranking was re-trained, failed or deleted since.
 CREATE OR REPLACE VIEW fewshot_status AS
