@@ -2,12 +2,13 @@
 (about 80 s of training on 2 CPU cores, fp32, deterministic), killed inside its training and resumed.
 
 - **fold**: SIGKILL `beluga run` at ``--kills`` random moments of the fold's training, with an explicit
-  interval (``--every``, default "5 s"), resuming each time. A moment is drawn uniformly over the next three
-  intervals after the run starts training, so that kills land before, between and after saves. Prints per kill
-  the checkpoint's step, the work lost (from the last save, or from the attempt's start when it saved nothing,
-  to the kill) and the bound it must stay within: one interval plus one save plus the load time (reading and
-  checking the checkpoint, measured here). The final store must equal an uninterrupted run's bit for bit, and
-  no checkpoint may be left behind.
+  interval (``--every``, default "5 s"), resuming each time. A moment: once the attempt has saved 1 or 2
+  checkpoints (drawn), a uniform time within 1.5 intervals after that save, so kills land before and after the
+  next save. Prints per kill the checkpoint's step and the work lost: the training since the last save plus
+  the load time (reading and checking the checkpoint, measured here), against its bound: one interval plus the
+  load (and a save's time). The start-up of each resumed process (imports, the model) is not training and is
+  not counted. The final store must equal an uninterrupted run's bit for bit, and no checkpoint may be left
+  behind.
 - **fold-cost**: the same fold uninterrupted with ``checkpoint_every = "auto"`` and with "off", alternated
   ``--pairs`` times: the models' recorded training seconds, the saves the auto runs made (the checkpoint file's
   rewrites, polled) and the cost ratio with the spread over pairs.
@@ -98,12 +99,20 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
     load = float("nan")
     for k in range(kills):
         run = Run(config, store)
-        while run.alive() and run.first(r"running \d+") is None:
-            time.sleep(0.05)
-        begun = time.time()
-        before = checkpoint_of(store)
-        before_mtime = before.stat().st_mtime if before else None
-        deadline = begun + rng.uniform(0, 3 * interval.every)
+        # The moment: once this attempt has saved 1 or 2 checkpoints (drawn), a uniform time within one and a
+        # half intervals after that save; so the kill lands in training, before or after the next save.
+        saves_wanted = rng.choice([1, 2])
+        seen: list[float] = []
+        first = checkpoint_of(store)
+        last_mtime = first.stat().st_mtime if first else None
+        while run.alive() and len(seen) < saves_wanted:
+            path = checkpoint_of(store)
+            with contextlib.suppress(OSError):
+                if path is not None and path.stat().st_mtime != last_mtime:
+                    last_mtime = path.stat().st_mtime
+                    seen.append(last_mtime)
+            time.sleep(0.02)
+        deadline = time.time() + rng.uniform(0, 1.5 * interval.every)
         while run.alive() and time.time() < deadline:
             time.sleep(0.01)
         if not run.alive():
@@ -113,23 +122,15 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
         run.kill()
         landed += 1
         path = checkpoint_of(store)
-        if path is None:
-            say(f"  kill {k + 1:2d}: at {killed - begun:5.1f} s into the attempt, before any checkpoint (lost "
-                f"≤ {killed - begun:.1f} s: start-up and training since the run's start)")
-            lost.append(killed - begun)
-            bounds.append(interval.every)
-            continue
+        assert path is not None, "a save was seen in this attempt"
         meta = ck.peek(path)
-        mtime = path.stat().st_mtime
-        saved_now = before_mtime is None or mtime > before_mtime
-        since = killed - (mtime if saved_now else begun)
+        since = killed - path.stat().st_mtime
         load = load_seconds(path)
-        bound = interval.every + load + 1.0   # one interval, the load, and a save's time (≤ 1 s here)
-        lost.append(since)
-        bounds.append(bound)
-        say(f"  kill {k + 1:2d}: {killed - begun:5.1f} s into the attempt; checkpoint at step {meta['step']} of "
-            f"{meta['n_steps']} ({'saved in this attempt' if saved_now else 'the one it resumed from'}); "
-            f"work lost {since:.1f} s (bound {bound:.1f} s: interval + load {load:.2f} s + save)")
+        lost.append(since + load)
+        bounds.append(interval.every + load + 1.0)   # one interval and the load (and a save's time, ≤ 1 s here)
+        say(f"  kill {k + 1:2d}: {killed - run.started:5.1f} s after the run started, {len(seen)} save(s) in this "
+            f"attempt; checkpoint at step {meta['step']} of {meta['n_steps']}; training since it {since:.1f} s + "
+            f"load {load:.2f} s = {since + load:.1f} s lost (bound {bounds[-1]:.1f} s)")
     final = Run(config, store)
     code = final.wait()
     resumed = [line for _, line in final.lines if "resumed from its checkpoint" in line]
