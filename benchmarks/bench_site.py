@@ -22,11 +22,13 @@ system's file cache is not dropped, which needs root). Browser start-up is not p
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from harness import REPO, machine, run_config
 from scipy import stats
@@ -74,11 +76,11 @@ def build_large_store(path: Path, n_cases: int, n_groups: int) -> int:
         con.execute(f"""
             INSERT INTO case_specs
             SELECT suite, case_id, json_object('id', case_id, 'test_type', test_type, 'groups', groups,
-                       'inputs', [concat('The ', {words['noun']}[hash(case_id, 1) % 10 + 1], ' was ',
-                                         {words['adv']}[hash(case_id, 2) % 10 + 1], ' ',
-                                         {words['adj']}[hash(case_id, 3) % 10 + 1], ' and the ',
-                                         {words['noun']}[hash(case_id, 4) % 10 + 1], ' ',
-                                         {words['adj']}[hash(case_id, 5) % 10 + 1], '.')],
+                       'inputs', [concat('The ', {words['noun']}[(hash(case_id, 1) % 10)::BIGINT + 1], ' was ',
+                                         {words['adv']}[(hash(case_id, 2) % 10)::BIGINT + 1], ' ',
+                                         {words['adj']}[(hash(case_id, 3) % 10)::BIGINT + 1], ' and the ',
+                                         {words['noun']}[(hash(case_id, 4) % 10)::BIGINT + 1], ' ',
+                                         {words['adj']}[(hash(case_id, 5) % 10)::BIGINT + 1], '.')],
                        'label', CASE WHEN gold IS NULL THEN NULL ELSE gold::INTEGER END,
                        'expectation', CASE WHEN gold IS NULL THEN json_object('kind', 'inv')
                                            ELSE json_object('kind', 'eq', 'target', 'label') END)
@@ -158,19 +160,26 @@ def pages(site: Path) -> dict[str, str]:
     out[f"group ({g['n_cases']:,} cases)"] = f"#/group/{suite['si']}/{g['gi']}?arm={arms[-1]}"
     out["group, failing only"] = f"#/group/{suite['si']}/{g['gi']}?arm={arms[-1]}&fail=1"
     out["case"] = f"#/case/{suite['si']}/{g['gi']}/{g['chunks'] - 1}/0"
-    out["search (all cases)"] = f"#/search/{suite['si']}?q=the"
+    out["search, a common word"] = f"#/search/{suite['si']}?q=the"
+    # A term only the last case holds: its first row is painted after every chunk of the suite was read.
+    last = max(suite["groups"], key=lambda x: x["gi"])
+    _, chunk = read_shard(site / "data" / f"s{suite['si']}" / f"g{last['gi']}-{last['chunks'] - 1}.js")
+    out["search, the last case's id (reads all)"] = f"#/search/{suite['si']}?q={quote(chunk['cases'][-1][0])}"
     out["flips (all cases)"] = f"#/flips/{suite['si']}?a={arms[0]}&b={arms[-1]}"
     return out
 
 
 def measure(name: str, site: Path, summary: SiteSummary, reps: int) -> None:
     print(f"\n{name}: {summary.line()}")
+    # The machine may be shared: the load says how much else ran beside the measurement.
+    print("  load average (1, 5, 15 min) before measuring: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
     for label, route in pages(site).items():
         times = []
         for _ in range(reps):
             with Browser() as browser:
                 times.append(browser.open(site, route))
         print(f"  first rows painted, {label:<36} {ci(times)}")
+    print("  load average after: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
 
 
 def main() -> None:
@@ -208,7 +217,10 @@ def main() -> None:
     large = work / f"large-{args.cases}.duckdb"
     if not large.exists():
         started = time.perf_counter()
-        n = build_large_store(large, args.cases, args.groups)
+        partial = large.with_suffix(".partial")     # renamed when whole: a failed build is never reused
+        partial.unlink(missing_ok=True)
+        n = build_large_store(partial, args.cases, args.groups)
+        partial.rename(large)
         print(f"\n(b) wrote the synthetic store: {args.cases:,} cases, {n:,} outcome rows, "
               f"{large.stat().st_size / 1e6:.0f} MB, in {time.perf_counter() - started:.0f} s")
     site = work / "site-large"

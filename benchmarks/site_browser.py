@@ -69,12 +69,14 @@ class Browser:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def open(self, site: Path, route: str = "") -> float:
-        """Load the site's page at ``route`` (a hash route, e.g. "#/group/0/3"); returns the milliseconds from
-        the navigation's start to the page's first rows on screen (the page's ``beluga:painted`` mark)."""
+    def open(self, site: Path | str, route: str = "") -> float:
+        """Load the site's page at ``route`` (a hash route, e.g. "#/group/0/3"); ``site`` is the site's folder
+        (opened from file://) or the URL of its index.html. Returns the milliseconds from the navigation's start to
+        the page's first rows on screen (the page's ``beluga:painted`` mark)."""
         # A load that only changes the hash is a same-document navigation: forget the last page's mark first.
         self.driver.execute_script("document.body && document.body.removeAttribute('data-painted')")
-        self.driver.get((site / "index.html").resolve().as_uri() + route)
+        url = site if isinstance(site, str) else (site / "index.html").resolve().as_uri()
+        self.driver.get(url + route)
         return self.wait_painted()
 
     def wait_painted(self, timeout: float = 60.0) -> float:

@@ -10,10 +10,13 @@ the walk's screenshots into DIR (benchmarks/bench_site.py --screenshots does it 
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +136,27 @@ def test_a_real_chromium_walks_heatmap_to_a_failing_case(real_site: Path, sentim
     chosen = next(r for r in walk.rows if r["model"] == manifest["arms"][arm]["label"])
     assert chosen["outcome"] == "fail"     # the failing case of the cell's own models
     assert all(t < 10_000 for t in walk.times_ms.values()), walk.times_ms
+
+
+def test_the_same_site_works_from_a_static_http_server(real_site: Path) -> None:
+    reason = missing_reason()
+    if reason:
+        pytest.skip(reason)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(real_site))
+    handler.log_message = lambda *args: None  # type: ignore[method-assign,assignment]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+        with Browser() as browser:
+            browser.open(url)
+            assert browser.driver.find_elements("css selector", "table.heat a.heat")
+            browser.open(url, "#/case/0/0/0/0")
+            assert browser.driver.find_elements("css selector", "table.models tbody tr")
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 HOSTILE_GROUP = '<b>bold</b> "quoted" & \u202eRTL\u202c group'

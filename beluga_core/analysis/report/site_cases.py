@@ -24,7 +24,14 @@ from typing import Any
 import duckdb
 
 from beluga_core.analysis.report.report_data import SuiteLayout
-from beluga_core.core.constants import IID_CONFIG, ONLY_PREFIX, STANDARD, pair_order, scenario_order
+from beluga_core.core.constants import (
+    EXTERNAL_CONFIG,
+    IID_CONFIG,
+    ONLY_PREFIX,
+    STANDARD,
+    pair_order,
+    scenario_order,
+)
 
 CHUNK = 1000            # cases per shard: a few hundred kB with 50 arms, parsed in tens of milliseconds
 FETCH = 20_000          # rows per fetch when streaming
@@ -49,6 +56,8 @@ class Arm:
         """What the case page calls the arm's models."""
         config, scenario = self.key["config"], self.key["scenario"]
         if scenario == STANDARD:
+            if config == EXTERNAL_CONFIG:
+                return "external"
             # Another configuration scored like the IID model (an i.i.d. update, an ensemble): a model update.
             return "IID" if config == IID_CONFIG else "update"
         if scenario == "seen":

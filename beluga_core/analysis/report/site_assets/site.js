@@ -18,8 +18,10 @@ window.BELUGA = window.BELUGA || {};
   const TEXT_PREVIEW = 160;               // characters of a case's text in a list
   const OUTCOMES = { p: "pass", f: "fail", s: "skip", ".": "—" };
   const FLIPS = { n: "negative (pass → fail)", p: "positive (fail → pass)", "=": "no change", s: "skipped", ".": "—" };
-  const KIND_ORDER = ["IID", "update", "seen", "held out", "only"];
+  const KIND_ORDER = ["IID", "update", "seen", "held out", "only", "external"];
+  const AHEAD = 3;                        // chunks requested ahead of the one a case list filters
   const loading = {};
+  const scripts = {};
   let generation = 0;                     // bumped on every route change: stale scans stop
 
   // -- loading ----------------------------------------------------------------------------------------------------
@@ -35,9 +37,15 @@ window.BELUGA = window.BELUGA || {};
         else resolve(B.shards[key]);
       };
       s.onerror = function () { delete loading[key]; reject(new Error("could not load " + src)); };
+      scripts[key] = s;
       document.head.appendChild(s);
     });
     return loading[key];
+  }
+  function forget(key) {
+    delete B.shards[key];
+    delete loading[key];
+    if (scripts[key]) { scripts[key].remove(); delete scripts[key]; }
   }
   const site = function () { return B.shards.site; };
   const overview = function (st) { return load("overview/" + st, "data/overview-" + st + ".js"); };
@@ -382,25 +390,33 @@ window.BELUGA = window.BELUGA || {};
       if (page > 0) { q.page = page - 1; append(pager, link("← previous " + PAGE, route(parts, q))); }
       if (matched > (page + 1) * PAGE) { q.page = page + 1; append(pager, [" ", link("next " + PAGE + " →", route(parts, q))]); }
     }
+    const tasks = [];
+    gis.forEach(function (gi) { for (let k = 0; k < suite.groups[gi].chunks; k++) tasks.push([gi, k]); });
+    // Chunks are read in order, a few ahead of the one being filtered (the browser loads them side by side); a
+    // long scan forgets what it has filtered, so a search over 200,000 cases holds a few chunks at a time.
+    const release = tasks.length > 2 * AHEAD;
     let chain = Promise.resolve();
-    gis.forEach(function (gi) {
-      for (let k = 0; k < suite.groups[gi].chunks; k++) {
-        chain = chain.then(function () {
+    tasks.forEach(function (t, i) {
+      const gi = t[0], k = t[1];
+      chain = chain.then(function () {
+        if (my !== generation) return;
+        for (let j = i + 1; j <= i + AHEAD && j < tasks.length; j++) {
+          chunkShard(suite.si, tasks[j][0], tasks[j][1]).catch(function () { /* reported when its turn comes */ });
+        }
+        return chunkShard(suite.si, gi, k).then(function (chunk) {
           if (my !== generation) return;
-          return chunkShard(suite.si, gi, k).then(function (chunk) {
-            if (my !== generation) return;
-            chunk.cases.forEach(function (c, row) {
-              const ab = keep(c, chunk, row);
-              if (!ab) return;
-              if (matched >= page * PAGE && matched < (page + 1) * PAGE) append(tbody, caseRow(suite.si, gi, k, row, c, ab));
-              matched += 1;
-            });
-            scanned += chunk.cases.length;
-            if (!shown && (matched >= (page + 1) * PAGE || scanned === total)) { shown = true; painted("cases", main); }
-            update(scanned === total);
+          chunk.cases.forEach(function (c, row) {
+            const ab = keep(c, chunk, row);
+            if (!ab) return;
+            if (matched >= page * PAGE && matched < (page + 1) * PAGE) append(tbody, caseRow(suite.si, gi, k, row, c, ab));
+            matched += 1;
           });
+          scanned += chunk.cases.length;
+          if (release) forget("chunk/" + suite.si + "/" + gi + "/" + k);
+          if (!shown && (matched >= (page + 1) * PAGE || scanned === total)) { shown = true; painted("cases", main); }
+          update(scanned === total);
         });
-      }
+      });
     });
     return chain.then(function () {
       if (my !== generation) return;
@@ -549,7 +565,8 @@ window.BELUGA = window.BELUGA || {};
         });
         append(main, [el("h2", null, "Every model on this case"),
           note("IID: the i.i.d. baseline; update: another configuration scored like it; seen: trained on the suite's T_train; " +
-            "held out: the fold that held this case's group out. Attributions: green pushes towards the class named, red away."),
+            "held out: the fold that held this case's group out; only: trained on one group alone; external: a model " +
+            "checked with `beluga suite check --store`. Attributions: green pushes towards the class named, red away."),
           el("div", { class: "scroll" }, el("table", { class: "models" }, el("thead", null, el("tr", null, head.map(function (h) { return el("th", null, h); }))),
             el("tbody", null, body)))]);
         painted("case", main);
