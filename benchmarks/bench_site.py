@@ -178,7 +178,7 @@ def measure(name: str, site: Path, summary: SiteSummary, reps: int) -> None:
         for _ in range(reps):
             with Browser() as browser:
                 times.append(browser.open(site, route))
-        print(f"  first rows painted, {label:<36} {ci(times)}")
+        print(f"  first rows painted, {label:<42} {ci(times)}")
     print("  load average after: " + ", ".join(f"{x:.1f}" for x in os.getloadavg()))
 
 

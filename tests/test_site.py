@@ -17,6 +17,7 @@ import os
 import re
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,15 @@ def test_the_site_holds_every_outcome_of_the_store_and_its_pass_rates(real_site:
     store = sentiment_store[0]
     _, manifest = read_shard(real_site / "data" / "site.js")
     assert site_facts(real_site) == store_facts(store, manifest)
+    # The search index holds every case of the chunks, in their order.
+    for suite in manifest["suites"]:
+        _, shard = read_shard(real_site / "data" / f"suite-{suite['si']}.js")
+        index = [row for n in range(shard["text_shards"])
+                 for row in read_shard(real_site / "data" / f"s{suite['si']}" / f"t{n}.js")[1]]
+        chunks = [[g["gi"], k, row, *c[:4]] for g in suite["groups"] for k in range(g["chunks"])
+                  for row, c in enumerate(read_shard(real_site / "data" / f"s{suite['si']}" / f"g{g['gi']}-{k}.js")[1]
+                                          ["cases"])]
+        assert index == chunks and len(index) == suite["n_cases"]
     # Per-arm pass rates are the pass_rates view's rows, as they are.
     arm_of = {a["i"]: a for a in manifest["arms"]}
     with duckdb.connect(str(store), read_only=True) as con:
@@ -222,6 +232,11 @@ def test_hostile_case_text_renders_inert_and_readable(tmp_path: Path) -> None:
         listed = driver.execute_script("return [...document.querySelectorAll('table.cases tbody tr')]"
                                        ".map(tr => tr.cells[0].textContent)")
         assert listed == ["h-script"]
+        browser.open(out, "#/search/0?q=%3Cscript%3E")       # the suite's search index, then the rows' chunks
+        time.sleep(0.3)                                       # the outcome cells fill in from the chunks
+        listed = driver.execute_script("return [...document.querySelectorAll('table.cases tbody tr')]"
+                                       ".map(tr => [...tr.cells].map(td => td.textContent))")
+        assert listed == [["h-script", HOSTILE["h-script"], "MFT", "positive", "fail negative"]]
         for row, cid in enumerate(c[0] for c in chunk["cases"]):
             browser.open(out, f"#/case/0/{gi}/0/{row}")
             shown = driver.execute_script("return [...document.querySelectorAll('div.text.full')]"

@@ -55,6 +55,9 @@ from beluga_core.core.errors import BelugaError
 ASSETS = Path(__file__).with_name("site_assets")
 ASSET_FILES = ("site.js", "site.css")
 MARKER = Path("data") / "site.js"       # what makes a folder a beluga site (replaced by the next build)
+# Cases per search-index shard: a search over a whole suite reads the cases' text only (about a third of the
+# chunks' bytes: no outcome strings), 20,000 cases (a few MB) per file.
+TEXT_CHUNK = 20_000
 TableCell = str | list[str] | None      # text, or [text, href]
 
 
@@ -191,9 +194,15 @@ def _suite_shards(shards: CaseShards, suite: SuiteInfo, datas: list[ReportData],
     probs = shards.probabilities(suite)
     attrs = shards.attributions(suite)
     extras: dict[str, str] = {}
+    text: list[list[Any]] = []          # the search index: the cases without their models' outcomes
+    n_text = 0
     for (gi, chunk), cases in shards.cases(suite):
         write_shard(root, f"data/s{suite.index}/g{gi}-{chunk}.js", f"chunk/{suite.index}/{gi}/{chunk}",
                     {"cases": cases, "arms": strings.get((gi, chunk), {})})
+        text += [[gi, chunk, row, c[0], c[1], c[2], c[3]] for row, c in enumerate(cases)]
+        while len(text) >= TEXT_CHUNK:
+            write_shard(root, f"data/s{suite.index}/t{n_text}.js", f"text/{suite.index}/{n_text}", text[:TEXT_CHUNK])
+            text, n_text = text[TEXT_CHUNK:], n_text + 1
         flags = ""
         if (gi, chunk) in probs:
             write_shard(root, f"data/s{suite.index}/p{gi}-{chunk}.js", f"probs/{suite.index}/{gi}/{chunk}",
@@ -205,9 +214,12 @@ def _suite_shards(shards: CaseShards, suite: SuiteInfo, datas: list[ReportData],
             flags += "x"
         if flags:
             extras[f"{gi}-{chunk}"] = flags
+    if text:
+        write_shard(root, f"data/s{suite.index}/t{n_text}.js", f"text/{suite.index}/{n_text}", text)
+        n_text += 1
     write_shard(root, f"data/suite-{suite.index}.js", f"suite/{suite.index}",
                 {"pass_rates": shards.pass_rates(suite), "summary": _group_summary(suite, datas, arms),
-                 "extras": extras})
+                 "extras": extras, "text_shards": n_text})
 
 
 def _group_summary(suite: SuiteInfo, datas: list[ReportData], arms: list[Arm]) -> list[dict[str, Any]]:

@@ -52,6 +52,7 @@ window.BELUGA = window.BELUGA || {};
   const suiteShard = function (si) { return load("suite/" + si, "data/suite-" + si + ".js"); };
   const chunkShard = function (si, gi, k) { return load("chunk/" + si + "/" + gi + "/" + k, "data/s" + si + "/g" + gi + "-" + k + ".js"); };
   const probsShard = function (si, gi, k) { return load("probs/" + si + "/" + gi + "/" + k, "data/s" + si + "/p" + gi + "-" + k + ".js"); };
+  const textShard = function (si, n) { return load("text/" + si + "/" + n, "data/s" + si + "/t" + n + ".js"); };
   const attrShard = function (si, gi, k) { return load("attr/" + si + "/" + gi + "/" + k, "data/s" + si + "/x" + gi + "-" + k + ".js"); };
 
   // -- DOM ------------------------------------------------------------------------------------------------------
@@ -390,6 +391,7 @@ window.BELUGA = window.BELUGA || {};
       if (page > 0) { q.page = page - 1; append(pager, link("← previous " + PAGE, route(parts, q))); }
       if (matched > (page + 1) * PAGE) { q.page = page + 1; append(pager, [" ", link("next " + PAGE + " →", route(parts, q))]); }
     }
+    if (opts.index !== undefined && needle && !opts.fail && !opts.flips) return searchIndex();
     const tasks = [];
     gis.forEach(function (gi) { for (let k = 0; k < suite.groups[gi].chunks; k++) tasks.push([gi, k]); });
     // Chunks are read in order, a few ahead of the one being filtered (the browser loads them side by side); a
@@ -423,6 +425,47 @@ window.BELUGA = window.BELUGA || {};
       update(true);
       if (!shown) painted("cases", main);
     });
+
+    function searchIndex() {
+      // A text search over a whole suite reads the search index (the cases without outcomes), then each shown
+      // row's chunk for the chosen model's outcome.
+      let chainT = Promise.resolve();
+      for (let n = 0; n < opts.index; n++) {
+        chainT = chainT.then(function () {
+          if (my !== generation) return;
+          for (let j = n + 1; j <= n + AHEAD && j < opts.index; j++) textShard(suite.si, j).catch(function () { /* later */ });
+          return textShard(suite.si, n).then(function (rows) {
+            if (my !== generation) return;
+            rows.forEach(function (r) {
+              const c = [r[3], r[4], r[5], r[6]];
+              if (!keep(c, { arms: {} }, r[2])) return;
+              if (matched >= page * PAGE && matched < (page + 1) * PAGE) {
+                const tr = caseRow(suite.si, r[0], r[1], r[2], c, [null, null]);
+                append(tbody, tr);
+                if (armA) {
+                  chunkShard(suite.si, r[0], r[1]).then(function (chunk) {
+                    const x = armCase(chunk.arms[armA.i], r[2]);
+                    const td = tr.cells[tr.cells.length - 1];
+                    clear(td);
+                    append(td, x ? [badge(x.outcome), " ", labelName(suite, x.pred)] : "—");
+                  });
+                }
+              }
+              matched += 1;
+            });
+            scanned += rows.length;
+            forget("text/" + suite.si + "/" + n);
+            if (!shown && (matched >= (page + 1) * PAGE || scanned === total)) { shown = true; painted("cases", main); }
+            update(scanned === total);
+          });
+        });
+      }
+      return chainT.then(function () {
+        if (my !== generation) return;
+        update(true);
+        if (!shown) painted("cases", main);
+      });
+    }
   }
 
   function listOpts(query, suite, fallbackArm) {
@@ -479,7 +522,10 @@ window.BELUGA = window.BELUGA || {};
     append(main, [el("h1", null, "Cases of " + suite.name), suiteSwitch(si, "search"),
       note("Every evaluated case, group by group; the filters apply to the chosen model's outcome."),
       suiteControls(suite, query, parts, opts)]);
-    return caseList(main, suite, suite.groups.map(function (g) { return g.gi; }), query, parts, opts);
+    return suiteShard(si).then(function (sh) {
+      opts.index = sh.text_shards;
+      return caseList(main, suite, suite.groups.map(function (g) { return g.gi; }), query, parts, opts);
+    });
   }
 
   function pageFlips(main, parts, query) {
