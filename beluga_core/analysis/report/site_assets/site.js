@@ -596,7 +596,7 @@ window.BELUGA = window.BELUGA || {};
       return Promise.all([probs, attrs]).then(function (extra) {
         const p = extra[0] && extra[0][String(row)], x = extra[1] && extra[1][String(row)];
         const head = ["kind", "model", "the model (fold)", "outcome", "prediction", "flip vs its old model"];
-        if (p) head.push("probabilities per input");
+        if (p) head.push("probabilities (a span model: its answer) per input");
         if (x) head.push("stored attributions");
         const body = armsHere.map(function (ax) {
           const a = ax[0], f = ax[1];
