@@ -73,17 +73,7 @@ class ReportContent:
 
     def worst_groups(self) -> dict[tuple[str, str, str], dict[tuple[str, str], WorstGroup]]:
         """(task, suite, scenario) → pair → its worst group, for every heatmap and row (in heatmap order)."""
-        worst = {(r["task"], r["suite"], r["config"], r["method"], r["scenario"]): r for r in self.data.worst_groups}
-        out: dict[tuple[str, str, str], dict[tuple[str, str], WorstGroup]] = {}
-        for h in self.heatmaps:
-            numbers = {g.name: g.number for g in h.layout.groups}
-            per_pair = {}
-            for pair in h.rows:
-                r = worst.get((h.task, h.suite, *pair, h.shown_from.get(pair, h.scenario)))
-                per_pair[pair] = WorstGroup(None, None) if r is None else \
-                    WorstGroup(r["pass_rate"], numbers.get(r["scoring_group"]))
-            out[(h.task, h.suite, h.scenario)] = per_pair
-        return out
+        return worst_groups_of(self.data, self.heatmaps)
 
     def status_lines(self) -> list[str]:
         """What the report covers: models so far, a run in progress, significance state."""
@@ -105,8 +95,27 @@ class ReportContent:
         return lines
 
 
-def build_content(store: str | Path, figures_dir: Path, variant: str | None = None) -> ReportContent:
-    data = read_report_data(store, variant=variant)
+def worst_groups_of(data: ReportData, maps: list[Heatmap]) -> dict[tuple[str, str, str],
+                                                                   dict[tuple[str, str], WorstGroup]]:
+    """(task, suite, scenario) → pair → its worst group (the ``worst_groups`` view), for every heatmap and row of
+    ``maps`` (in their order); the Markdown / HTML reports' table and the result site's alike."""
+    worst = {(r["task"], r["suite"], r["config"], r["method"], r["scenario"]): r for r in data.worst_groups}
+    out: dict[tuple[str, str, str], dict[tuple[str, str], WorstGroup]] = {}
+    for h in maps:
+        numbers = {g.name: g.number for g in h.layout.groups}
+        per_pair = {}
+        for pair in h.rows:
+            r = worst.get((h.task, h.suite, *pair, h.shown_from.get(pair, h.scenario)))
+            per_pair[pair] = WorstGroup(None, None) if r is None else \
+                WorstGroup(r["pass_rate"], numbers.get(r["scoring_group"]))
+        out[(h.task, h.suite, h.scenario)] = per_pair
+    return out
+
+
+def build_content(store: str | Path, figures_dir: Path, variant: str | None = None,
+                  data: ReportData | None = None) -> ReportContent:
+    """Everything the report shows; ``data``: the store's rows when already read (the result site reads them once)."""
+    data = data if data is not None else read_report_data(store, variant=variant)
     cross, only = build_cross_tables(data), build_only_matrices(data)
     regression, nfr_figures = build_regression(data)
     return ReportContent(data, build_table3(data), write_heatmaps(data, figures_dir), degeneracy_rows(data),

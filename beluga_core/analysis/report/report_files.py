@@ -5,20 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from beluga_core.analysis.report.content import ReportContent, build_content
+from beluga_core.analysis.report.report_data import ReportData
 
 FORMATS = ("md", "html")
 FIGURES_DIR = "figures"
 
 
-def write_report(store: str | Path, out_dir: str | Path, fmt: str,
-                 variant: str | None = None) -> tuple[Path, ReportContent]:
+def write_report(store: str | Path, out_dir: str | Path, fmt: str, variant: str | None = None,
+                 data: ReportData | None = None) -> tuple[Path, ReportContent]:
     """Write ``report.md`` (figures linked) or ``report.html`` (figures embedded) and the figures (PNG and SVG
     under ``figures/``) into ``out_dir``; returns the report's path and what it shows."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    content = build_content(store, out / FIGURES_DIR, variant)
+    content = build_content(store, out / FIGURES_DIR, variant, data)
     if fmt == "md":
         from beluga_core.analysis.report.markdown import render_markdown
 
