@@ -1,14 +1,14 @@
 """Checkpoint drills (``run_drills.py fold | fold-cost | ray-fold``): one fold of benchmarks/drills/fold.toml
-(about 80 s of training on 2 CPU cores, fp32, deterministic), killed inside its training and resumed.
+(300 steps, about 3 minutes of training on 2 CPU cores in fp32, deterministic), killed inside its training and resumed.
 
 - **fold**: SIGKILL `beluga run` at ``--kills`` random moments of the fold's training, with an explicit
   interval (``--every``, default "5 s"), resuming each time. A moment: once the attempt has saved 1 or 2
   checkpoints (drawn), a uniform time within 1.5 intervals after that save, so kills land before and after the
   next save. Prints per kill the checkpoint's step and the work lost: the training since the last save plus
-  the load time (reading and checking the checkpoint, measured here), against its bound: one interval plus the
-  load (and a save's time). The start-up of each resumed process (imports, the model) is not training and is
-  not counted. The final store must equal an uninterrupted run's bit for bit, and no checkpoint may be left
-  behind.
+  the load time (reading and checking the checkpoint, measured here), against its bound: one interval, plus
+  one step and a save's time (the next save starts at the first step boundary an interval after the last one
+  ended), plus the load. The start-up of each resumed process (imports, the model) is not training and is not
+  counted. The final store must equal an uninterrupted run's bit for bit, and no checkpoint may be left behind.
 - **fold-cost**: the same fold uninterrupted with ``checkpoint_every = "auto"`` and with "off", alternated
   ``--pairs`` times: the models' recorded training seconds, the saves the auto runs made (the checkpoint file's
   rewrites, polled) and the cost ratio with the spread over pairs.
@@ -34,6 +34,7 @@ from run_drills import DRILLS, Run, digest, result_line, say, store_check
 from beluga_core.training import checkpoints as ck
 
 FOLD = DRILLS / "fold.toml"
+FOLD_STEPS = 300   # fold.toml's one training: 4,800 examples in batches of 16
 
 
 def fold_config(out: Path, name: str, every: str, executor: str = "local", options: str = "") -> Path:
@@ -74,6 +75,16 @@ def load_seconds(path: Path) -> float:
     return time.perf_counter() - started
 
 
+def save_seconds(path: Path) -> float:
+    """What one save of this state takes: encoding it and writing it atomically (as the worker does)."""
+    tensors, meta = ck.decode(path.read_bytes(), path.name.removesuffix(".safetensors"))
+    started = time.perf_counter()
+    ck.FolderCheckpoints(path.parent / "timing").save("timing", ck.encode(tensors, meta))
+    seconds = time.perf_counter() - started
+    shutil.rmtree(path.parent / "timing", ignore_errors=True)
+    return seconds
+
+
 def reference(out: Path) -> tuple[Path, float]:
     store = out / "fold-reference.duckdb"
     fresh(store)
@@ -91,6 +102,7 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
     if interval.mode != "seconds":
         raise SystemExit("the fold drill needs an interval in seconds (--every \"5 s\")")
     ref, work = reference(out)
+    step_s = work / FOLD_STEPS   # a save is due at a step boundary: the interval is checked between steps
     config = fold_config(out, "fold", every)
     store = out / "fold.duckdb"
     fresh(store)
@@ -125,12 +137,15 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
         assert path is not None, "a save was seen in this attempt"
         meta = ck.peek(path)
         since = killed - path.stat().st_mtime
-        load = load_seconds(path)
+        load, save = load_seconds(path), save_seconds(path)
         lost.append(since + load)
-        bounds.append(interval.every + load + 1.0)   # one interval and the load (and a save's time, ≤ 1 s here)
+        # The next save starts at the first step boundary one interval after the last one ended, and is on disk a
+        # save's time later.
+        bounds.append(interval.every + step_s + save + load)
         say(f"  kill {k + 1:2d}: {killed - run.started:5.1f} s after the run started, {len(seen)} save(s) in this "
             f"attempt; checkpoint at step {meta['step']} of {meta['n_steps']}; training since it {since:.1f} s + "
-            f"load {load:.2f} s = {since + load:.1f} s lost (bound {bounds[-1]:.1f} s)")
+            f"load {load:.2f} s = {since + load:.1f} s lost (bound {bounds[-1]:.1f} s: interval + a step "
+            f"{step_s:.2f} s + save {save:.2f} s + load)")
     final = Run(config, store)
     code = final.wait()
     resumed = [line for _, line in final.lines if "resumed from its checkpoint" in line]
