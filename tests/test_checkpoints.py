@@ -278,7 +278,8 @@ def test_the_dry_run_shows_each_jobs_interval_and_the_disk_checkpoints_take(
     assert "off: method vanilla does not say what its state is" in " ".join(out.split())
 
 
-def test_store_info_lists_the_checkpoints_in_flight(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_store_info_lists_the_checkpoints_in_flight(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from helpers import run_cli
 
     from beluga_core.store.writer import StoreWriter
@@ -290,8 +291,27 @@ def test_store_info_lists_the_checkpoints_in_flight(tmp_path: Path, capsys: pyte
     folder.mkdir(parents=True)
     (folder / "0123456789abcdef.safetensors").write_bytes(blob)
     (folder / "fedcba9876543210.safetensors").write_bytes(blob[:100])
+    (folder / "aaaaaaaaaaaaaaaa.safetensors").write_bytes(blob[:-100])   # its header whole, its tensors cut
+    monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run_cli(capsys, "store", "info", store)
     assert code == 0, out
-    assert "checkpoints in flight: 2" in out
+    assert "checkpoints in flight: 3" in out
     assert re.search(r"0123456789ab: step 2 of \d+, [\d.]+ KB, written 20\d\d-", out), out
-    assert "fedcba987654: unreadable: not a safetensors file, or cut short" in out
+    out = " ".join(out.split())
+    assert "fedcba987654: unusable, the next run discards it: not a safetensors file, or cut short" in out
+    assert f"aaaaaaaaaaaa: unusable, the next run discards it: cut short ({len(blob) - 100:,} of {len(blob):,}" in out
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("true", 'not true / false (for no checkpoints: "off")'), ("false", "not true / false"),
+    ("0", 'must be ≥ 1 (for no checkpoints: "off")'), ("1.5", 'a time ("90 s", "5 min"), "auto" or "off"'),
+    ('"5 parsecs"', "unknown unit 'parsecs': use steps, s, min or h")])
+def test_a_bad_interval_in_a_config_names_the_field_and_what_it_takes(value: str, says: str, tmp_path: Path) -> None:
+    from beluga_core.config.load import parse_config
+    from beluga_core.core.errors import BelugaError
+
+    text = f'name = "t"\n[[tasks]]\nname = "sentiment"\nsuite = "builtin:sentiment"\niid = "builtin:sst2"\n' \
+           f"[executor]\ncheckpoint_every = {value}\n"
+    with pytest.raises(BelugaError) as err:
+        parse_config(text, tmp_path / "t.toml")
+    assert err.value.field == "executor.checkpoint_every" and says in str(err.value), str(err.value)

@@ -49,9 +49,11 @@ def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB f
     checkpoints = i["checkpoints"]
     if checkpoints:
         console.print(f"checkpoints in flight: {len(checkpoints)}, {_size(sum(c['bytes'] for c in checkpoints))} "
-                      "(jobs not finished yet, or of a run that was stopped: the next run resumes them)")
+                      "(of jobs not finished: a run was stopped, or one is going on; a run with the same settings "
+                      "resumes each from it, a run with other settings has other jobs and leaves it; delete "
+                      f"{escape(str(store))}.cache/checkpoints/ to discard them)")
     for c in checkpoints:
-        where = (f"unreadable: {escape(c['error'])}" if "error" in c else
+        where = (f"unusable, the next run discards it: {escape(c['error'])}" if "error" in c else
                  (f"stage {c['stage'] + 1} of {c['n_stages']}, " if c["n_stages"] > 1 else "")
                  + f"step {c['step']} of {c['n_steps']}")
         console.print(f"  {c['job_id'][:12]}: {where}, {_size(c['bytes'])}, written {c['written']:%Y-%m-%d %H:%M:%S} "

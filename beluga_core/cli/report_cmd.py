@@ -39,7 +39,7 @@ def report(
         raise BelugaError("--compare needs --format site (two stores on one site)")
     if fmt is None:
         if out is not None:
-            raise BelugaError("--out needs --format md or --format html")
+            raise BelugaError("--out needs --format md, html or site")
         from beluga_core.analysis.report.terminal import print_g_table
 
         print_g_table(store, Console(), variant)

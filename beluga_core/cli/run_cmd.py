@@ -239,6 +239,9 @@ def _print_checkpoints(plan: Plan, tp: TaskPlan, console: Console, rates: Rates)
         table.add_row(config, method, str(len(whats)),
                       escape("; ".join(w if n == len(whats) else f"{n}: {w}" for w, n in counts.most_common())))
     console.print(table)
+    if all(w.startswith("off") for whats in groups.values() for w in whats):
+        console.print("  checkpoints: none written (no job saves one; see the table)", highlight=False)
+        return
     labels = make_task(tp.spec, tp.suite).head_labels if tp.unavailable is None else None
     params = parameter_count(tp.model, cfg.model.config_overrides, max(2, len(tp.suite.header.label_space or labels
                                                                                 or [""])))

@@ -28,35 +28,41 @@ class CheckpointEvery:
     every: float = 0.0
 
     @classmethod
-    def parse(cls, value: str | int) -> CheckpointEvery:
+    def parse(cls, value: object) -> CheckpointEvery:
         if isinstance(value, bool):
-            raise ValueError("expected a number of steps, a time such as \"90 s\", \"auto\" or \"off\"")
+            raise ValueError("expected a number of steps (500), a time (\"90 s\", \"5 min\"), \"auto\" or \"off\", "
+                             "not true / false (for no checkpoints: \"off\")")
         if isinstance(value, int):
             if value < 1:
-                raise ValueError(f"a number of steps must be ≥ 1, got {value}")
+                raise ValueError("a number of steps must be ≥ 1 (for no checkpoints: \"off\")")
             return cls("steps", value)
+        if not isinstance(value, str):
+            raise ValueError("expected a number of steps (500, \"500 steps\"), a time (\"90 s\", \"5 min\"), "
+                             "\"auto\" or \"off\"")
         text = value.strip().lower()
         if text in ("auto", "off"):
             return cls("auto" if text == "auto" else "off")
         match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", text)
         if match is None:
-            raise ValueError(f"expected a number of steps (500, \"500 steps\"), a time (\"90 s\", \"5 min\"), "
-                             f"\"auto\" or \"off\"; got {value!r}")
+            raise ValueError("expected a number of steps (500, \"500 steps\"), a time (\"90 s\", \"5 min\"), "
+                             "\"auto\" or \"off\"")
         number, unit = float(match[1]), match[2]
         if unit in ("", "step", "steps"):
             if number < 1 or number != int(number):
-                raise ValueError(f"a number of steps must be a whole number ≥ 1, got {match[1]}")
+                raise ValueError("a number of steps must be a whole number ≥ 1")
             return cls("steps", int(number))
         if unit not in _TIME_UNITS:
-            raise ValueError(f"unknown unit {unit!r} in {value!r}: use steps, s, min or h")
+            raise ValueError(f"unknown unit {unit!r}: use steps, s, min or h")
         if number <= 0:
-            raise ValueError(f"a checkpoint interval must be > 0, got {value!r}")
+            raise ValueError("a checkpoint interval must be > 0 (for no checkpoints: \"off\")")
         return cls("seconds", number * _TIME_UNITS[unit])
 
     def __str__(self) -> str:
         if self.mode in ("auto", "off"):
             return self.mode
-        return f"{int(self.every)} steps" if self.mode == "steps" else f"{self.every:g} s"
+        if self.mode == "steps":
+            return f"{int(self.every)} step{'s' if self.every != 1 else ''}"
+        return f"{self.every:g} s"
 
 
 class ModelSpec(_Strict):
@@ -242,9 +248,10 @@ class ExecutorSpec(_Strict):
         "uninterrupted one would."))
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
 
-    @field_validator("checkpoint_every")
+    @field_validator("checkpoint_every", mode="before")
     @classmethod
-    def _interval(cls, value: str | int) -> str:
+    def _interval(cls, value: object) -> str:
+        # Before pydantic's own coercion, which would read true as 1 step and 1.5 as a bad string.
         return str(CheckpointEvery.parse(value))
 
     @property

@@ -59,7 +59,8 @@ class Method(ABC):
     # leave nothing of its own behind. None, the default, is "unknown": jobs of the method train without
     # checkpoints (a killed run restarts them) rather than resume with a state the checkpoint missed. A method
     # whose state is more than attributes overrides ``state_dict`` and ``load_state_dict`` instead. A subclass
-    # inherits its base's list and adds its own attributes to it.
+    # inherits its base's tuple as it is: one with state of its own must name its base's attributes too
+    # (``state_attributes = Base.state_attributes + ("mine",)``; a subclass of vanilla starts from its ()).
     state_attributes: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:

@@ -35,6 +35,7 @@ import torch
 import beluga_core
 from beluga_core.config.schema import CheckpointEvery
 from beluga_core.contracts.methods import Method
+from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import atomic_write
 
 FORMAT = "beluga-checkpoint/1"
@@ -138,11 +139,18 @@ def _length(blob: bytes) -> int:
 
 
 def peek(path: Path) -> dict[str, Any]:
-    """A checkpoint file's beluga header, reading its first bytes only (``beluga store info``)."""
+    """A checkpoint file's beluga header, reading its first bytes only (``beluga store info``); a file whose
+    length is not the one its header announces is rejected (cut short)."""
     with path.open("rb") as f:
         head = f.read(8)
         n = int.from_bytes(head, "little") if len(head) == 8 else 0
-        return read_header(head + f.read(n) if 0 < n < 2**24 else head)
+        blob = head + f.read(n) if 0 < n < 2**24 else head
+    meta = read_header(blob)
+    size, expected = path.stat().st_size, _length(blob)
+    if size != expected:
+        raise CheckpointRejected(f"cut short ({size:,} of {expected:,} bytes)" if size < expected else
+                                 f"{size - expected:,} bytes past its end")
+    return meta
 
 
 def decode(blob: bytes, job_id: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -280,11 +288,18 @@ def stage_blob(job_id: str, stage: int, n_stages: int, step: int, n_steps: int, 
     opt_state = {str(i): _split(f"optimizer/{i}", s, tensors) for i, s in opt["state"].items()}
     method_state = method.state_dict()
     assert method_state is not None, "a method without state_dict trains without checkpoints"
+    rest = _split("method", method_state, tensors)
+    try:
+        json.dumps(rest)
+    except (TypeError, ValueError) as exc:
+        raise BelugaError(f"method {type(method).__name__}: state_dict() returned a value that is neither a tensor "
+                          f"nor JSON ({exc}); a checkpoint carries tensors and JSON values only (numbers, strings, "
+                          "lists, dicts)") from None
     tensors["loop/loss_sum"] = loss_sum
     meta = {"job_id": job_id, "device": device.type, "stage": stage, "n_stages": n_stages, "step": step,
             "n_steps": n_steps, "examples": examples, "prior": list(prior),
             "optimizer": {"state": opt_state, "param_groups": opt["param_groups"]},
-            "scheduler": scheduler.state_dict(), "method": _split("method", method_state, tensors),
+            "scheduler": scheduler.state_dict(), "method": rest,
             "rng": _rng_state(tensors)}
     return encode(tensors, meta)
 

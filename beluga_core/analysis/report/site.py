@@ -102,7 +102,10 @@ def write_shard(root: Path, rel: str, key: str, obj: Any) -> None:
 
 
 def _check_out(out: Path) -> None:
-    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MARKER).exists())):
+    if out.exists() and not out.is_dir():
+        raise BelugaError("--out must be a folder (new, empty, or a site an earlier `beluga report --format site` "
+                          "wrote); this is a file", source=out)
+    if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
         raise BelugaError("--out must be a new or empty folder, or a site an earlier `beluga report --format site` "
                           "wrote (it is replaced); this one holds other files", source=out)
 
