@@ -9,6 +9,9 @@
 ``tests/test_docs.py`` fails when a committed page differs from what this module renders. To rewrite both:
 
     python -m beluga_core.cli.docs_reference
+
+Long: the two pages share the renderer of signatures, docstrings and types (reST to Markdown, annotations as
+written), and each page's generator is a handful of short functions over it.
 """
 
 from __future__ import annotations

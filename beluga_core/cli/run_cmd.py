@@ -1,4 +1,9 @@
-"""``beluga run CONFIG [--store PATH] [--dry-run]``."""
+"""``beluga run CONFIG [--store PATH] [--dry-run]``.
+
+Long: the dry run prints one section per thing a run will do (folds, grid, cross suites, kept rows, attributions,
+few-shot pools, evaluation steps, checkpoints, data availability), each reading the plan its own way; they are
+the command's output, kept beside it, and each is a short function.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""The benchmark config (TOML) that ``beluga run`` reads; pydantic models are its single source of truth."""
+"""The benchmark config (TOML) that ``beluga run`` reads; pydantic models are its single source of truth.
+
+Long: every section of the config is one model here, and this module is what the JSON Schema and the config
+reference (docs/reference/config.md) are generated from; split across modules, the reference would have to be
+assembled from them and a section could be missed.
+"""
 
 from __future__ import annotations
 

@@ -13,6 +13,9 @@ The data order is not saved: a stage's batches come from a generator seeded by t
 replays it to the saved step (cheap: batches are made, not encoded or trained). What a method keeps between
 updates travels through ``Method.state_dict`` / ``load_state_dict``; a method that does not define its state
 (``Method.checkpointable``) trains without checkpoints.
+
+Long: the file format, what a stage saves and loads, and when it saves are one contract: the format's version
+and the checks before loading guard all three together, and a change to one changes the others.
 """
 
 from __future__ import annotations

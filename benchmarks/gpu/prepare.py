@@ -51,6 +51,9 @@ NOT_CARRIED = {
     "ruff": "static checks run in CI, not on the GPU machine",
     "mypy": "static checks run in CI, not on the GPU machine",
     "ray": "the Ray executor test runs in CI on a local cluster; Ray's wheel alone is ~70 MB",
+    "mkdocs": "the docs site is built in CI; nothing of it needs a GPU",
+    "import-linter": "the layering check is static: CI runs it (tests/test_layout.py skips its lint runs without it)",
+    "selenium": "the result site's browser tests drive Chromium, which the image lacks; they skip there",
 }
 # The machine the wheels are for: the image's interpreter (README, "The image").
 MARKER_ENV = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",

@@ -13,6 +13,9 @@ most ``CHUNK`` cases, so a page paints its first rows after loading one small fi
 
 The site is built in a folder beside ``--out`` and moved into place when complete: an error leaves no
 half-written site (and an earlier site at ``--out`` stays until the new one is whole).
+
+Long: the site's data are one set of shards the page's script reads by name (overview, scenario pages, groups,
+case chunks, the search index); writing them in one module keeps the names the script expects in one place.
 """
 
 from __future__ import annotations
