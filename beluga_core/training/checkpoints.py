@@ -328,6 +328,7 @@ class JobCheckpoints:
     _stage_start: float = field(default_factory=time.perf_counter)
     _before_stage: float = 0.0   # seconds of the job's earlier stages
     _first_step: int = 0   # the stage's step when this process took it up (> 0 when resumed)
+    _last_step_end: float = field(default_factory=time.perf_counter)
 
     def resume(self, n_stages: int) -> Resume | None:
         """The job's checkpoint, checked; a bad one is discarded with a warning (None: start over)."""
@@ -356,7 +357,7 @@ class JobCheckpoints:
         self.store.discard(self.job_id)
 
     def stage_started(self, seconds_before: float, step: int = 0) -> None:
-        self._stage_start = time.perf_counter()
+        self._stage_start = self._last_step_end = time.perf_counter()
         self._before_stage = seconds_before
         self._first_step = step
 
@@ -367,7 +368,10 @@ class JobCheckpoints:
         if self.interval.mode == "steps":
             return step % int(self.interval.every) == 0
         now = time.perf_counter()
-        since = now - self._last
+        step_s, self._last_step_end = now - self._last_step_end, now
+        # Saved at the step that would otherwise carry the time since the last save past the interval: a kill then
+        # loses at most one interval of training, not an interval and a step.
+        since = now - self._last + min(step_s, now - self._last)
         if self.interval.mode == "seconds":
             return since >= self.interval.every
         in_stage = now - self._stage_start

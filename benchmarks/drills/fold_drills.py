@@ -5,10 +5,11 @@
   interval (``--every``, default "5 s"), resuming each time. A moment: once the attempt has saved 1 or 2
   checkpoints (drawn), a uniform time within 1.5 intervals after that save, so kills land before and after the
   next save. Prints per kill the checkpoint's step and the work lost: the training since the last save plus
-  the load time (reading and checking the checkpoint, measured here), against its bound: one interval, plus
-  one step and a save's time (the next save starts at the first step boundary an interval after the last one
-  ended), plus the load. The start-up of each resumed process (imports, the model) is not training and is not
-  counted. The final store must equal an uninterrupted run's bit for bit, and no checkpoint may be left behind.
+  the load time (reading and checking the checkpoint, measured here), against its bound: one interval (a save
+  is made at the step that would carry the training since the last one past it), plus the load, plus the save's
+  own time for a kill that lands while one is being written. The start-up of each resumed process (imports,
+  the model) is not training and is not counted. The final store must equal an uninterrupted run's bit for
+  bit, and no checkpoint may be left behind.
 - **fold-cost**: the same fold uninterrupted with ``checkpoint_every = "auto"`` and with "off", alternated
   ``--pairs`` times: the models' recorded training seconds, the saves the auto runs made (the checkpoint file's
   rewrites, polled) and the cost ratio with the spread over pairs.
@@ -34,7 +35,6 @@ from run_drills import DRILLS, Run, digest, result_line, say, store_check
 from beluga_core.training import checkpoints as ck
 
 FOLD = DRILLS / "fold.toml"
-FOLD_STEPS = 300   # fold.toml's one training: 4,800 examples in batches of 16
 
 
 def fold_config(out: Path, name: str, every: str, executor: str = "local", options: str = "") -> Path:
@@ -107,7 +107,6 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
     if interval.mode != "seconds":
         raise SystemExit("the fold drill needs an interval in seconds (--every \"5 s\")")
     ref, work = reference(out)
-    step_s = work / FOLD_STEPS   # a save is due at a step boundary: the interval is checked between steps
     config = fold_config(out, "fold", every)
     store = out / "fold.duckdb"
     fresh(store)
@@ -144,13 +143,13 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
         since = killed - path.stat().st_mtime
         load, save = load_seconds(path), save_seconds(path)
         lost.append(since + load)
-        # The next save starts at the first step boundary one interval after the last one ended, and is on disk a
-        # save's time later.
-        bounds.append(interval.every + step_s + save + load)
+        # A save is made at the step that would carry the training since the last one past the interval; a kill
+        # while it is being written also loses the save's own time.
+        bounds.append(interval.every + save + load)
         say(f"  kill {k + 1:2d}: {killed - run.started:5.1f} s after the run started, {len(seen)} save(s) in this "
             f"attempt; checkpoint at step {meta['step']} of {meta['n_steps']}; training since it {since:.1f} s + "
-            f"load {load:.2f} s = {since + load:.1f} s lost (bound {bounds[-1]:.1f} s: interval + a step "
-            f"{step_s:.2f} s + save {save:.2f} s + load)")
+            f"load {load:.2f} s = {since + load:.1f} s lost (bound {bounds[-1]:.1f} s: interval + save {save:.2f} s "
+            f"+ load)")
     final = Run(config, store)
     code = final.wait()
     resumed = [line for _, line in final.lines if "resumed from its checkpoint" in line]
