@@ -299,7 +299,9 @@ def stage_blob(job_id: str, stage: int, n_stages: int, step: int, n_steps: int, 
                           f"nor JSON ({exc}); a checkpoint carries tensors and JSON values only (numbers, strings, "
                           "lists, dicts)") from None
     tensors["loop/loss_sum"] = loss_sum
-    meta = {"job_id": job_id, "device": device.type, "stage": stage, "n_stages": n_stages, "step": step,
+    # saved_at: when the state was taken (wall clock), for `store info` and the drills' accounting of lost work.
+    meta = {"job_id": job_id, "device": device.type, "saved_at": time.time(), "stage": stage, "n_stages": n_stages,
+            "step": step,
             "n_steps": n_steps, "examples": examples, "prior": list(prior),
             "optimizer": {"state": opt_state, "param_groups": opt["param_groups"]},
             "scheduler": scheduler.state_dict(), "method": rest,

@@ -1,13 +1,15 @@
 """Checkpoint drills (``run_drills.py fold | fold-cost | ray-fold``): one fold of benchmarks/drills/fold.toml
-(300 steps, about 3 minutes of training on 2 CPU cores in fp32, deterministic), killed inside its training and resumed.
+(600 steps, about 2 minutes of training on 2 idle CPU cores in fp32, deterministic), killed inside its
+training and resumed.
 
 - **fold**: SIGKILL `beluga run` at ``--kills`` random moments of the fold's training, with an explicit
   interval (``--every``, default "5 s"), resuming each time. A moment: once the attempt has saved 1 or 2
   checkpoints (drawn), a uniform time within 1.5 intervals after that save, so kills land before and after the
   next save. Prints per kill the checkpoint's step and the work lost: the training since the last save plus
   the load time (reading and checking the checkpoint, measured here), against its bound: one interval (a save
-  is made at the step that would carry the training since the last one past it), plus the load, plus the save's
-  own time for a kill that lands while one is being written. The start-up of each resumed process (imports,
+  is made at the step that would carry the training since the last one past it) plus the load. A kill that
+  lands while a save is being written loses the training up to the moment that save took its state (its header,
+  written first, says when); the save's own time is no training. The start-up of each resumed process (imports,
   the model) is not training and is not counted. The final store must equal an uninterrupted run's bit for
   bit, and no checkpoint may be left behind.
 - **fold-cost**: the same fold uninterrupted with ``checkpoint_every = "auto"`` and with "off", alternated
@@ -141,15 +143,20 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
         assert path is not None, "a save was seen in this attempt"
         meta = ck.peek(path)
         since = killed - path.stat().st_mtime
+        # A kill while the next save was being written: the training lost ends where that save took its state
+        # (its header, written first, says when); the save's own time is no training.
+        for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+            with contextlib.suppress(OSError, ck.CheckpointRejected, ValueError):
+                head = tmp.read_bytes()[:1 << 20]
+                since = min(since, float(ck.read_header(head)["saved_at"]) - path.stat().st_mtime)
         load, save = load_seconds(path), save_seconds(path)
         lost.append(since + load)
-        # A save is made at the step that would carry the training since the last one past the interval; a kill
-        # while it is being written also loses the save's own time.
-        bounds.append(interval.every + save + load)
+        # A save is made at the step that would carry the training since the last one past the interval.
+        bounds.append(interval.every + load)
         say(f"  kill {k + 1:2d}: {killed - run.started:5.1f} s after the run started, {len(seen)} save(s) in this "
             f"attempt; checkpoint at step {meta['step']} of {meta['n_steps']}; training since it {since:.1f} s + "
-            f"load {load:.2f} s = {since + load:.1f} s lost (bound {bounds[-1]:.1f} s: interval + save {save:.2f} s "
-            f"+ load)")
+            f"load {load:.2f} s = {since + load:.1f} s lost (bound {bounds[-1]:.1f} s: interval + load; a save takes "
+            f"{save:.2f} s)")
     final = Run(config, store)
     code = final.wait()
     resumed = [line for _, line in final.lines if "resumed from its checkpoint" in line]
