@@ -315,3 +315,16 @@ def test_a_bad_interval_in_a_config_names_the_field_and_what_it_takes(value: str
     with pytest.raises(BelugaError) as err:
         parse_config(text, tmp_path / "t.toml")
     assert err.value.field == "executor.checkpoint_every" and says in str(err.value), str(err.value)
+
+
+def test_a_save_killed_mid_write_leaves_nothing_behind_once_the_job_saves_again(tmp_path: Path) -> None:
+    store = ck.FolderCheckpoints(tmp_path)
+    dead = tmp_path / ".job-a.safetensors.x1y2z3.tmp"   # what a SIGKILL in the middle of atomic_write leaves
+    dead.write_bytes(b"half a checkpoint")
+    other = tmp_path / ".job-b.safetensors.q9w8e7.tmp"   # another job's save, maybe in progress: not touched
+    other.write_bytes(b"")
+    store.save("job-a", b"new")
+    assert not dead.exists() and other.exists() and (tmp_path / "job-a.safetensors").read_bytes() == b"new"
+    dead.write_bytes(b"")
+    store.discard("job-a")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [other.name]

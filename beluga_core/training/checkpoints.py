@@ -79,10 +79,18 @@ class FolderCheckpoints:
         return path.read_bytes() if path.exists() else None
 
     def save(self, job_id: str, blob: bytes) -> None:
+        self._drop_partial(job_id)
         atomic_write(self.path(job_id), blob)
 
     def discard(self, job_id: str) -> None:
+        self._drop_partial(job_id)
         self.path(job_id).unlink(missing_ok=True)
+
+    def _drop_partial(self, job_id: str) -> None:
+        """Remove the half-written files of saves killed mid-write (SIGKILL skips atomic_write's clean-up): one
+        job is saved by one process at a time, so any of its temporaries is dead when a new save starts."""
+        for tmp in self.folder.glob(f".{self.path(job_id).name}.*.tmp"):
+            tmp.unlink(missing_ok=True)
 
     def job_ids(self) -> set[str]:
         return {p.name.removesuffix(".safetensors") for p in self.folder.glob("*.safetensors")}

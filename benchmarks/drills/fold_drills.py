@@ -145,7 +145,7 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
         since = killed - path.stat().st_mtime
         # A kill while the next save was being written: the training lost ends where that save took its state
         # (its header, written first, says when); the save's own time is no training.
-        for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        for tmp in (t for t in path.parent.glob(f".{path.name}.*.tmp") if t.stat().st_mtime > path.stat().st_mtime):
             with contextlib.suppress(OSError, ck.CheckpointRejected, ValueError):
                 head = tmp.read_bytes()[:1 << 20]
                 since = min(since, float(ck.read_header(head)["saved_at"]) - path.stat().st_mtime)
