@@ -328,3 +328,28 @@ def test_a_save_killed_mid_write_leaves_nothing_behind_once_the_job_saves_again(
     dead.write_bytes(b"")
     store.discard("job-a")
     assert sorted(p.name for p in tmp_path.iterdir()) == [other.name]
+
+
+def test_a_save_says_when_it_takes_the_state_before_building_it(tmp_path: Path,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    # The fold drill reads this line's time to tell the training a kill loses from the save's own time.
+    job = _job(tmp_path)
+    said: list[str] = []
+
+    def blob() -> bytes:
+        said.extend(r.getMessage() for r in caplog.records)
+        return b"state"
+
+    with caplog.at_level(logging.DEBUG, logger="beluga.checkpoints"):
+        job.save(blob)
+    assert said == ["job job-a: checkpoint 1: taking the state"]
+    assert caplog.records[-1].getMessage().startswith("job job-a: checkpoint 1 saved (5 bytes,")
+
+
+def test_a_bad_log_level_is_refused_naming_the_variable(capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BELUGA_LOG_LEVEL", "loud")
+    from helpers import run_cli
+
+    code, _, err = run_cli(capsys, "plugins", "list")
+    assert code == 2 and "BELUGA_LOG_LEVEL='loud': expected one of DEBUG" in err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 
 import typer
@@ -63,8 +65,27 @@ store_app.command("info")(export_cmd.info)
 err_console = Console(stderr=True)
 
 
+def _log_level() -> None:
+    """``BELUGA_LOG_LEVEL=DEBUG`` (or INFO, ...) shows beluga's own log lines on stderr, with the time; other
+    libraries' loggers keep their levels (transformers alone says a lot at DEBUG)."""
+    level = os.environ.get("BELUGA_LOG_LEVEL", "").strip().upper()
+    if not level:
+        return
+    if level not in logging.getLevelNamesMapping():
+        raise BelugaError(f"BELUGA_LOG_LEVEL={os.environ['BELUGA_LOG_LEVEL']!r}: expected one of DEBUG, INFO, "
+                          "WARNING, ERROR")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    for name in ("beluga", "beluga_core"):   # named loggers, and modules' getLogger(__name__)
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
+        _log_level()
         # Outside standalone mode click returns a command's `typer.Exit(code)` instead of exiting with it.
         code = app(args=argv, standalone_mode=False)
         if isinstance(code, int) and code:

@@ -41,6 +41,8 @@ from beluga_core.contracts.methods import Method
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import atomic_write
 
+log = logging.getLogger("beluga.checkpoints")
+
 FORMAT = "beluga-checkpoint/1"
 # "auto": a save every 5 % of the job's expected time, at most once per 50 save times, none under a minute.
 AUTO_SHARE = 0.05
@@ -330,7 +332,7 @@ class JobCheckpoints:
     job_id: str
     interval: CheckpointEvery
     device: torch.device
-    warn: Callable[[str], None] = field(default=logging.getLogger("beluga.checkpoints").warning)
+    warn: Callable[[str], None] = field(default=log.warning)
     saves: int = 0
     save_seconds: float = 0.0   # the last save's
     bytes_written: int = 0
@@ -392,6 +394,9 @@ class JobCheckpoints:
 
     def save(self, blob: Callable[[], bytes]) -> None:
         start = time.perf_counter()
+        # Said before the state is taken: a kill during the encoding or the write then shows where training
+        # stopped (the fold drill separates the save's own time from the training it loses).
+        log.debug("job %s: checkpoint %d: taking the state", self.job_id[:12], self.saves + 1)
         data = blob()
         try:
             self.store.save(self.job_id, data)
@@ -401,6 +406,8 @@ class JobCheckpoints:
         self.save_seconds = self._last - start
         self.saves += 1
         self.bytes_written = len(data)
+        log.debug("job %s: checkpoint %d saved (%d bytes, %.2f s)", self.job_id[:12], self.saves, len(data),
+                  self.save_seconds)
 
 
 def checkpointable(method: Method, hparams: dict[str, Any]) -> bool:

@@ -2,16 +2,16 @@
 (600 steps, about 2 minutes of training on 2 idle CPU cores in fp32, deterministic), killed inside its
 training and resumed.
 
-- **fold**: SIGKILL `beluga run` at ``--kills`` random moments of the fold's training, with an explicit
-  interval (``--every``, default "5 s"), resuming each time. A moment: once the attempt has saved 1 or 2
-  checkpoints (drawn), a uniform time within 1.5 intervals after that save, so kills land before and after the
-  next save. Prints per kill the checkpoint's step and the work lost: the training since the last save plus
-  the load time (reading and checking the checkpoint, measured here), against its bound: one interval (a save
-  is made at the step that would carry the training since the last one past it) plus the load. A kill that
-  lands while a save is being written loses the training up to the moment that save took its state (its header,
-  written first, says when); the save's own time is no training. The start-up of each resumed process (imports,
-  the model) is not training and is not counted. The final store must equal an uninterrupted run's bit for
-  bit, and no checkpoint may be left behind.
+- **fold**: SIGKILL `beluga run` at ``--kills`` random moments of the fold's training, with an explicit interval
+  (``--every``, default "5 s"), resuming each time. A moment: once the attempt has saved 1 or 2 checkpoints (drawn),
+  a uniform time within 1.5 intervals after that save, so kills land before and after the next save. Prints per kill
+  the checkpoint's step and the work lost: the training since the last save plus the load time (reading and checking
+  the checkpoint, measured here), against its bound: one interval (a save is made at the step that would carry the
+  training since the last one past it) plus the load. A kill that lands while a save is being taken or written loses
+  the training up to the moment that save took its state (the run's debug line, BELUGA_LOG_LEVEL=DEBUG, says when);
+  the save's own time is no training. The start-up of each resumed process (imports, the model) is not training and
+  is not counted. The final store must equal an uninterrupted run's bit for bit, and no checkpoint may be left
+  behind.
 - **fold-cost**: the same fold uninterrupted with ``checkpoint_every = "auto"`` and with "off", alternated
   ``--pairs`` times: the models' recorded training seconds, the saves the auto runs made (the checkpoint file's
   rewrites, polled) and the cost ratio with the spread over pairs.
@@ -116,7 +116,7 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
     landed, lost, bounds = 0, [], []
     load = float("nan")
     for k in range(kills):
-        run = Run(config, store)
+        run = Run(config, store, env={"BELUGA_LOG_LEVEL": "DEBUG"})
         # The moment: once this attempt has saved 1 or 2 checkpoints (drawn), a uniform time within one and a
         # half intervals after that save; so the kill lands in training, before or after the next save.
         saves_wanted = rng.choice([1, 2])
@@ -143,12 +143,11 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
         assert path is not None, "a save was seen in this attempt"
         meta = ck.peek(path)
         since = killed - path.stat().st_mtime
-        # A kill while the next save was being written: the training lost ends where that save took its state
-        # (its header, written first, says when); the save's own time is no training.
-        for tmp in (t for t in path.parent.glob(f".{path.name}.*.tmp") if t.stat().st_mtime > path.stat().st_mtime):
-            with contextlib.suppress(OSError, ck.CheckpointRejected, ValueError):
-                head = tmp.read_bytes()[:1 << 20]
-                since = min(since, float(ck.read_header(head)["saved_at"]) - path.stat().st_mtime)
+        # A kill while the next save was being taken or written: the training lost ends where that save took
+        # its state (the worker's debug line says when); the save's own time is no training.
+        taking = [t for t, line in run.lines if "taking the state" in line and t > path.stat().st_mtime]
+        if taking:
+            since = min(since, taking[-1] - path.stat().st_mtime)
         load, save = load_seconds(path), save_seconds(path)
         lost.append(since + load)
         # A save is made at the step that would carry the training since the last one past the interval.
