@@ -7,10 +7,15 @@ users do not have it, so tests that need it skip with a clear reason when it is 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from helpers import ShippedTinyRuns
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,3 +100,17 @@ def executors_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("executors") / "local.duckdb"
     run_benchmark(DATA / "tiny-executors.toml", store)
     return store
+
+
+@pytest.fixture(scope="session")
+def shipped_tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> ShippedTinyRuns:
+    """The shipped configs run ``--tiny``, each at most once per session (see ``helpers.ShippedTinyRuns``)."""
+    from helpers import ShippedTinyRuns
+
+    work = tmp_path_factory.mktemp("shipped-tiny")
+    (work / "benchmarks").mkdir()
+    for config in (REPO_ROOT / "benchmarks").glob("*.toml"):
+        if not config.name.startswith("."):   # a benchmark script's forced copy, not a shipped config
+            shutil.copy(config, work / "benchmarks")
+    (work / "runs").mkdir()
+    return ShippedTinyRuns(work)

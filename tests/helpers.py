@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +171,57 @@ def doc_blocks(language: str, tag: str = "", page: str | None = None) -> list[st
 def docs_text() -> str:
     """The README and every page of the documentation site, as one text (for tests that look for a sentence)."""
     return "\n".join(path.read_text(encoding="utf-8") for path in doc_pages())
+
+
+@dataclass(frozen=True)
+class TinyRun:
+    """``beluga run benchmarks/NAME --tiny``, as it ended: its exit code, what it printed, its store."""
+
+    code: int
+    out: str
+    err: str
+    store: Path
+
+
+@dataclass
+class ShippedTinyRuns:
+    """The shipped configs, each run ``--tiny`` at most once per session (in this process, from a copy of
+    ``benchmarks/`` so that their ``../runs/`` paths land under ``work/runs``): the every-config test runs them
+    all, and the result site's browser test walks the quick config's store without training it again."""
+
+    work: Path
+    _done: dict[str, TinyRun] = field(default_factory=dict)
+
+    def get(self, name: str, *extra: str) -> TinyRun:
+        key = " ".join((name, *extra))
+        if key not in self._done:
+            self._done[key] = self._run(name, *extra)
+        return self._done[key]
+
+    def _run(self, name: str, *extra: str) -> TinyRun:
+        import torch
+
+        from beluga_core.cli.app import main
+        from beluga_core.config.load import load_config
+        from beluga_core.config.tiny import tiny_store_path
+
+        path = self.work / "benchmarks" / name
+        out, err, code = io.StringIO(), io.StringIO(), 0
+        threads, cwd, columns = torch.get_num_threads(), Path.cwd(), os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "200"   # wide rich output: assertions on printed text do not depend on the terminal
+        os.chdir(self.work)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                main(["run", str(path), "--tiny", *extra])
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        finally:
+            os.chdir(cwd)
+            torch.set_num_threads(threads)   # an [executor] threads setting must not leak into later tests
+            if columns is None:
+                os.environ.pop("COLUMNS", None)
+            else:
+                os.environ["COLUMNS"] = columns
+        store = Path(tiny_store_path(load_config(path).store_spec.path))
+        return TinyRun(code, out.getvalue(), err.getvalue(),
+                       store if store.is_absolute() else (path.parent / store).resolve())

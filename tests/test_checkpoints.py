@@ -353,3 +353,27 @@ def test_a_bad_log_level_is_refused_naming_the_variable(capsys: pytest.CaptureFi
 
     code, _, err = run_cli(capsys, "plugins", "list")
     assert code == 2 and "BELUGA_LOG_LEVEL='loud': expected one of DEBUG" in err
+
+
+def test_a_time_interval_saves_before_a_long_step_would_carry_training_past_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Batches padded to their longest input: every fourth step takes 0.8 s, the others 0.2 s; a save takes 1 s.
+    clock = [100.0]
+    monkeypatch.setattr(ck.time, "perf_counter", lambda: clock[0])
+    job = _job(tmp_path, "3 s")
+    job.stage_started(0.0)
+
+    def blob() -> bytes:
+        clock[0] += 1.0
+        return b"state"
+
+    trained, longest, saves = 0.0, 0.0, 0
+    for step in range(1, 200):
+        step_s = 0.8 if step % 4 == 0 else 0.2
+        clock[0] += step_s
+        trained += step_s
+        longest = max(longest, trained)   # what a kill right now would lose
+        if job.due(step, 200):
+            job.save(blob)
+            trained, saves = 0.0, saves + 1
+    assert longest <= 3.0 + 1e-9 and saves >= 20   # 69 s of training, a save every 2.2-3 s, never past 3

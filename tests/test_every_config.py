@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
-from helpers import docs_text, run_cli, shipped_configs
+from helpers import ShippedTinyRuns, docs_text, run_cli, shipped_configs
 
 from beluga_core.config.load import load_config
-from beluga_core.config.tiny import is_hub_name, tiny_config, tiny_store_path
+from beluga_core.config.tiny import is_hub_name, tiny_config
 from beluga_core.planning.plan import build_plan
 
 # `-m "not every_config"` leaves these out (they are most of the suite's training time; see benchmarks/RESULTS.md).
@@ -41,17 +40,6 @@ GENERATED = {
                                                   "builtin:fewrel16#pool", "--sample", "40"]),
     "sst2-contrast.jsonl": ("sentiment_store", ["ig-contrast", "--source", "builtin:sst2#val", "--sample", "12"]),
 }
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """WORK/benchmarks: a copy of the shipped configs; WORK/runs: where their ../runs/ paths point."""
-    work = tmp_path_factory.mktemp("every-config")
-    (work / "benchmarks").mkdir()
-    for config in CONFIGS:
-        shutil.copy(config, work / "benchmarks")
-    (work / "runs").mkdir()
-    return work
 
 
 def _generate_inputs(config: Path, workdir: Path, request: pytest.FixtureRequest) -> None:
@@ -88,25 +76,18 @@ def test_every_config_the_docs_name_is_a_shipped_one() -> None:
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
-def test_shipped_config_runs_tiny(config: Path, workdir: Path, capsys: pytest.CaptureFixture[str],
-                                  monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
-    import torch
-
+def test_shipped_config_runs_tiny(config: Path, shipped_tiny_runs: ShippedTinyRuns, capsys: pytest.CaptureFixture[str],
+                                  request: pytest.FixtureRequest) -> None:
+    workdir = shipped_tiny_runs.work
     _generate_inputs(config, workdir, request)
-    monkeypatch.chdir(workdir)
-    monkeypatch.setenv("COLUMNS", "200")
     path = workdir / "benchmarks" / config.name
     cfg = load_config(path)
     tiny, _ = tiny_config(cfg)
     n = sum(len(t.jobs) + len(t.pending) + len(t.grid_jobs) for t in build_plan(tiny, path).tasks)
     train = n <= MAX_TRAININGS or os.environ.get("BELUGA_EVERY_CONFIG_ALL") == "1"
-    threads = torch.get_num_threads()
-    try:
-        code, out, err = run_cli(capsys, "run", path, "--tiny", *([] if train else ["--dry-run"]))
-    finally:
-        torch.set_num_threads(threads)  # an [executor] threads setting must not leak into later tests
-    assert code == 0, f"{config.name}\n{out[-3000:]}\n{err[-3000:]}"
-    text = " ".join(out.split())
+    run = shipped_tiny_runs.get(config.name, *([] if train else ["--dry-run"]))
+    assert run.code == 0, f"{config.name}\n{run.out[-3000:]}\n{run.err[-3000:]}"
+    text = " ".join(run.out.split())
     said = "trainings planned" if train else "trainings in all"
     assert "--tiny: tiny sizes:" in text and said in text, text[-2000:]
     # Every hub name is replaced by the offline stand-in, and the run says so.
@@ -116,8 +97,7 @@ def test_shipped_config_runs_tiny(config: Path, workdir: Path, capsys: pytest.Ca
     if not train:
         pytest.skip(f"{config.name}: its tiny run trains {n} models (more than {MAX_TRAININGS}); its plan and checks "
                     "passed (--tiny --dry-run). BELUGA_EVERY_CONFIG_ALL=1 trains it too")
-    store = Path(tiny_store_path(cfg.store_spec.path))
-    store = store if store.is_absolute() else (path.parent / store).resolve()
+    store = run.store
     assert store.is_file(), (store, text[-2000:])
     code, out, err = run_cli(capsys, "store", "check", store)
     assert code == 0, f"{config.name}: store check\n{out}\n{err}"

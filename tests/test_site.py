@@ -3,9 +3,11 @@ headless Chromium walks it from file:// (heatmap cell → group → failing case
 store), and hostile case text renders inert and readable.
 
 The browser tests need Debian's chromium and chromium-driver and selenium (`.ci/run` installs them); they skip,
-saying so, where either is missing. The walk uses the session's tiny trained store (`sentiment_store`, a real
-run: the same code path as the quick store, which would take minutes to train here). BELUGA_SITE_SHOTS=DIR saves
-the walk's screenshots into DIR (benchmarks/bench_site.py --screenshots does it for docs/images/site/).
+saying so, where either is missing. The site is the quick store's: `beluga run benchmarks/quick.toml --tiny`
+(every configuration, scenario and held-out group of the quick run, at tiny sizes; the every-config test's run of
+it, shared through the session). benchmarks/bench_site.py walks the full-size quick store the same way and checks
+its predictions too. BELUGA_SITE_SHOTS=DIR saves the walk's screenshots into DIR (bench_site.py --screenshots does
+it for docs/images/site/).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from helpers import ShippedTinyRuns
 from store_builder import StoreBuilder, make_cases
 
 from beluga_core.analysis.report.site import write_site
@@ -75,15 +78,21 @@ def store_facts(store: Path, manifest: dict[str, Any], store_index: int = 0) -> 
 
 
 @pytest.fixture(scope="module")
-def real_site(sentiment_store: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+def quick_store(shipped_tiny_runs: ShippedTinyRuns) -> Path:
+    run = shipped_tiny_runs.get("quick.toml")
+    assert run.code == 0, f"{run.out[-3000:]}\n{run.err[-3000:]}"
+    return run.store
+
+
+@pytest.fixture(scope="module")
+def real_site(quick_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
-    write_site(sentiment_store[0], out)
+    write_site(quick_store, out)
     return out
 
 
-def test_the_site_holds_every_outcome_of_the_store_and_its_pass_rates(real_site: Path,
-                                                                       sentiment_store: tuple[Path, str]) -> None:
-    store = sentiment_store[0]
+def test_the_site_holds_every_outcome_of_the_store_and_its_pass_rates(real_site: Path, quick_store: Path) -> None:
+    store = quick_store
     _, manifest = read_shard(real_site / "data" / "site.js")
     assert site_facts(real_site) == store_facts(store, manifest)
     # The search index holds every case of the chunks, in their order.
@@ -120,11 +129,11 @@ def test_the_site_holds_every_outcome_of_the_store_and_its_pass_rates(real_site:
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(", code)
 
 
-def test_a_real_chromium_walks_heatmap_to_a_failing_case(real_site: Path, sentiment_store: tuple[Path, str]) -> None:
+def test_a_real_chromium_walks_heatmap_to_a_failing_case(real_site: Path, quick_store: Path) -> None:
     reason = missing_reason()
     if reason:
         pytest.skip(reason)
-    store = sentiment_store[0]
+    store = quick_store
     _, manifest = read_shard(real_site / "data" / "site.js")
     facts = store_facts(store, manifest)
     href, name = failing_cell(real_site, store)

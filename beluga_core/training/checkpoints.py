@@ -26,6 +26,7 @@ import logging
 import math
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ AUTO_MIN_JOB_SECONDS = 60.0
 # A stage's expected time is projected from its measured step rate once this many seconds have passed (the
 # first steps include one-off costs: allocation, lazily built kernels).
 PROJECT_AFTER_S = 2.0
+RECENT_STEPS = 16
 
 
 class CheckpointRejected(Exception):
@@ -336,11 +338,14 @@ class JobCheckpoints:
     saves: int = 0
     save_seconds: float = 0.0   # the last save's
     bytes_written: int = 0
-    _last: float = field(default_factory=time.perf_counter)
-    _stage_start: float = field(default_factory=time.perf_counter)
+    _last: float = field(default_factory=lambda: time.perf_counter())
+    _stage_start: float = field(default_factory=lambda: time.perf_counter())
     _before_stage: float = 0.0   # seconds of the job's earlier stages
     _first_step: int = 0   # the stage's step when this process took it up (> 0 when resumed)
-    _last_step_end: float = field(default_factory=time.perf_counter)
+    _last_step_end: float = field(default_factory=lambda: time.perf_counter())
+    # The last few steps' durations: batches padded to their longest input vary several-fold, and a save is
+    # anticipated by the longest recent step, not the last one.
+    _recent_steps: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT_STEPS))
 
     def resume(self, n_stages: int) -> Resume | None:
         """The job's checkpoint, checked; a bad one is discarded with a warning (None: start over)."""
@@ -380,10 +385,11 @@ class JobCheckpoints:
         if self.interval.mode == "steps":
             return step % int(self.interval.every) == 0
         now = time.perf_counter()
-        step_s, self._last_step_end = now - self._last_step_end, now
+        self._recent_steps.append(now - self._last_step_end)
+        self._last_step_end = now
         # Saved at the step that would otherwise carry the time since the last save past the interval: a kill then
         # loses at most one interval of training, not an interval and a step.
-        since = now - self._last + min(step_s, now - self._last)
+        since = now - self._last + min(max(self._recent_steps), now - self._last)
         if self.interval.mode == "seconds":
             return since >= self.interval.every
         in_stage = now - self._stage_start
@@ -402,7 +408,7 @@ class JobCheckpoints:
             self.store.save(self.job_id, data)
         except OSError as exc:  # a full disk costs the checkpoint, not the job
             self.warn(f"checkpoint of job {self.job_id[:12]} not saved ({exc}); the job goes on without it")
-        self._last = time.perf_counter()
+        self._last = self._last_step_end = time.perf_counter()   # the save's time is no step's
         self.save_seconds = self._last - start
         self.saves += 1
         self.bytes_written = len(data)
