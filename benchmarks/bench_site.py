@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 from harness import REPO, machine, run_config
 from scipy import stats
-from site_browser import Browser, failing_cell, missing_reason, read_shard, walk_to_failing_case
+from site_browser import Browser, check_walk, failing_cell, missing_reason, read_shard, walk_to_failing_case
 
 from beluga_core.analysis.report.site import SiteSummary, write_site
 from beluga_core.store.rows import SuiteRow
@@ -211,7 +211,9 @@ def main() -> None:
         href, _ = failing_cell(site, store)
         with Browser() as browser:
             walk = walk_to_failing_case(browser, site, href, args.screenshots)
-        print(f"  screenshots of the walk to case {walk.case_id!r} in {args.screenshots}")
+        check_walk(site, store, walk, href)
+        print(f"  screenshots of the walk to case {walk.case_id!r} in {args.screenshots}; its {len(walk.rows)} "
+              "models' outcomes and predictions on the page equal the store's rows")
     if args.skip_large:
         return
     large = work / f"large-{args.cases}.duckdb"

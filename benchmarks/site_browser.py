@@ -184,3 +184,34 @@ def failing_cell(site: Path, store: Path) -> tuple[str, str]:
                 if (key, h["names"][j]) in failing:
                     return f"#/group/{h['si']}/{gi}?arm={r['arm']}", h["names"][j]
     raise AssertionError("no heatmap row fails any case of its groups")
+
+
+ARM_KEY = ("task", "suite", "model_name", "config", "method", "variant", "scenario", "seed", "split_seed")
+
+
+def check_walk(site: Path, store: Path, walk: Walk, cell_href: str) -> None:
+    """The case page the walk ended on shows exactly the store's rows for that case (every model's outcome and
+    prediction, labels by name), at least one failing, the cell's own models among them; AssertionError if not."""
+    import duckdb
+
+    _, manifest = read_shard(site / "data" / "site.js")
+    si, arm = int(cell_href.split("/")[2]), int(cell_href.split("arm=")[1])
+    suite = manifest["suites"][si]
+    label_space = suite["label_space"]
+    with duckdb.connect(str(store), read_only=True) as con:
+        rows = con.execute("""SELECT o.model_id, o.outcome, o.pred FROM outcomes o JOIN models m USING (model_id)
+                              WHERE m.status = 'done' AND o.suite = ? AND o.case_id = ?""",
+                           [suite["name"], walk.case_id]).fetchall()
+
+    def label(pred: str | None) -> str:
+        return "—" if pred is None else label_space[int(pred)] if pred.isdigit() else pred
+
+    shown = {(r["model id"], r["outcome"], r["prediction"]) for r in walk.rows}
+    expected = {(model, outcome, label(pred)) for model, outcome, pred in rows}
+    if shown != expected or not shown:
+        raise AssertionError(f"case {walk.case_id}: the page shows {sorted(shown)}, the store has {sorted(expected)}")
+    if not any(o == "fail" for _, o, _ in shown):
+        raise AssertionError(f"case {walk.case_id}: no model fails it, though the walk chose failing cases")
+    chosen = [r for r in walk.rows if r["model"] == manifest["arms"][arm]["label"]]
+    if not chosen or chosen[0]["outcome"] != "fail":
+        raise AssertionError(f"case {walk.case_id}: the heatmap cell's own models do not fail it: {chosen}")

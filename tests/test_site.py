@@ -34,9 +34,15 @@ from beluga_core.store.rows import CaseRow
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
-from site_browser import Browser, failing_cell, missing_reason, read_shard, walk_to_failing_case  # noqa: E402
-
-ARM_KEY = ("task", "suite", "model_name", "config", "method", "variant", "scenario", "seed", "split_seed")
+from site_browser import (  # noqa: E402
+    ARM_KEY,
+    Browser,
+    check_walk,
+    failing_cell,
+    missing_reason,
+    read_shard,
+    walk_to_failing_case,
+)
 
 
 def decode(ch: str) -> int:
@@ -134,26 +140,12 @@ def test_a_real_chromium_walks_heatmap_to_a_failing_case(real_site: Path, quick_
     if reason:
         pytest.skip(reason)
     store = quick_store
-    _, manifest = read_shard(real_site / "data" / "site.js")
-    facts = store_facts(store, manifest)
     href, name = failing_cell(real_site, store)
-    si, arm = int(href.split("/")[2]), int(href.split("arm=")[1])
     shots = Path(os.environ["BELUGA_SITE_SHOTS"]) if os.environ.get("BELUGA_SITE_SHOTS") else None
     with Browser() as browser:
         walk = walk_to_failing_case(browser, real_site, href, shots)
     assert walk.group_title == name
-    label_space = manifest["suites"][si]["label_space"]
-
-    def label(pred: str | None) -> str:
-        return "—" if pred is None else label_space[int(pred)] if pred.isdigit() else pred
-
-    shown = {(r["model id"], r["outcome"], r["prediction"]) for r in walk.rows}
-    expected = {(model, outcome, label(pred)) for (_, _, case), (outcome, pred, model) in facts.items()
-                if case == walk.case_id}
-    assert shown == expected and shown
-    assert any(o == "fail" for _, o, _ in shown)
-    chosen = next(r for r in walk.rows if r["model"] == manifest["arms"][arm]["label"])
-    assert chosen["outcome"] == "fail"     # the failing case of the cell's own models
+    check_walk(real_site, store, walk, href)   # every model's outcome and prediction as the store has them
     assert all(t < 10_000 for t in walk.times_ms.values()), walk.times_ms
 
 
