@@ -7,7 +7,11 @@ and the training-side masked-entity variants (DiagnoseRE's Q1 and Q5).
   ``constellation`` instance of the donors (D_train), never by its own string or id —, else a lexicon class (a
   first name: PERSON; a city or country: GPE; digits: NUMBER). Spans are recomputed from the new tokens, whatever
   the order of head and tail (the released code duplicated text when the tail came first; beluga does not). On
-  a text source (no entities) it swaps the person names, places and numbers the lexicons recognise.
+  a text source (no entities) it swaps the person names, places and numbers the lexicons recognise. That is
+  ``semantics = "slot"`` (the default); ``same-type-other-relation``, ``random-same-type`` and ``unseen`` draw a
+  mention of the same type (the data's, else ``beluga_core.data.iid.entity_types``'s hand-written one) from
+  another relation's slots, from any slot, or make a name of the type up; each is its own family
+  (``entity-SEMANTICS``) and skips, and reports, the slots it cannot type.
 - ``only-entity`` (family ``semantic-bias``): the two marked mentions alone, in surface order, with markers.
 - ``masked-entity`` (family ``semantic-bias``): both marked mentions removed; their markers stay, adjacent.
 - ``masked-entity-k`` and ``masked-entity-freq`` (family ``entity-masking``): training suites, every original
