@@ -66,7 +66,9 @@ def test_entity_swap_with_the_tail_before_the_head_replaces_every_mention() -> N
     tokens, head, tail = parse_marked(str(out["swap tail"].input))
     assert (head, tail) == ((8, 10), (0, 2)) and len(tokens) == 16
     assert tokens.count("Australia") == 0 and tokens.count("Lyons") == 1   # nothing duplicated, nothing left
-    assert dict(out["swap tail"].note) == {"from": "Australia", "to": "New Zealand", "type": "citizen of tail"}
+    assert dict(out["swap tail"].note) == {"from": "Australia", "to": "New Zealand", "type": "citizen of tail",
+                                           "semantics": "slot",
+                                           "donor": {"id": None, "relation": "citizen of", "role": "tail"}}
 
 
 def test_entity_swap_falls_back_to_lexicon_classes_and_never_returns_itself() -> None:

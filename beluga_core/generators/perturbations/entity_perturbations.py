@@ -7,7 +7,11 @@ and the training-side masked-entity variants (DiagnoseRE's Q1 and Q5).
   ``constellation`` instance of the donors (D_train), never by its own string or id —, else a lexicon class (a
   first name: PERSON; a city or country: GPE; digits: NUMBER). Spans are recomputed from the new tokens, whatever
   the order of head and tail (the released code duplicated text when the tail came first; beluga does not). On
-  a text source (no entities) it swaps the person names, places and numbers the lexicons recognise.
+  a text source (no entities) it swaps the person names, places and numbers the lexicons recognise. That is
+  ``semantics = "slot"`` (the default); ``same-type-other-relation``, ``random-same-type`` and ``unseen`` draw a
+  mention of the same type (the data's, else ``beluga_core.data.iid.entity_types``'s hand-written one) from
+  another relation's slots, from any slot, or make a name of the type up; each is its own family
+  (``entity-SEMANTICS``) and skips, and reports, the slots it cannot type.
 - ``only-entity`` (family ``semantic-bias``): the two marked mentions alone, in surface order, with markers.
 - ``masked-entity`` (family ``semantic-bias``): both marked mentions removed; their markers stay, adjacent.
 - ``masked-entity-k`` and ``masked-entity-freq`` (family ``entity-masking``): training suites, every original
@@ -24,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
+from beluga_core.data.iid.entity_types import EntityTypes, fewrel16_entity_types
 from beluga_core.data.iid.relation_instances import Entity, RelationInstance, Span
 from beluga_core.generators.perturbations.perturb import Change, change_location, change_names, change_number, lexicons
 
@@ -82,26 +87,66 @@ def lexicon_class(words: tuple[str, ...]) -> str | None:
     return None
 
 
+SEMANTICS = ("slot", "same-type-other-relation", "random-same-type", "unseen")
+"""What an entity swap draws the replacement from (``entity-swap``'s ``semantics``): the same (relation, role)
+slot; an entity of the same type from another relation's slots; one of the same type from any slot; a made-up
+name of the type that occurs nowhere in the source or its donors."""
+
+# Syllables of the made-up names of ``unseen``: a name is 2-3 of them, so a word of the data is rarely hit, and
+# one that is (checked against every token of the source and donors) is drawn again.
+SYLLABLES = ("ba", "dor", "fen", "gal", "hu", "ka", "lem", "lo", "mar", "nix", "o", "pel", "qua", "ril", "sa",
+             "tov", "u", "ven", "wil", "xa", "yor", "zen", "bri", "cas", "dru", "tre", "vok", "ju", "shen", "ith")
+UNSEEN_TRIES = 200
+
+Donor = tuple[tuple[str, ...], str | None]
+Origin = tuple[str, str]   # the donor's (relation, role)
+Choice = tuple[tuple[str, ...], str | None, str | None, str, Origin | None]
+
+
 class EntitySwap(Generator):
     family: ClassVar[str] = "entity"
-    perturbations: ClassVar[tuple[str, ...]] = ("swap head", "swap tail", "swap person", "swap location",
-                                                "swap number")
+    perturbations: ClassVar[tuple[str, ...]] = (
+        "swap head", "swap tail", "swap person", "swap location", "swap number",
+        *(f"swap {role} ({s})" for s in SEMANTICS[1:] for role in ROLES))
     kinds = ("relation", "text")
-    defaults: ClassVar[dict[str, Any]] = {"roles": ["head", "tail"], "skip_years": True}
+    defaults: ClassVar[dict[str, Any]] = {"roles": ["head", "tail"], "skip_years": True, "semantics": "slot",
+                                          "family": None}
+    version: ClassVar[str] = "2"
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
         roles = self.options["roles"]
         if not isinstance(roles, list) or not roles or set(roles) - set(ROLES):
             raise ValueError(f"roles must be a non-empty list of {', '.join(ROLES)}, got {roles!r}")
-        self._by_type: dict[str, list[tuple[tuple[str, ...], str | None]]] = {}
-        self._by_slot: dict[tuple[str, str], list[tuple[tuple[str, ...], str | None]]] = {}
-        self._tried: Counter[tuple[str, str]] = Counter()
-        self._swapped: Counter[tuple[str, str]] = Counter()
+        semantics = self.options["semantics"]
+        chosen = [semantics] if isinstance(semantics, str) else semantics
+        if (not isinstance(chosen, list) or not chosen or not all(isinstance(x, str) for x in chosen)
+                or set(chosen) - set(SEMANTICS) or len(set(chosen)) < len(chosen)):
+            raise ValueError(f"semantics must be one of {', '.join(SEMANTICS)} or a list of distinct ones, got "
+                             f"{semantics!r}")
+        self.semantics: tuple[str, ...] = tuple(chosen)
+        family = self.options["family"]
+        if family is not None and (not isinstance(family, str) or not family.strip()):
+            raise ValueError(f"family must be a family name (or null: entity for slot, entity-SEMANTICS for the "
+                             f"others), got {family!r}")
+        self.types: EntityTypes = fewrel16_entity_types()
+        self._by_type: dict[str, list[Donor]] = {}
+        self._by_slot: dict[tuple[str, str], list[Donor]] = {}
+        # Per type every (donor, its first (relation, role)); the cross-relation pools are cut from it per relation.
+        self._typed: dict[str, dict[Donor, list[Origin]]] = {}
+        self._other: dict[tuple[str, str], list[tuple[Donor, Origin]]] = {}
+        self._words: set[str] = set()
+        self._tried: Counter[tuple[str, str, str]] = Counter()
+        self._swapped: Counter[tuple[str, str, str]] = Counter()
+        self._skipped: Counter[tuple[str, str, str, str]] = Counter()
 
     def prepare(self, source: Source, seed: int) -> None:
-        by_type: dict[str, set[tuple[tuple[str, ...], str | None]]] = defaultdict(set)
-        by_slot: dict[tuple[str, str], set[tuple[tuple[str, ...], str | None]]] = defaultdict(set)
+        if source.kind != "relation" and set(self.semantics) - {"slot"}:
+            raise ValueError(f"semantics {', '.join(s for s in self.semantics if s != 'slot')} need relation "
+                             f"instances (entity types); {source.name} is a {source.kind} source")
+        by_type: dict[str, set[Donor]] = defaultdict(set)
+        by_slot: dict[tuple[str, str], set[Donor]] = defaultdict(set)
+        typed: dict[str, dict[Donor, set[Origin]]] = defaultdict(lambda: defaultdict(set))
         for donor in source.donors:
             r = donor.relation
             if r is None:
@@ -113,46 +158,64 @@ class EntitySwap(Generator):
                 if entity.type:
                     by_type[entity.type].add((words, entity.id))
                 by_slot[(r.relation, role)].add((words, entity.id))
+                kind = self.types.type_of(r, role)
+                if kind is not None:
+                    typed[kind][(words, entity.id)].add((r.relation, role))
         # Sorted, so that a seeded choice does not depend on the donors' order or on set iteration.
         self._by_type = {k: sorted(v, key=_donor_key) for k, v in by_type.items()}
         self._by_slot = {k: sorted(v, key=_donor_key) for k, v in by_slot.items()}
+        self._typed = {k: {d: sorted(v[d]) for d in sorted(v, key=_donor_key)} for k, v in typed.items()}
+        self._other = {}
+        # ``unseen`` names avoid every word of the data, so they are none of its mentions (nor part of one).
+        self._words = {t.lower() for i in (*source.instances, *source.donors) for t in i.tokens}
 
     def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
         r = instance.relation
         if r is None:
             yield from self._perturb_text(instance, rng)
             return
-        for role in ROLES:
-            if role not in self.options["roles"]:
-                continue
-            entity = r.head if role == "head" else r.tail
-            self._tried[(r.relation, role)] += 1
-            old = surface(r, entity.span)
-            choice = self._replacement(r.relation, role, entity, old, rng)
-            if choice is None:
-                continue
-            words, eid, etype, how = choice
-            out = replace_spans(r, {role: (words, eid, etype)})
-            self._swapped[(r.relation, role)] += 1
-            yield Perturbed(f"swap {role}", out.marked_text(),
-                            note={"from": " ".join(old), "to": " ".join(words), "type": how})
+        # Each semantics but ``slot`` draws from its own stream, seeded by the instance's without consuming it:
+        # ``slot`` makes what it made before semantics existed, and no semantics' draws depend on the others chosen.
+        copy = random.Random()
+        copy.setstate(rng.getstate())
+        key = copy.getrandbits(64)
+        for semantics in self.semantics:
+            stream = rng if semantics == "slot" else random.Random(f"{key}\x1f{semantics}")
+            for role in ROLES:
+                if role not in self.options["roles"]:
+                    continue
+                entity = r.head if role == "head" else r.tail
+                self._tried[(semantics, r.relation, role)] += 1
+                old = surface(r, entity.span)
+                choice = (self._replacement(r.relation, role, entity, old, stream) if semantics == "slot"
+                          else self._typed_replacement(semantics, r, role, old, stream))
+                if choice is None:
+                    continue
+                words, eid, etype, how, origin = choice
+                out = replace_spans(r, {role: (words, eid, etype)})
+                self._swapped[(semantics, r.relation, role)] += 1
+                perturbation = f"swap {role}" if semantics == "slot" else f"swap {role} ({semantics})"
+                family = self.options["family"] or ("entity" if semantics == "slot" else f"entity-{semantics}")
+                donor = None if origin is None else {"id": eid, "relation": origin[0], "role": origin[1]}
+                yield Perturbed(perturbation, out.marked_text(),
+                                note={"from": " ".join(old), "to": " ".join(words), "type": how,
+                                      "semantics": semantics, "donor": donor},
+                                groups=None if family == self.family else {"family": family,
+                                                                            "perturbation": perturbation})
 
     def _replacement(self, relation: str, role: str, entity: Entity, old: tuple[str, ...], rng: random.Random
-                     ) -> tuple[tuple[str, ...], str | None, str | None, str] | None:
-        def usable(pool: list[tuple[tuple[str, ...], str | None]]) -> list[tuple[tuple[str, ...], str | None]]:
-            own = " ".join(old).lower()
-            return [(w, i) for w, i in pool
-                    if " ".join(w).lower() != own and (i is None or entity.id is None or i != entity.id)]
-
+                     ) -> Choice | None:
+        """``slot``: the data's type, else the (relation, role) slot, else a lexicon class."""
         if entity.type and entity.type in self._by_type:
-            pool = usable(self._by_type[entity.type])
+            pool = _usable(self._by_type[entity.type], old, entity.id)
             if pool:
                 words, eid = pool[rng.randrange(len(pool))]
-                return words, eid, entity.type, f"type {entity.type}"
-        pool = usable(self._by_slot.get((relation, role), []))
+                origin = self._typed.get(entity.type, {}).get((words, eid), [None])[0]
+                return words, eid, entity.type, f"type {entity.type}", origin
+        pool = _usable(self._by_slot.get((relation, role), []), old, entity.id)
         if pool:
             words, eid = pool[rng.randrange(len(pool))]
-            return words, eid, entity.type, f"{relation} {role}"
+            return words, eid, entity.type, f"{relation} {role}", (relation, role)
         cls = lexicon_class(old)
         change: Change | None = None
         if cls == "PERSON":
@@ -163,7 +226,65 @@ class EntitySwap(Generator):
             change = change_number(old, rng, skip_years=bool(self.options["skip_years"]))
         if change is None:
             return None
-        return change.tokens, None, entity.type, f"lexicon {cls}"
+        return change.tokens, None, entity.type, f"lexicon {cls}", None
+
+    def _typed_replacement(self, semantics: str, r: RelationInstance, role: str, old: tuple[str, ...],
+                           rng: random.Random) -> Choice | None:
+        """The type semantics: the slot's type (the data's, else the table's); an untyped slot is skipped and
+        counted, never swapped by a guess."""
+        entity = r.head if role == "head" else r.tail
+        kind = self.types.type_of(r, role)
+        if kind is None:
+            self._skipped[(semantics, r.relation, role, "untyped slot (MISC)")] += 1
+            return None
+        if semantics == "unseen":
+            templates = self.types.unseen.get(kind)
+            if not templates:
+                self._skipped[(semantics, r.relation, role, f"{kind} is a closed class: no made-up name")] += 1
+                return None
+            return tuple(self._made_up(templates, rng).split(" ")), None, kind, kind, None
+        if semantics == "random-same-type":
+            donors = list(self._typed.get(kind, {}).items())
+            pool = [(d, origins[0]) for d, origins in donors]
+        else:
+            pool = self._other_relations(kind, r.relation)
+        own = " ".join(old).lower()
+        pool = [(d, o) for d, o in pool
+                if " ".join(d[0]).lower() != own and (d[1] is None or entity.id is None or d[1] != entity.id)]
+        if not pool:
+            where = "another relation" if semantics == "same-type-other-relation" else "the donors"
+            self._skipped[(semantics, r.relation, role, f"no {kind} donor in {where}")] += 1
+            return None
+        (words, eid), origin = pool[rng.randrange(len(pool))]
+        return words, eid, kind, kind, origin
+
+    def _other_relations(self, kind: str, relation: str) -> list[tuple[Donor, Origin]]:
+        if (kind, relation) not in self._other:
+            pool = []
+            for donor, origins in self._typed.get(kind, {}).items():
+                elsewhere = [o for o in origins if o[0] != relation]
+                if elsewhere:
+                    pool.append((donor, elsewhere[0]))
+            self._other[(kind, relation)] = pool
+        return self._other[(kind, relation)]
+
+    def _made_up(self, templates: tuple[str, ...], rng: random.Random) -> str:
+        template = templates[rng.randrange(len(templates))]
+        parts = template.split("{Name}")
+        words = []
+        for _ in parts[1:]:
+            for _ in range(UNSEEN_TRIES):
+                word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))).capitalize()
+                if word.lower() not in self._words and word not in words:
+                    break
+            else:
+                raise ValueError(f"no made-up name in {UNSEEN_TRIES} tries avoids the data's words")
+            words.append(word)
+        name = parts[0] + "".join(w + rest for w, rest in zip(words, parts[1:], strict=True))
+        if not set(words) <= set(name.split(" ")):
+            # A template that glues {Name} to other letters would make a token the check above never saw.
+            raise ValueError(f"unseen-name template {template!r}: {{Name}} must be a whole word")
+        return name
 
     def _perturb_text(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
         if not isinstance(instance.input, str):
@@ -179,8 +300,23 @@ class EntitySwap(Generator):
                 yield Perturbed(name, " ".join(change.tokens), note=dict(change.note))
 
     def report(self) -> list[tuple[str, str, float]]:
-        return [("share of instances with a swap", f"{relation} / {role}", self._swapped[(relation, role)] / n)
-                for (relation, role), n in sorted(self._tried.items()) if n]
+        return [("share of instances with a swap" + ("" if s == "slot" else f" ({s})"), f"{relation} / {role}",
+                 self._swapped[(s, relation, role)] / n)
+                for (s, relation, role), n in sorted(self._tried.items(), key=lambda kv: (
+                    SEMANTICS.index(kv[0][0]), kv[0][1], kv[0][2])) if n]
+
+    def notes(self) -> list[str]:
+        grouped: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for (s, relation, role, reason), n in sorted(self._skipped.items()):
+            grouped[(s, reason)].append(f"{relation} / {role} {n}")
+        return [f"entity-swap {s}, not swapped ({reason}): {'; '.join(slots)}"
+                for (s, reason), slots in sorted(grouped.items(), key=lambda kv: (SEMANTICS.index(kv[0][0]), kv[0][1]))]
+
+
+def _usable(pool: list[Donor], old: tuple[str, ...], own_id: str | None) -> list[Donor]:
+    """The donors that are neither the mention's own string (case aside) nor its own entity."""
+    own = " ".join(old).lower()
+    return [(w, i) for w, i in pool if " ".join(w).lower() != own and (i is None or own_id is None or i != own_id)]
 
 
 def _donor_key(donor: tuple[tuple[str, ...], str | None]) -> tuple[str, str]:
