@@ -3,11 +3,16 @@ counterfactual masking and the training strategies against them, each comparison
 (2,000 seeded rounds; "holds" only where the interval of the difference excludes 0).
 
     python benchmarks/bench_adversarial.py            # everything below, wall time printed per step and in all
+    python benchmarks/bench_adversarial.py --suite-hotflip expected    # train step 3 on the expected-score attack
 
 1. benchmarks/relation-iid.toml: the FewRel-16 IID model M0 (micro-F1 on D_test).
 2. pwws and hotflip against M0 on a seeded sample of FewRel-16's pool sentences (in no i.i.d. split),
    ig-contrast on a larger one: attacked instances (those M0 classifies correctly; at least 200), attack success
-   rate, queries per success, accuracy under attack; M0 on the contrast cases (labelled no_relation: ≈ 0 by
+   rate, queries per success, accuracy under attack. HotFlip runs both ways — ``gradient = "local"`` (the paper's
+   first-order score at the current word, Spearman 0.15 with the real loss change on M0) and ``"expected"``
+   (linearised around 16 sampled words, 0.90; benchmarks/bench_hotflip.py) — on the same sentences, with the
+   paired difference in success; the suite of step 3 takes one of them (``--suite-hotflip``, default local, the
+   paper's). M0 on the contrast cases (labelled no_relation: ≈ 0 by
    construction, M0's head never saw the class) and on their DIR twins (pass rate, distribution of the drop in
    gold-relation confidence).
 3. benchmarks/relation-attacks.toml on that suite (families adversarial and counterfactual; scenarios standard
@@ -21,6 +26,7 @@ counterfactual masking and the training strategies against them, each comparison
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
@@ -43,13 +49,14 @@ from beluga_core.generators.attacks.adversarial import PWWS, HotFlip
 from beluga_core.generators.attacks.counterfactual import IGContrast
 from beluga_core.generators.attacks.wordnet import have_wordnet
 from beluga_core.generators.generation_sources import read_source
-from beluga_core.generators.suite_build import generate
+from beluga_core.generators.suite_build import SPLIT_KEY, Generated, generate
 from beluga_core.stored_models.target import load_target
 
 RUNS = REPO / "runs" / "bench-adversarial"
 ATTACKED = 340        # pool sentences attacked (a seeded sample): ≥ 200 of them classified correctly by M0
 MASKED = 450          # pool sentences for counterfactual masking (a seeded sample; CDA needs many)
 SST_SAMPLE = 300
+HOTFLIP_MODES = ("local", "expected")
 
 
 def paired(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -91,7 +98,26 @@ def step(title: str, started: float) -> float:
     return now
 
 
+def hotflip_line(mode: str, made: Generated, attack: HotFlip, gold: dict[str, int],
+                 rng: np.random.Generator) -> tuple[set[str], set[str]]:
+    """Print one HotFlip linearisation's attack figures; return (attacked, successful) instance ids."""
+    attacked = {i for i, p in attack.predicted.items() if p == gold[i]}
+    won = {str(c.meta[SPLIT_KEY]) for c in made.cases if c.groups["perturbation"] == "hotflip"}
+    report = {what: v for g, what, _, v in made.reports if g == "hotflip"}
+    wins = np.array([float(i in won) for i in sorted(attacked)])
+    survive = np.r_[np.ones(len(attacked) - len(won)), np.zeros(ATTACKED - len(attacked) + len(won))]
+    print(f"   hotflip ({mode}): N = {len(attacked)} attacked (of {ATTACKED}), success rate {100 * wins.mean():.1f} "
+          f"{interval(boot(wins, rng))}, queries per success {report.get('queries per success', float('nan')):.0f}; "
+          f"accuracy under attack {100 * survive.mean():.1f} {interval(boot(survive, rng))}")
+    return attacked, won
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--suite-hotflip", choices=HOTFLIP_MODES, default="local", help=(
+        "which HotFlip linearisation's adversarial cases go into the suite that step 3 trains and scores on (both "
+        "are measured in step 2)"))
+    args = parser.parse_args()
     rng = np.random.default_rng(SEED)
     RUNS.mkdir(parents=True, exist_ok=True)
     for old in RUNS.glob("*"):
@@ -118,11 +144,16 @@ def main() -> None:
     model, record = load_target(f"store:{iid_store}#iid/vanilla", label_space=source.label_space,
                                 input_kind="relation", task_name="relation", max_length=96)
     wordnet = have_wordnet()
-    attacks: list[tuple[str, Generator]] = [("hotflip", HotFlip())]
+    hotflips = {mode: HotFlip({"gradient": mode}) for mode in HOTFLIP_MODES}
+    attacks: list[tuple[str, Generator]] = [("hotflip", hotflips[args.suite_hotflip])]
     if wordnet:
         attacks.insert(0, ("pwws", PWWS()))
     made = generate(source, attacks, seed=0, name="fewrel16-attacks", sample=ATTACKED, model=model,
                     model_record=record)
+    # The other linearisation on the same seeded sample: measured, not put in the suite.
+    other_mode = next(m for m in HOTFLIP_MODES if m != args.suite_hotflip)
+    other = generate(source, [("hotflip", hotflips[other_mode])], seed=0, name="fewrel16-attacks", sample=ATTACKED,
+                     model=model, model_record=record)
     masked = generate(source, [("ig-contrast", IGContrast())], seed=0, name="fewrel16-attacks", sample=MASKED,
                       model=model, model_record=record)
     # One suite: the attacks' cases and the masked ones (both seeded samples of the pool; a sentence in both
@@ -139,7 +170,7 @@ def main() -> None:
     print(f"\n2. Against M0 ({ATTACKED} pool sentences attacked, {MASKED} masked):")
     if not wordnet:
         print("   pwws: skipped: WordNet missing (apt-get install wordnet-base; pip install 'beluga[wordnet]')")
-    for g in ("pwws", "hotflip"):
+    for g in ("pwws",):
         if (g, "succeeded") not in reports:
             continue
         attacked, ok = int(reports[(g, "attacked (correctly classified)")]), int(reports[(g, "succeeded")])
@@ -150,6 +181,16 @@ def main() -> None:
               f"{reports.get((g, 'queries per success'), float('nan')):.0f}; accuracy under attack "
               f"{100 * survive.mean():.1f} {interval(boot(survive, rng))} (original accuracy on these sentences "
               f"{100 * attacked / ATTACKED:.1f})")
+    gold_class = {x.id: model.labels.index(x.label) for x in source.instances}
+    runs = {args.suite_hotflip: made, other_mode: other}
+    attacked_won = {mode: hotflip_line(mode + (" — in the suite" if mode == args.suite_hotflip else ""), runs[mode],
+                                       hotflips[mode], gold_class, rng) for mode in HOTFLIP_MODES}
+    ids = sorted(attacked_won["local"][0])
+    a = np.array([float(i in attacked_won["local"][1]) for i in ids])
+    b = np.array([float(i in attacked_won["expected"][1]) for i in ids])
+    d = paired(a, b, rng)
+    print(f"   hotflip success, expected − local: {100 * (b.mean() - a.mean()):+.1f} {interval(d)} {verdict(d)} "
+          f"(paired over the same {len(ids)} sentences)")
     contrast = [c for c in masked.cases if c.test_type == "MFT"]
     dirs = [c for c in masked.cases if c.test_type == "DIR"]
     probs_mft = model.probabilities([c.inputs[0] for c in contrast])
@@ -157,9 +198,9 @@ def main() -> None:
     print(f"   M0 on the contrast cases (labelled no_relation): accuracy {100 * acc.mean():.1f} "
           f"{interval(boot(acc, rng))} (n = {len(acc)}): ≈ 0 by construction, its head never trained the class")
     orig = model.probabilities([c.inputs[0] for c in dirs])
-    masked = model.probabilities([c.inputs[1] for c in dirs])
+    after_mask = model.probabilities([c.inputs[1] for c in dirs])
     g_idx = np.array([model.labels.index(str(c.label)) for c in dirs])
-    drop = orig[np.arange(len(dirs)), g_idx] - masked[np.arange(len(dirs)), g_idx]
+    drop = orig[np.arange(len(dirs)), g_idx] - after_mask[np.arange(len(dirs)), g_idx]
     passed = (drop >= 0).astype(float)
     q = np.percentile(drop, [10, 25, 50, 75, 90])
     print(f"   M0 on the DIR twins: pass rate {100 * passed.mean():.1f} {interval(boot(passed, rng))} "

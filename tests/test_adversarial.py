@@ -278,6 +278,8 @@ def test_generate_against_a_stored_model_records_it(relation_store: Path, relati
     suite = load_suite(out)
     against = suite.header.source["model"]
     assert against["selector"] == "iid/vanilla" and against["task"] == "relation" and len(against["model_id"]) > 12
+    # Each case names the model it was generated against (a suite put together from several keeps it).
+    assert {c.meta["generated_against"] for c in suite.cases} == {against["model_id"]}
     families = {c.groups["family"] for c in suite.cases}
     assert families <= {"adversarial", "counterfactual", "semantic-bias"} and "semantic-bias" in families
     for c in suite.cases:

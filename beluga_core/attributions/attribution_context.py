@@ -9,6 +9,7 @@ completeness (Σ attributions = f(x) − f(baseline)).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,25 +21,35 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.suite_schema import Input
 
 
-def tokenize(tokenizer: Any, x: Input, max_length: int, *, span: bool = False) -> TokenizedInput:
+def tokenize(tokenizer: Any, x: Input, max_length: int, *, span: bool = False,
+             model_text: Callable[[str], str] | None = None) -> TokenizedInput:
     """``x`` as the model reads it. A text pair keeps both segments; a span model's (context, question) is
-    read question first, as the reading task feeds it (only the first window of a long context)."""
+    read question first, as the reading task feeds it (only the first window of a long context).
+
+    ``model_text`` is the task encoder's rewriting of a single text before tokenization, word for word (the
+    relation task's entity markers to the vocabulary ids it trained with): the tokens are the encoder's, their
+    offsets point into ``x``, and a word the rewriting changed (an entity marker) is one special token shown as
+    the input's own word, so that a marker stays whole and is never attributed as text."""
     if not getattr(tokenizer, "is_fast", False):
         raise BelugaError("attributions need a fast (Rust) tokenizer for character offsets; "
                           f"{type(tokenizer).__name__} has none")
     if isinstance(x, str):
-        texts: tuple[str, ...] = (x,)
+        texts: tuple[str, ...] = (model_text(x) if model_text is not None else x,)
     elif span:
         texts = (x[1], x[0])
     else:
         texts = (x[0], x[1])
     enc = tokenizer(*texts, truncation="only_second" if span else True, max_length=max_length,
                     return_offsets_mapping=True)
-    sequence = enc.sequence_ids()
-    words = enc.word_ids()
-    segments = tuple(-1 if s is None else int(s) for s in sequence)
+    segments = [-1 if s is None else int(s) for s in enc.sequence_ids()]
     if span:  # segment 0 = the context (the suite's first text), 1 = the question
-        segments = tuple(-1 if s < 0 else 1 - s for s in segments)
+        segments = [-1 if s < 0 else 1 - s for s in segments]
+    words = list(enc.word_ids())
+    offsets = [(0, 0) if seg < 0 else (int(a), int(b)) for seg, (a, b) in zip(segments, enc["offset_mapping"],
+                                                                               strict=True)]
+    tokens = list(tokenizer.convert_ids_to_tokens(enc["input_ids"]))
+    if isinstance(x, str) and model_text is not None and texts[0] != x:
+        _back_to_input(x, texts[0], segments, words, offsets, tokens)
     numbered: dict[tuple[int, int], int] = {}
     word_ids = []
     for seg, w in zip(segments, words, strict=True):
@@ -46,11 +57,41 @@ def tokenize(tokenizer: Any, x: Input, max_length: int, *, span: bool = False) -
             word_ids.append(-1)
         else:
             word_ids.append(numbered.setdefault((seg, int(w)), len(numbered)))
-    offsets = tuple((0, 0) if seg < 0 else (int(a), int(b)) for seg, (a, b) in zip(segments, enc["offset_mapping"],
-                                                                                    strict=True))
     types = enc.get("token_type_ids")
-    return TokenizedInput(tuple(enc["input_ids"]), tuple(tokenizer.convert_ids_to_tokens(enc["input_ids"])), offsets,
-                          segments, tuple(word_ids), tuple(types) if types is not None else None)
+    return TokenizedInput(tuple(enc["input_ids"]), tuple(tokens), tuple(offsets), tuple(segments), tuple(word_ids),
+                          tuple(types) if types is not None else None)
+
+
+def _word_starts(text: str) -> tuple[list[str], list[int]]:
+    words, starts, pos = text.split(), [], 0
+    for w in words:
+        pos = text.index(w, pos)
+        starts.append(pos)
+        pos += len(w)
+    return words, starts
+
+
+def _back_to_input(x: str, text: str, segments: list[int], words: list[int | None],
+                   offsets: list[tuple[int, int]], tokens: list[str]) -> None:
+    """Map the tokens of ``text`` (``x`` rewritten word for word) back onto ``x``, in place: offsets shift to the
+    word's place in ``x``; a token of a rewritten word becomes a special token (segment −1) named by ``x``'s word."""
+    original, original_starts = _word_starts(x)
+    rewritten, starts = _word_starts(text)
+    if len(original) != len(rewritten):
+        raise BelugaError("the task's encoder rewrites inputs other than word for word; attributions cannot map "
+                          "its tokens back onto the input's words")
+    for i, seg in enumerate(segments):
+        if seg < 0:
+            continue
+        a, b = offsets[i]
+        w = bisect.bisect_right(starts, a) - 1
+        if w < 0:
+            continue
+        if rewritten[w] != original[w]:
+            segments[i], words[i], offsets[i], tokens[i] = -1, None, (0, 0), original[w]
+        else:
+            shift = original_starts[w] - starts[w]
+            offsets[i] = (a + shift, b + shift)
 
 
 def _embeddings_module(model: torch.nn.Module) -> torch.nn.Module:

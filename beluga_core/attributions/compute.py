@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,9 +61,19 @@ def input_digest(text: Input) -> str:
     return hashlib.sha256(json.dumps(text if isinstance(text, str) else list(text)).encode("utf-8")).hexdigest()[:32]
 
 
-def tokenizer_id(model_name: str, tokenizer: Any, max_length: int) -> str:
-    """Identity of a tokenization: same tokenizer and truncation → same tokens for the same text."""
-    return digest([model_name, type(tokenizer).__name__, len(tokenizer), max_length])[:32]
+def tokenizer_id(model_name: str, tokenizer: Any, max_length: int, encoder: Any = None) -> str:
+    """Identity of a tokenization: same tokenizer, truncation and text rewriting (the task encoder's
+    ``model_text``, e.g. the relation task's entity markers) → same tokens for the same text."""
+    rewriting = getattr(encoder, "disk_format", None) if encoder_text(encoder) is not None else None
+    return digest([model_name, type(tokenizer).__name__, len(tokenizer), max_length,
+                   *([rewriting or type(encoder).__name__] if encoder_text(encoder) is not None else [])])[:32]
+
+
+def encoder_text(encoder: Any) -> Callable[[str], str] | None:
+    """The task encoder's rewriting of a text before tokenization (``model_text``), if it has one: attributions
+    tokenize through it, so that a model is explained on the tokens it reads."""
+    rewrite = getattr(encoder, "model_text", None)
+    return rewrite if callable(rewrite) else None
 
 
 def make_methods(names: Sequence[str], options: dict[str, dict[str, Any]]) -> dict[str, Attribution]:
@@ -78,10 +88,11 @@ def item_rng(seed: int, item: Item, method: str) -> np.random.Generator:
 
 
 def attribute(model: torch.nn.Module, tokenizer: Any, tokenizer_key: str, device: torch.device, items: Sequence[Item],
-              methods: dict[str, Attribution], *, max_length: int, span: bool = False
-              ) -> tuple[list[AttributedInput], int]:
+              methods: dict[str, Attribution], *, max_length: int, span: bool = False,
+              model_text: Callable[[str], str] | None = None) -> tuple[list[AttributedInput], int]:
     """Attribute every item with every method; returns the rows and how many (item, method) were skipped (a
-    gold target where the item's gold is not a class of the head)."""
+    gold target where the item's gold is not a class of the head). ``model_text``: the task encoder's rewriting
+    of a text (``encoder_text``), which ``tokenizer_key`` must reflect (``tokenizer_id(..., encoder)``)."""
     rows: list[AttributedInput] = []
     skipped = 0
     for name, method in methods.items():
@@ -90,7 +101,7 @@ def attribute(model: torch.nn.Module, tokenizer: Any, tokenizer_key: str, device
                               "or occlusion", field="attributions.methods")
     contexts: dict[str, ModelContext] = {}
     for item in items:
-        x = tokenize(tokenizer, item.text, max_length, span=span)
+        x = tokenize(tokenizer, item.text, max_length, span=span, model_text=model_text)
         for name, method in methods.items():
             objective = method.options.get("objective", "prob")
             ctx = contexts.setdefault(objective, ModelContext(model, tokenizer, device, span=span,

@@ -62,6 +62,10 @@ class IntegratedGradients(Attribution):
         _choice(o, "rule", tuple(sorted(RULES)), self.name)
         if int(o["steps"]) < 1:
             raise BelugaError(f"attribution {self.name}: steps must be ≥ 1", field=f"attributions.options.{self.name}")
+        if int(o["steps"]) < 2 and str(o["rule"]).startswith("riemann"):
+            # captum's Riemann rules assert two points or more; said here, not as its traceback.
+            raise BelugaError(f"attribution {self.name}: steps must be ≥ 2 with rule {o['rule']} (one point: "
+                              "rule = 'gausslegendre')", field=f"attributions.options.{self.name}")
 
     def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,
                   rng: np.random.Generator) -> np.ndarray:

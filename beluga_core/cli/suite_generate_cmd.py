@@ -62,7 +62,7 @@ def generate_cmd(
     name: Annotated[str | None, typer.Option("--name", help="Suite name (default: from the output file).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be generated; write nothing.")] = False,
     model: Annotated[str | None, typer.Option("--model", help=(
-        "The trained model that pwws, hotflip, ig-contrast and entity-only-debiased work against: "
+        "The trained model that pwws, hotflip, ig-contrast, cda and entity-only-debiased work against: "
         "store:STORE#SELECTOR (weights kept beside the store, e.g. store:runs/x.duckdb#iid/vanilla) or "
         "path:DIR (a saved checkpoint). Recorded in the suite header."))] = None,
     task: Annotated[str | None, typer.Option("--task", help=(

@@ -14,8 +14,10 @@ same relation from the training data), never from the instances it perturbs.
 A generator with ``requires_model`` (adversarial attacks, counterfactual masking, the entity-only de-biased set)
 reads a trained model through ``TargetModel`` (``self.model``, set before ``prepare``): probabilities, the loss
 gradient at the word embeddings, token attributions; beluga records which model in the suite header
-(``source.model``, "generated against"), so that a report can tell adaptive robustness (the model attacked is
-the one scored) from transfer robustness (another model's adversarial examples).
+(``source.model``, "generated against") and in each of its cases' meta (``generated_against``: the model's store
+id, or ``path:DIR`` for a saved checkpoint), so that a report can tell adaptive robustness (the model attacked is
+the one scored) from transfer robustness (another model's adversarial examples), also in a suite put together
+from several generated ones.
 """
 
 from __future__ import annotations
@@ -170,6 +172,9 @@ class Generator(ABC):
     version: ClassVar[str] = "1"
     invariant: ClassVar[bool] = True
     requires_model: ClassVar[bool] = False
+    # Its cases are training data (an augmentation such as CDA's twins of D_train), never tests: each case's meta
+    # pins it to T_train (``split_part``), whatever the split's ratios and caps.
+    training_data: ClassVar[bool] = False
     # The suite's grouping levels, coarsest first, and the one whose groups are scored; a generator with other
     # levels than family ⊃ perturbation gives every ``Perturbed`` its ``groups``.
     levels: ClassVar[tuple[str, ...]] = ("family", "perturbation")

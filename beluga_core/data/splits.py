@@ -3,6 +3,11 @@
 Cases (not inputs) are split, so perturbations of one case never cross splits. The permutation of a group
 depends only on (seed, group name, the group's case ids), never on dict order, process or machine:
 ``random.Random`` seeded with a string hashes it with SHA-512.
+
+A case whose meta names its part (``split_part``: ``train``, ``val`` or ``test``) is in that part, whole: the
+ratios split the other cases, and ``[sizes]`` caps leave pinned cases alone. A generator pins the cases it made
+from D_train as training data (CDA's counterfactual twins of every training sentence): scored as T_test they
+would be tests on the training sentences, and a cap would drop part of an augmentation meant whole.
 """
 
 from __future__ import annotations
@@ -12,9 +17,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.suite_io import Suite
 
 SPLITS = ("train", "val", "test")
+# The case meta key that pins a case to one part of every split.
+PART_KEY = "split_part"
 
 
 @dataclass(frozen=True)
@@ -54,12 +62,14 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
     of each group in split k (0 keeps all): the subsample is itself seeded and nested in the full split.
     ``test_per_group_of`` replaces the T_test cap of the groups it names."""
     level = suite.header.scoring_level
+    pinned = pinned_parts(suite)
     by_group: dict[str, list[str]] = defaultdict(list)
     for case in suite.cases:
-        by_group[case.groups[level]].append(case.id)
-    unit_parts = _unit_parts(suite, seed, ratios) if suite.header.split_by else None
-    chosen: dict[str, set[str]] = {name: set() for name in SPLITS}
-    part_of: dict[str, str] = {}
+        if case.id not in pinned:
+            by_group[case.groups[level]].append(case.id)
+    unit_parts = _unit_parts(suite, seed, ratios, pinned) if suite.header.split_by else None
+    chosen: dict[str, set[str]] = {name: {cid for cid, part in pinned.items() if part == name} for name in SPLITS}
+    part_of: dict[str, str] = dict(pinned)
     for group, ids in by_group.items():
         order = sorted(ids)
         _rng(seed, "split", group).shuffle(order)
@@ -86,13 +96,29 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
     return SuiteSplit(**ordered, parts={c.id: part_of[c.id] for c in suite.cases})
 
 
-def _unit_parts(suite: Suite, seed: int, ratios: tuple[float, float, float]) -> dict[str, str]:
-    """Per case, the part of its unit (the value of its ``split_by`` meta key; else the case alone): the units
-    are split by the ratios as a whole, so that cases made from one source never straddle two parts. Every
-    scoring group then gets about the ratios of its cases, not exactly."""
+def pinned_parts(suite: Suite) -> dict[str, str]:
+    """Case id → the part its meta pins it to (``split_part``); a clear error for a part that is none."""
+    out: dict[str, str] = {}
+    for c in suite.cases:
+        part = c.meta.get(PART_KEY)
+        if part is None:
+            continue
+        if part not in SPLITS:
+            raise BelugaError(f"case '{c.id}': meta {PART_KEY} is {part!r}; expected one of {', '.join(SPLITS)}",
+                              source=suite.path, field=f"meta.{PART_KEY}")
+        out[c.id] = str(part)
+    return out
+
+
+def _unit_parts(suite: Suite, seed: int, ratios: tuple[float, float, float],
+                pinned: dict[str, str]) -> dict[str, str]:
+    """Per case not pinned, the part of its unit (the value of its ``split_by`` meta key; else the case alone):
+    the units are split by the ratios as a whole, so that cases made from one source never straddle two parts.
+    Every scoring group then gets about the ratios of its cases, not exactly."""
     key = suite.header.split_by
     assert key is not None
-    unit_of = {c.id: f"k\x1f{c.meta[key]}" if key in c.meta else f"c\x1f{c.id}" for c in suite.cases}
+    unit_of = {c.id: f"k\x1f{c.meta[key]}" if key in c.meta else f"c\x1f{c.id}" for c in suite.cases
+               if c.id not in pinned}
     units = sorted(set(unit_of.values()))
     _rng(seed, "split", "units").shuffle(units)
     counts = split_counts(len(units), ratios)

@@ -17,6 +17,7 @@ from beluga_core.attributions.compute import (
     AttributedInput,
     Item,
     attribute,
+    encoder_text,
     make_methods,
     probe_items,
     select_items,
@@ -155,8 +156,9 @@ def _attributed(ev: Evaluation, items: list[Item], names: tuple[str, ...]) -> li
     """``items`` attributed with the methods ``names`` at their in-run budgets."""
     methods = make_methods(list(names), {m: attribution_options(ev.cfg, m, run=True) for m in names})
     tokenizer = getattr(ev.encoder, "tokenizer")  # noqa: B009 - every built-in encoder keeps its tokenizer
-    rows, _ = attribute(ev.model, tokenizer, tokenizer_id(ev.job.model, tokenizer, ev.encoder.max_length), ev.device,
-                        items, methods, max_length=ev.encoder.max_length, span=ev.task.head_labels is None)
+    rows, _ = attribute(ev.model, tokenizer, tokenizer_id(ev.job.model, tokenizer, ev.encoder.max_length, ev.encoder),
+                        ev.device, items, methods, max_length=ev.encoder.max_length,
+                        span=ev.task.head_labels is None, model_text=encoder_text(ev.encoder))
     return rows
 
 

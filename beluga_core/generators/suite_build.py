@@ -7,6 +7,10 @@ and, when the perturbation keeps the label and changes the input, an INV case ``
 (consistency, CheckList's tolerance 0.1); a counterfactual input also gets a DIR case ``[original, perturbed]``
 (the confidence in the gold label must not rise). Case ids are ``family/perturbation/TYPE/<sha1 of the case>``; a case
 identical to one already made (two instances perturbed into the same text) is dropped and counted.
+
+A model-dependent generator's cases carry ``generated_against`` in their meta (the attacked model's store id, or
+``path:DIR``); a generator of training data (``Generator.training_data``) pins its cases to T_train
+(``split_part``, see ``data.splits``).
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from typing import Any
 
 from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance, TargetModel
 from beluga_core.core.errors import BelugaError
+from beluga_core.data.splits import PART_KEY
 from beluga_core.data.suite.suite_schema import Case, Expectation, SuiteHeader
 
 SPLIT_KEY = "split_key"
+GENERATED_AGAINST = "generated_against"
 INV_TOLERANCE = 0.1
 
 
@@ -84,6 +90,7 @@ def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, see
     cases: dict[str, Case] = {}
     against = (model_record or {"name": model.name}) if model is not None and any(
         g.requires_model for _, g in generators) else None
+    against_id = model_key(against) if against is not None else None
     out = Generated(_header(used, generators, seed, name, description, against), [], len(instances),
                     yielded={gen.family: set() for _, gen in generators if gen.levels == Generator.levels})
     if limit or sample:
@@ -96,7 +103,7 @@ def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, see
                     raise BelugaError(f"generator '{gen_name}' labelled a case '{p.label}', which is not in the "
                                       f"label space {list(source.label_space)}")
                 family = _family(gen, p)
-                for case in _cases(gen_name, gen, instance, p):
+                for case in _cases(gen_name, gen, instance, p, against_id if gen.requires_model else None):
                     if case.id in cases:
                         out.duplicates[(family, p.perturbation)] += 1
                         continue
@@ -119,7 +126,16 @@ def generate(source: Source, generators: Sequence[tuple[str, Generator]], *, see
     return out
 
 
-def _cases(gen_name: str, gen: Generator, instance: SourceInstance, p: Perturbed) -> list[Case]:
+def model_key(record: dict[str, Any]) -> str:
+    """What a case's ``generated_against`` names: a stored model's id, else ``path:DIR`` (a saved checkpoint),
+    else the model's name."""
+    if record.get("model_id"):
+        return str(record["model_id"])
+    return f"path:{record['path']}" if record.get("path") else str(record.get("name", "a model"))
+
+
+def _cases(gen_name: str, gen: Generator, instance: SourceInstance, p: Perturbed,
+           against: str | None = None) -> list[Case]:
     label = p.label if p.label is not None or p.expectation is not None else instance.label
     family = _family(gen, p)
     groups = dict(p.groups) if p.groups is not None else {"family": gen.family, "perturbation": p.perturbation}
@@ -128,7 +144,10 @@ def _cases(gen_name: str, gen: Generator, instance: SourceInstance, p: Perturbed
                           f"{list(gen.levels)}")
     meta = {"generator": gen_name, "perturbation": p.perturbation, SPLIT_KEY: instance.id,
             "original": instance.input if isinstance(instance.input, str) else list(instance.input),
-            **({"note": dict(p.note)} if p.note else {})}
+            **({"note": dict(p.note)} if p.note else {}),
+            # Model-independent generators leave it out (null), so that their suites stay byte-identical.
+            **({GENERATED_AGAINST: against} if gen.requires_model else {}),
+            **({PART_KEY: "train"} if gen.training_data else {})}
     expectation = (Expectation.model_validate(dict(p.expectation)) if p.expectation is not None
                    else Expectation(kind="eq", target="label"))
     out = [Case(id=_case_id(family, p.perturbation, "MFT", [p.input], label if p.expectation is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 from pathlib import Path
 
 from rich.console import Console
@@ -20,6 +21,7 @@ from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.execution.results import JobResult, Outcomes
 from beluga_core.execution.scheduling import JobFailure, JobsFailed
 from beluga_core.execution.worker import job_record, weights_path
+from beluga_core.generators.suite_build import GENERATED_AGAINST
 from beluga_core.orchestration.progress import RichProgress
 from beluga_core.orchestration.selection.select import select_for_plan
 from beluga_core.orchestration.selection.show import print_selection
@@ -96,21 +98,41 @@ def note_task_mismatch(plan: Plan, console: Console) -> None:
             console.print(f"[yellow]note:[/] {escape(tp.task_note)}", soft_wrap=True, highlight=False)
 
 
-def _note_generated_against(plan: Plan, console: Console) -> None:
-    """Say of a suite generated against a model (attacks, counterfactual masking) whether this run's models
-    are scored on it adaptively (the attacked model is one of them) or by transfer (every other model)."""
+def generated_against_lines(plan: Plan) -> list[str]:
+    """Of each suite generated against a model (attacks, counterfactual masking, CDA), whether this run's models
+    are scored on it adaptively (the attacked model is one of them) or by transfer (every other model). Each case
+    says which model it was generated against (meta ``generated_against``), so a suite put together from several
+    generated ones gets a line per model; a suite whose cases lack it falls back on its header (``source.model``)."""
     ids = {j.id for j in plan.jobs}
+    lines = []
     for tp in plan.tasks:
-        against = tp.suite.header.source.get("model") if isinstance(tp.suite.header.source, dict) else None
-        if not isinstance(against, dict):
-            continue
-        name = against.get("name", "a model")
-        if against.get("model_id") in ids:
-            how = "its cases score that model adaptively and every other model of the run by transfer"
-        else:
-            how = "that model is not one of this run's, so every model here is scored by transfer"
-        console.print(f"suite '{tp.suite.header.name}' was generated against {name}: {how}.", soft_wrap=True,
-                      highlight=False, markup=False)
+        header = tp.suite.header.source.get("model") if isinstance(tp.suite.header.source, dict) else None
+        counts: Counter[str] = Counter()
+        for case in tp.suite.cases:
+            against = case.meta.get(GENERATED_AGAINST)
+            if isinstance(against, str):
+                counts[against] += 1
+        if not counts:
+            if not isinstance(header, dict):
+                continue
+            counts[str(header.get("model_id") or "")] = len(tp.suite.cases)
+        names = {str(header.get("model_id")): str(header.get("name", "a model"))} if isinstance(header, dict) else {}
+        several = len(counts) > 1 or sum(counts.values()) < len(tp.suite.cases)
+        for model_id, n in sorted(counts.items()):
+            name = names.get(model_id) or (f"model {model_id}" if model_id else "a model")
+            which = f"{n:,} of its cases were" if several else "it was"
+            if model_id and model_id in ids:
+                how = (f"{'they score' if several else 'its cases score'} that model adaptively and every other "
+                       "model of the run by transfer")
+            else:
+                how = "that model is not one of this run's, so every model here is scored on them by transfer"
+            lines.append(f"suite '{tp.suite.header.name}': {which} generated against {name}: {how}.")
+    return lines
+
+
+def _note_generated_against(plan: Plan, console: Console) -> None:
+    for line in generated_against_lines(plan):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
 
 
 def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Path:

@@ -96,7 +96,7 @@ def zoo_group(zoo: Zoo, where: Path, progress: Any = None) -> tuple[GroupData, s
 
     import numpy as np
 
-    from beluga_core.attributions.compute import attribute, make_methods, probe_items
+    from beluga_core.attributions.compute import attribute, encoder_text, make_methods, probe_items
     from beluga_core.attributions.compute import tokenizer_id as tokenizer_key
     from beluga_core.config.schema import TaskSpec
     from beluga_core.contracts.attributions import word_scores
@@ -163,8 +163,9 @@ def zoo_group(zoo: Zoo, where: Path, progress: Any = None) -> tuple[GroupData, s
             import torch
 
             with torch.enable_grad():
-                rows, _ = attribute(model, tokenizer, tokenizer_key(str(path), tokenizer, zoo.max_length), device,
-                                    items, estimators, max_length=zoo.max_length, span=task.head_labels is None)
+                rows, _ = attribute(model, tokenizer, tokenizer_key(str(path), tokenizer, zoo.max_length, encoder),
+                                    device, items, estimators, max_length=zoo.max_length,
+                                    span=task.head_labels is None, model_text=encoder_text(encoder))
             for r in rows:
                 specials = iter([t for t, seg in zip(r.x.tokens, r.x.segment_ids, strict=True) if seg < 0])
                 words[(r.method, r.item.case_id, r.item.input_idx)] = InputAttribution(

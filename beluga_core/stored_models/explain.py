@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from beluga_core.attributions.compute import Item, attribute, gold_class, make_methods, tokenizer_id
+from beluga_core.attributions.compute import Item, attribute, encoder_text, gold_class, make_methods, tokenizer_id
 from beluga_core.config.schema import TaskSpec
 from beluga_core.contracts.attributions import word_scores
 from beluga_core.contracts.tasks import Task
@@ -169,9 +169,13 @@ def _compute(model: Any, tokenizer: Any, model_name: str, task: Task[Any], max_l
     items = [Item(suite, c.id, i, x, gold_class(task, c, i)) for c in cases
              for i, x in enumerate(c.inputs if all_inputs else c.inputs[:1])][:max_inputs]
     estimators = make_methods(methods or ["ig"], options)
+    # Through the task's encoder, as the model was trained: the relation task's entity markers are one vocabulary
+    # id each (the encoder registers them with the tokenizer), not the word pieces of "[E1]".
+    encoder = task.make_encoder(tokenizer, max_length)
     with torch.enable_grad():
-        rows, _ = attribute(model, tokenizer, tokenizer_id(model_name, tokenizer, max_length), device, items,
-                            estimators, max_length=max_length, span=task.head_labels is None)
+        rows, _ = attribute(model, tokenizer, tokenizer_id(model_name, tokenizer, max_length, encoder), device, items,
+                            estimators, max_length=max_length, span=task.head_labels is None,
+                            model_text=encoder_text(encoder))
     cases_by_id = {c.id: c for c in cases}
     out = []
     for r in rows:

@@ -15,6 +15,13 @@ gold label must not rise. The released code's candidate filter lacks a comma bet
 those two characters were never excluded; beluga excludes them, as intended. Stop words are scikit-learn's
 English list (see ``generators.adversarial``).
 
+**Counterfactual data augmentation** (``cda``; the paper's Algorithm 1): the same masking over the *training*
+data — run over D_train against the IID model, the twin of every training sentence (or of ``--sample N`` of
+them, a seeded selection), labelled NA, a training case pinned to T_train. The paper masks every x in X; the
+released code only those the model classifies correctly (``only_correct = true``). Attributions default to
+``ig-diagnose`` (9 integrated-gradient points per sentence); ``attribution_options`` sets a cheaper budget
+(EXTENSIONS.md, "CDA over D_train").
+
 **Entity-only de-biased set** (``entity-only-debiased``; ``Q5/select_debiased.py``): the original instances
 whose entity-only version (the two marked mentions alone) the model misclassifies — instances the model cannot
 solve from the names alone, so a model relying on names does worse on them.
@@ -28,7 +35,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
+from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance, TargetModel
+from beluga_core.contracts.registries import ATTRIBUTIONS
+from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.relation_instances import NA_LABEL
 from beluga_core.generators.attacks.adversarial import STOP_WORDS, predicted_classes
 from beluga_core.generators.perturbations.entity_perturbations import only_entity
@@ -46,6 +55,38 @@ def select_tokens(tokens: Sequence[str], word_of: Sequence[int], scores: np.ndar
     return sorted(candidates, key=lambda i: (-float(scores[i]), i))[:k]
 
 
+def masked_variants(model: TargetModel, instance: SourceInstance, ks: Sequence[int],
+                    options: dict[str, Any]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """Per k in ``ks``: ``instance``'s text with the words of its top-k candidate tokens deleted (attributed
+    towards its gold label by ``options["attribution"]`` with ``options.get("attribution_options")``), and a
+    note of the masked tokens and their scores; a k with no candidate above the threshold yields nothing."""
+    assert isinstance(instance.input, str)
+    ts = model.attribute(instance.input, instance.label, str(options["attribution"]),
+                         dict(options.get("attribution_options") or {}))
+    words = instance.input.split()
+    for k in ks:
+        chosen = select_tokens(ts.tokens, ts.word_of, ts.scores, k=k, threshold=float(options["threshold"]))
+        if not chosen:
+            continue
+        drop = {ts.word_of[i] for i in chosen}
+        masked = " ".join(w for i, w in enumerate(words) if i not in drop)
+        yield k, masked, {"masked": [ts.tokens[i] for i in chosen],
+                          "scores": [round(float(ts.scores[i]), 4) for i in chosen]}
+
+
+def _ks(value: Any) -> list[int]:
+    ks = [value] if isinstance(value, int) and not isinstance(value, bool) else value
+    if not isinstance(ks, list) or not ks or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1
+                                                     for k in ks):
+        raise ValueError(f"k must be a positive integer or a list of them, got {value!r}")
+    return sorted(set(ks))
+
+
+def _threshold(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"threshold must be in [0, 1] (on min–max normalised scores), got {value!r}")
+
+
 class IGContrast(Generator):
     family: ClassVar[str] = "counterfactual"
     perturbations: ClassVar[tuple[str, ...]] = ("contrast-k1", "contrast-k2")
@@ -57,15 +98,8 @@ class IGContrast(Generator):
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        ks = self.options["k"]
-        ks = [ks] if isinstance(ks, int) and not isinstance(ks, bool) else ks
-        if not isinstance(ks, list) or not ks or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1
-                                                         for k in ks):
-            raise ValueError(f"k must be a positive integer or a list of them, got {self.options['k']!r}")
-        self.ks: list[int] = sorted(set(ks))
-        t = self.options["threshold"]
-        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= 1:
-            raise ValueError(f"threshold must be in [0, 1] (on min–max normalised scores), got {t!r}")
+        self.ks: list[int] = _ks(self.options["k"])
+        _threshold(self.options["threshold"])
         self.relation = False
         self.predicted: dict[str, int] = {}
         self.counts = {"correct": 0, "masked": 0, "no candidate": 0}
@@ -84,18 +118,9 @@ class IGContrast(Generator):
             return
         if self.relation and instance.label == self.options["na_label"]:
             return
-        assert isinstance(instance.input, str)
         self.counts["correct"] += 1
-        ts = model.attribute(instance.input, instance.label, str(self.options["attribution"]), {})
-        words = instance.input.split()
         made = False
-        for k in self.ks:
-            chosen = select_tokens(ts.tokens, ts.word_of, ts.scores, k=k, threshold=float(self.options["threshold"]))
-            if not chosen:
-                continue
-            drop = {ts.word_of[i] for i in chosen}
-            masked = " ".join(w for i, w in enumerate(words) if i not in drop)
-            note = {"masked": [ts.tokens[i] for i in chosen], "scores": [round(float(ts.scores[i]), 4) for i in chosen]}
+        for k, masked, note in masked_variants(model, instance, self.ks, self.options):
             made = True
             if self.relation:
                 yield Perturbed(f"contrast-k{k}", masked, label=str(self.options["na_label"]), note=note,
@@ -103,6 +128,67 @@ class IGContrast(Generator):
             else:
                 yield Perturbed(f"contrast-k{k}", masked, note=note, dir_twin=True, mft=False)
         self.counts["masked" if made else "no candidate"] += 1
+
+    def report(self) -> list[tuple[str, str, float]]:
+        return [(f"instances {what}", "count", float(n)) for what, n in self.counts.items()]
+
+
+class CounterfactualAugmentation(Generator):
+    """``cda``: DiagnoseRE's counterfactual data augmentation (Algorithm 1) — the masked twin of every training
+    sentence, labelled NA, as training data. Run it over D_train (``--source builtin:fewrel16#train``) against
+    the IID model; its cases are pinned to T_train (``split_part``), so a config trains on D_train plus exactly
+    these twins (``only:family=cda`` with ``iid-plus-t``: retrained from the pretrained model)."""
+
+    family: ClassVar[str] = "cda"
+    perturbations: ClassVar[tuple[str, ...]] = ("cda-k1", "cda-k2")
+    kinds = ("relation",)
+    invariant: ClassVar[bool] = False
+    requires_model: ClassVar[bool] = True
+    training_data: ClassVar[bool] = True
+    defaults: ClassVar[dict[str, Any]] = {"k": 1, "threshold": 0.2, "na_label": NA_LABEL,
+                                          "attribution": "ig-diagnose", "attribution_options": {},
+                                          "only_correct": False}
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__(options)
+        self.ks: list[int] = _ks(self.options["k"])
+        _threshold(self.options["threshold"])
+        if not isinstance(self.options["attribution_options"], dict):
+            raise ValueError("attribution_options must be a table of the attribution's options, e.g. "
+                             f"{{\"steps\": 2}}, got {self.options['attribution_options']!r}")
+        try:   # unknown attribution or options: said now, not at the first sentence
+            ATTRIBUTIONS.get(str(self.options["attribution"]))(dict(self.options["attribution_options"]))
+        except BelugaError as exc:
+            raise ValueError(exc.message) from None
+        if not isinstance(self.options["only_correct"], bool):
+            raise ValueError(f"only_correct must be true or false, got {self.options['only_correct']!r}")
+        self.predicted: dict[str, int] | None = None
+        self.counts = {"twinned": 0, "no candidate": 0, "skipped (NA)": 0, "skipped (misclassified)": 0}
+
+    def prepare(self, source: Source, seed: int) -> None:
+        model = self.target
+        if self.options["na_label"] not in source.label_space:
+            raise ValueError(f"CDA twins are labelled '{self.options['na_label']}', which is not in the source's "
+                             "label space (give na_label=…)")
+        missing = sorted({x.label for x in source.instances} - set(model.labels))
+        if missing:
+            raise ValueError(f"the model has no class for the source's label(s) {', '.join(missing)}: its "
+                             "attributions are towards the gold label")
+        self.predicted = predicted_classes(model, source.instances) if self.options["only_correct"] else None
+
+    def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
+        model = self.target
+        if instance.label == self.options["na_label"]:
+            self.counts["skipped (NA)"] += 1      # no relation evidence to remove
+            return
+        if self.predicted is not None and self.predicted.get(instance.id) != model.labels.index(instance.label):
+            self.counts["skipped (misclassified)"] += 1
+            return
+        made = False
+        for k, masked, note in masked_variants(model, instance, self.ks, self.options):
+            made = True
+            yield Perturbed(f"cda-k{k}", masked, label=str(self.options["na_label"]), note=note)
+        self.counts["twinned" if made else "no candidate"] += 1
 
     def report(self) -> list[tuple[str, str, float]]:
         return [(f"instances {what}", "count", float(n)) for what, n in self.counts.items()]
