@@ -146,6 +146,10 @@ def test_a_run_starts_from_a_model_of_another_store(relation_store: Path, tmp_pa
     assert query(store, "SELECT count(*) FROM training_leaks") == [(0,)]
     code, _, err = run_cli(capsys, "store", "check", store)
     assert code == 0, err
+    code, out, err = run_cli(capsys, "report", store)
+    assert code == 0, err
+    assert (f"iid-plus-t starts from model {iid[:12]} (iid/vanilla@standard#42) of {relation_store}, another "
+            "store's") in " ".join(out.split())
 
 
 def test_a_start_model_that_trained_on_what_the_run_scores_is_refused(relation_store: Path, tmp_path: Path,
