@@ -84,8 +84,9 @@ def config_with(base: Path, tmp: Path, replace: dict[str, str] | None = None, ap
     return path
 
 
-def run_benchmark(config: Path, store: Path) -> str:
-    """What ``beluga run CONFIG --store STORE`` does, in this process; returns what it printed."""
+def run_benchmark(config: Path, store: Path, plan: Any = None) -> str:
+    """What ``beluga run CONFIG --store STORE`` does, in this process; returns what it printed. ``plan``: the
+    config's plan with that store, when the test has built it already."""
     import io
 
     import torch
@@ -101,7 +102,7 @@ def run_benchmark(config: Path, store: Path) -> str:
     threads = torch.get_num_threads()
     deterministic = torch.are_deterministic_algorithms_enabled()
     try:
-        run_plan(plan_run(cfg, config.resolve()), Console(file=out, width=200))
+        run_plan(plan or plan_run(cfg, config.resolve()), Console(file=out, width=200))
     finally:
         # A run's [executor] threads and deterministic mode must not leak into the tests after it.
         torch.set_num_threads(threads)

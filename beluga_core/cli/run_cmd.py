@@ -97,6 +97,7 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
             seen, strict = _print_grid(plan, tp, console)
             n_seen += seen
             n_strict += strict
+        _print_starts(tp, console)
         _print_cross_cost(plan, tp, console, rates)
         _print_kept(plan, tp, console)
         _print_attributions(plan, tp, console, rates)
@@ -152,6 +153,14 @@ def _print_grid(plan: Plan, tp: TaskPlan, console: Console) -> tuple[int, int]:
         console.print(f"  {m}: no search of its own; reuses the choices of "
                       f"{' and '.join(METHODS.get(m).reuses)}")
     return seen, strict
+
+
+def _print_starts(tp: TaskPlan, console: Console) -> None:
+    """Where the jobs of the configurations that start from a model of another store start."""
+    for config, start in tp.starts.items():
+        n = sum(1 for j in (*tp.jobs, *tp.grid_jobs, *tp.pending) if j.config == config)
+        console.print(f"  {escape(config)}: its {n} job(s) start from {escape(start.describe())} "
+                      f"({escape(start.source)})", highlight=False)
 
 
 def _print_cross_cost(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) -> None:

@@ -190,9 +190,23 @@ class StageHParams(_Strict):
 class ConfigurationSettings(StageHParams):
     """``[training.configurations.NAME]``: a configuration's own training values, and where it starts."""
 
-    start: Literal["plm", "iid"] | None = Field(None, description=(
-        "Start from the pretrained model or the run's IID model instead of where the configuration starts by "
-        "default (e.g. iid-update from the IID model)."))
+    start: str | None = Field(None, description=(
+        "Where its models start instead of where the configuration starts by default: \"plm\" (the pretrained "
+        "model), \"iid\" (the run's IID model of the job's seed, e.g. iid-update from the IID model) or "
+        "\"store:PATH#SELECTOR\" (one done model of another store whose weights were kept, e.g. the model a "
+        "suite's attacks were generated against: adaptive adversarial training; its id enters the job ids)."),
+        json_schema_extra={"pattern": "^(plm|iid|store:[^#]+#.+)$"})
+
+    @field_validator("start")
+    @classmethod
+    def _start(cls, value: str | None) -> str | None:
+        if value is None or value in ("plm", "iid"):
+            return value
+        store, _, selector = value.removeprefix("store:").partition("#")
+        if not value.startswith("store:") or not store.strip() or not selector.strip():
+            raise ValueError(f"start '{value}': expected \"plm\", \"iid\" or \"store:PATH#SELECTOR\" (a model of "
+                             "another store, e.g. store:runs/relation-iid.duckdb#iid/vanilla#42)")
+        return value
 
 
 class TrainingSpec(_Strict):

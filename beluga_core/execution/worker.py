@@ -235,8 +235,7 @@ class Worker:
         method = METHODS.get(job.method)(job.hparams.get("method", {}))
         seed_everything(_seed_of(job.id, job.seed))
         model = self.model(task, job.model, method.model_overrides())
-        model.load_state_dict(self._pristine[(task.name, job.model)] if job.parent_id is None
-                              else self._parent_state(job))
+        model.load_state_dict(self._start_state(job, state.plan))
         for p in model.parameters():
             p.requires_grad_(True)
         encoder = self.encoder(task, job.model)
@@ -257,10 +256,17 @@ class Worker:
             self._save_weights(job.id, model)
         return _Trained(model, encoder, stats, len(iid_train), [c.id for c in cases], dict(trainset.notes), resumed)
 
-    def _parent_state(self, job: Job) -> dict[str, torch.Tensor]:
-        if job.parent_id is None:
-            raise BelugaError(f"job {job.id[:12]} starts from the IID model but names no parent")
-        return self.state_of(job.parent_id)
+    def _start_state(self, job: Job, tp: TaskPlan) -> dict[str, torch.Tensor]:
+        """The weights a job starts from: a model of another store (``TaskPlan.starts``), its parent (the IID
+        model), else the pretrained model's."""
+        if job.start_model is not None:
+            if job.start_model not in self._states:
+                start = tp.starts[job.config]
+                self._states[job.start_model] = torch.load(start.weights, map_location=self.device, weights_only=True)
+            return self._states[job.start_model]
+        if job.parent_id is not None:
+            return self.state_of(job.parent_id)
+        return self._pristine[(tp.spec.name, job.model)]
 
     def _keep_weights(self, job_id: str, model: torch.nn.Module) -> None:
         """Keep a parent's weights in memory for the folds that start from it, and on disk for later runs."""

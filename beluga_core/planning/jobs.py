@@ -87,6 +87,9 @@ class JobSpec:
     # Jobs whose models this one reads besides its parent (a teacher); not part of its identity (the teacher's
     # source is, in the method's hyper-parameters).
     needs: tuple[str, ...] = ()
+    # The model of another store it starts from (``[training.configurations.NAME] start = "store:…"``): its id,
+    # part of the job's identity; None for a start from the pretrained or the run's IID model (``parent_id``).
+    start_model: str | None = None
 
     @property
     def requires(self) -> tuple[str, ...]:
@@ -176,6 +179,8 @@ def job_identity(common: Mapping[str, Any], spec: JobSpec, kind: JobKind, hparam
     if kind is JobKind.IID:
         return out
     out |= {"parent": spec.parent_id, "train": ids_digest(fold.train_ids), "beluga": BELUGA_MAJOR}
+    if spec.start_model is not None:  # only when set: the ids of jobs that start elsewhere stay as they were
+        out["start_model"] = spec.start_model
     if kind is JobKind.FOLD:
         return out | {"scenario": fold.scenario, "heldout": fold.heldout_group, "score_iid": spec.score_iid}
     return out | {"kind": kind.value, "scope": list(fold.scope), **grid_scoring}
@@ -192,8 +197,8 @@ def make_job(common: Mapping[str, Any], spec: JobSpec, hparams: dict[str, Any], 
     scoring = dict(grid_scoring or {})
     return Job(task=spec.task, config=spec.config, method=spec.method, seed=spec.seed, fold=spec.fold,
                parent_id=spec.parent_id, score_iid=spec.score_iid, model=spec.model, needs=spec.needs,
-               id=job_id(common, spec, kind, hparams, scoring), hparams=hparams, kind=kind, point=point,
-               grid_scoring=scoring, steps=steps)
+               start_model=spec.start_model, id=job_id(common, spec, kind, hparams, scoring), hparams=hparams,
+               kind=kind, point=point, grid_scoring=scoring, steps=steps)
 
 
 def iid_fold(test_ids: tuple[str, ...]) -> Fold:

@@ -45,6 +45,7 @@ from beluga_core.planning.plan_checks import (
     check_model_config,
     check_size_groups,
 )
+from beluga_core.planning.start_sources import StartModel, StartResolver, check_start, resolve_start, store_start
 from beluga_core.planning.steps import Step, grid_point_steps, model_steps
 from beluga_core.planning.teacher_sources import (
     TeacherResolver,
@@ -68,7 +69,8 @@ def make_task(spec: TaskSpec, suite: Suite) -> Task:
 
 
 def configuration_start(cfg: BenchmarkConfig, config: str) -> str:
-    """Where a configuration's models start: "plm" or "iid" (its [training.configurations] start wins)."""
+    """Where a configuration's models start: "plm", "iid" or "store:PATH#SELECTOR" (its [training.configurations]
+    start wins)."""
     return cfg.training.start_of(config, CONFIGURATIONS.get(config).start)
 
 
@@ -97,6 +99,8 @@ class TaskPlan:
     pools: Pools = field(default_factory=dict)  # [fewshot]: (level, group) → probe pool case ids
     # Settings that shape every job's numbers without being part of job ids (the precision policy).
     shaping: dict[str, Any] = field(default_factory=dict)
+    # Configuration → the model of another store its jobs start from ([training.configurations.NAME] start).
+    starts: dict[str, StartModel] = field(default_factory=dict)
 
     def pool_of(self, job: Job | JobSpec) -> tuple[str, ...]:
         """The probe cases a model predicts for few-shot ranking: its held-out group's pool (a fold of a
@@ -135,8 +139,12 @@ class TaskPlan:
 
     def settings(self, job: Job) -> dict[str, Any]:
         """Everything that shapes ``job``'s model: the identity its id is the hash of, and what shapes it without
-        being part of its id (kept out so that the ids of earlier stores stay valid): the precision policy."""
-        return job_identity(self.common, job, job.kind, job.hparams, job.grid_scoring) | self.shaping
+        being part of its id (kept out so that the ids of earlier stores stay valid): the precision policy, and
+        where a start model of another store was read from (its id is in the identity; a moved store keeps it)."""
+        start = self.starts.get(job.config) if job.start_model is not None else None
+        where = {"start_from": {"model_id": start.model_id, "store": start.store, "selector": start.label}} \
+            if start is not None else {}
+        return job_identity(self.common, job, job.kind, job.hparams, job.grid_scoring) | self.shaping | where
 
     def eval_digests(self, fold: Fold) -> dict[str, str]:
         """Eval suite → the identity of what a model of ``fold`` is evaluated on there."""
@@ -153,6 +161,11 @@ class TaskPlan:
         if conf.uses_iid and conf.uses_suite:
             hp = {**hp, "iid_for_mix": True}
         return self.new_job(cfg, self.with_teachers(spec, hp), hp)
+
+    def start_model(self, config: str) -> str | None:
+        """The id of the model of another store that ``config``'s jobs start from, or None."""
+        start = self.starts.get(config)
+        return start.model_id if start is not None else None
 
     def with_teachers(self, spec: JobSpec, hp: dict[str, Any]) -> JobSpec:
         """``spec`` needing the IID models its method loads as teachers, so that the run trains them first."""
@@ -250,12 +263,13 @@ def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool) -> str | None:
 
 
 def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False,
-               teachers: TeacherResolver | None = None) -> Plan:
+               teachers: TeacherResolver | None = None, starts: StartResolver | None = None) -> Plan:
     """The plan of a config, complete: every job with its evaluation steps, the outside teachers of its methods
-    resolved (by ``teachers``; without it, a config naming one is refused). With a grid search, fold jobs wait in
-    ``pending`` until ``Plan.resolve``."""
+    resolved (by ``teachers``; without it, a config naming one is refused), and so the models of other stores its
+    configurations start from (by ``starts``). With a grid search, fold jobs wait in ``pending`` until
+    ``Plan.resolve``."""
     try:
-        plan = _build_plan(cfg, config_path, allow_missing_tasks)
+        plan = _build_plan(cfg, config_path, allow_missing_tasks, starts)
         plan.teacher_weights = teachers
         plan.resolve_teachers([*plan.jobs, *plan.grid_jobs])
         return plan
@@ -308,7 +322,8 @@ def _iid_seeds(cfg: BenchmarkConfig) -> set[int]:
     return teacher_seeds(cfg)
 
 
-def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bool) -> Plan:
+def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bool,
+                starts: StartResolver | None = None) -> Plan:
     tasks: list[TaskPlan] = []
     check_configuration_keys(cfg, config_path)
     check_grid_tables(cfg)
@@ -335,6 +350,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         check_pools(cfg, suite, split, folds, tp.pools, config_path)
         for method in {*cfg.methods, *grid_methods(cfg.methods)}:
             check_env_level(job_hparams(cfg, method), method, suite, config_path)
+        _resolve_starts(cfg, config_path, tp, starts)
         iids = {seed: tp.new_job(cfg, iid_spec(spec.name, seed, split.test, model, BASELINE_METHOD),
                                  cfg.training.stage("iid"), kind=JobKind.IID) for seed in cfg.seeds}
         tp.iid_ids.update({seed: job.id for seed, job in iids.items()})  # before any job that names another seed's
@@ -347,12 +363,14 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
                 if conf.is_baseline():
                     continue
                 parent = iid.id if configuration_start(cfg, config_name) == "iid" else None
+                start = tp.start_model(config_name)
                 if conf.is_iid_update():
                     # One model per seed and method, trained on D_train with the method, scored like the
                     # baseline (not grid-searched: there is no T_val step to select on).
                     for method in cfg.methods:
                         update = JobSpec(task=spec.name, config=config_name, method=method, seed=seed,
-                                         fold=iid.fold, parent_id=parent, score_iid=True, model=model)
+                                         fold=iid.fold, parent_id=parent, score_iid=True, model=model,
+                                         start_model=start)
                         tp.jobs.append(tp.fold_job(cfg, update, job_hparams(cfg, method, configuration=config_name,
                                                                             step="iid")))
                     continue
@@ -360,7 +378,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
                     for fold in folds:
                         score_iid = fold.scenario == SEEN or cfg.score_folds_on_iid_test
                         pending = JobSpec(task=spec.name, config=config_name, method=method, seed=seed, fold=fold,
-                                          parent_id=parent, score_iid=score_iid, model=model)
+                                          parent_id=parent, score_iid=score_iid, model=model, start_model=start)
                         if cfg.grid.enabled:
                             tp.pending.append(pending)
                         else:
@@ -368,6 +386,9 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
                                                                                  configuration=config_name)))
         if cfg.grid.enabled and tp.pending:  # nothing to select for without suite folds
             _add_grid_jobs(cfg, tp)
+        for config_name, start_model in tp.starts.items():
+            check_start(start_model, config_name, suite=suite, iid=spec.iid, evals=tp.evals, config_path=config_path,
+                        specs=[s for s in (*tp.jobs, *tp.grid_jobs, *tp.pending) if s.config == config_name])
         tasks.append(tp)
     return Plan(cfg, config_path, tasks)
 
@@ -392,8 +413,20 @@ def _add_grid_jobs(cfg: BenchmarkConfig, tp: TaskPlan) -> None:
             points = grid_points(cfg, tp.spec.name, method)
             for _, fold in scopes:
                 spec = JobSpec(task=tp.spec.name, config=config_name, method=method, seed=seed, fold=fold,
-                               parent_id=parent, score_iid=False, model=tp.model)
+                               parent_id=parent, score_iid=False, model=tp.model,
+                               start_model=tp.start_model(config_name))
                 for point in points:
                     hp = job_hparams(cfg, method, point, configuration=config_name)
                     tp.grid_jobs.append(tp.new_job(cfg, tp.with_teachers(spec, hp), hp, kind=JobKind.GRID,
                                                    point=point, grid_scoring=scoring))
+
+
+def _resolve_starts(cfg: BenchmarkConfig, config_path: Path, tp: TaskPlan, resolver: StartResolver | None) -> None:
+    """The models of other stores the run's configurations start from (``TaskPlan.starts``)."""
+    labels = make_task(tp.spec, tp.suite).head_labels if tp.unavailable is None else None
+    for config_name in cfg.configurations:
+        source = store_start(cfg, config_name)
+        if source is not None:
+            tp.starts[config_name] = resolve_start(resolver, source, config_name, task=tp.spec.name, model=tp.model,
+                                                   labels=labels, model_config=cfg.model.config_overrides,
+                                                   config_path=config_path)

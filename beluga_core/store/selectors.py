@@ -84,32 +84,59 @@ def select_models(con: duckdb.DuckDBPyConnection, selector: Selector | str, *, w
             raise BelugaError(f"model id prefix '{sel.model_id}' is ambiguous in {where}: "
                               + ", ".join(str(r[0])[:16] for r in rows[:5]))
     if not rows and sel.config is not None:
-        conditions = ["status = 'done'", "config = ?", "method = ?", "variant = ?"]
-        params: list[Any] = [sel.config, sel.method, sel.variant]
-        if sel.scenario is not None:
-            conditions.append("scenario = ?")
-            params.append(sel.scenario)
-            if sel.group is not None:
-                conditions.append("heldout_group = ?")
-                params.append(sel.group)
-        else:
-            conditions.append("heldout_level IS NULL AND trained_group IS NULL")
-        if sel.seed is not None:
-            conditions.append("seed = ?")
-            params.append(sel.seed)
-        if task is not None:
-            conditions.append("task = ?")
-            params.append(task)
+        conditions, params = _named(sel, task)
         order = "seed NULLS FIRST, scenario, heldout_group NULLS FIRST, model_id"
-        rows = con.execute(f"SELECT {cols} FROM models WHERE {' AND '.join(conditions)} ORDER BY {order}",
+        rows = con.execute(f"SELECT {cols} FROM models WHERE status = 'done' AND {conditions} ORDER BY {order}",
                            params).fetchall()
     if not rows:
+        unfinished = _unfinished(con, sel, task)
+        if unfinished:
+            raise BelugaError(f"model selector '{sel}' names no done model in {where}: "
+                              + "; ".join(f"model {i[:12]} is {status}" for i, status in unfinished[:5])
+                              + (" …" if len(unfinished) > 5 else "") + " (finish its run, or name a done model)")
         held = con.execute("SELECT DISTINCT config || '/' || method || CASE WHEN variant = '' THEN '' ELSE '~' || "
                            "variant END || '@' || scenario || coalesce('#' || seed, '') "
                            "FROM models WHERE status = 'done' AND heldout_level IS NULL ORDER BY 1").fetchall()
         listing = ", ".join(r[0] for r in held[:12]) + (" …" if len(held) > 12 else "")
         raise BelugaError(f"model selector '{sel}' names no done model in {where}; it holds {listing or 'none'}")
     return [dict(zip(MODEL_COLUMNS, r, strict=True)) for r in rows]
+
+
+def _unfinished(con: duckdb.DuckDBPyConnection, sel: Selector, task: str | None) -> list[tuple[str, str]]:
+    """(model id, status) of the models a selector names that are not done (failed, or of an interrupted run)."""
+    if sel.model_id is not None:
+        found = con.execute("SELECT model_id, status FROM models WHERE status <> 'done' AND (model_id = ? OR "
+                            "(length(?) >= 8 AND starts_with(model_id, ?))) ORDER BY model_id",
+                            [sel.model_id] * 3).fetchall()
+        if found:
+            return [(str(i), str(s)) for i, s in found]
+    if sel.config is None:
+        return []
+    conditions, params = _named(sel, task)
+    return [(str(i), str(s)) for i, s in con.execute(
+        f"SELECT model_id, status FROM models WHERE status <> 'done' AND {conditions} ORDER BY model_id",
+        params).fetchall()]
+
+
+def _named(sel: Selector, task: str | None) -> tuple[str, list[Any]]:
+    """The WHERE condition (and its parameters) of the models a CONFIG/METHOD… selector names, of any status."""
+    conditions = ["config = ?", "method = ?", "variant = ?"]
+    params: list[Any] = [sel.config, sel.method, sel.variant]
+    if sel.scenario is not None:
+        conditions.append("scenario = ?")
+        params.append(sel.scenario)
+        if sel.group is not None:
+            conditions.append("heldout_group = ?")
+            params.append(sel.group)
+    else:
+        conditions.append("heldout_level IS NULL AND trained_group IS NULL")
+    if sel.seed is not None:
+        conditions.append("seed = ?")
+        params.append(sel.seed)
+    if task is not None:
+        conditions.append("task = ?")
+        params.append(task)
+    return " AND ".join(conditions), params
 
 
 def select_one(con: duckdb.DuckDBPyConnection, selector: Selector | str, *, where: str = "store",

@@ -94,6 +94,8 @@ class ReportData:
     failed: list[dict[str, Any]] = field(default_factory=list)               # the variant's failed jobs
     replicates: list[dict[str, Any]] = field(default_factory=list)           # replicate_summary (intervals)
     seed_scores: list[dict[str, Any]] = field(default_factory=list)          # g_scores per seed (figures)
+    # Configurations whose models start from a model of another store (config, model_id, selector, store).
+    outside_starts: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def running(self) -> list[dict[str, Any]]:
@@ -181,6 +183,9 @@ def scope_lines(data: ReportData, limit: int = 5) -> list[str]:
         others = ", ".join(variant_name(v) for v in data.variants if v != data.variant)
         lines.append(f"Variant {variant_name(data.variant)}" + (f"; the store also holds {others} (`--variant NAME` "
                                                               "shows one)" if others else "") + ".")
+    for s in data.outside_starts:
+        lines.append(f"{s['config']} starts from model {s['model_id'][:12]} ({s['selector']}) of {s['store']}, "
+                     "another store's, not from the pretrained or this run's IID model.")
     if data.failed:
         lines.append(f"{len(data.failed)} job(s) failed and are left out of every figure (re-running the config "
                      "retries them; `SELECT * FROM models WHERE status = 'failed'` has their tracebacks):")
@@ -191,6 +196,11 @@ def scope_lines(data: ReportData, limit: int = 5) -> list[str]:
         if len(data.failed) > limit:
             lines.append(f"  … and {len(data.failed) - limit} more")
     return lines
+
+
+OUTSIDE_STARTS = """SELECT DISTINCT config, variant, settings->'start_from'->>'model_id' AS model_id,
+                           settings->'start_from'->>'selector' AS selector, settings->'start_from'->>'store' AS store
+                    FROM models WHERE status = 'done' AND (settings->'start_from') IS NOT NULL ORDER BY ALL"""
 
 
 def read_report_data(store: str | Path, *, figures: bool = True, variant: str | None = None) -> ReportData:
@@ -216,6 +226,7 @@ def read_report_data(store: str | Path, *, figures: bool = True, variant: str | 
         data = ReportData(store, utc_now(), runs, int(n_done), int(n_failed),
                           table3, significance, n_tests, degeneracy, variant=v, variants=variants,
                           failed=rows(FAILED_JOBS))
+        data.outside_starts = rows(OUTSIDE_STARTS)
         if "replicate_summary" in table_names(con):
             data.replicates = rows("SELECT * FROM replicate_summary WHERE grp = '' ORDER BY ALL" if not figures
                                    else "SELECT * FROM replicate_summary ORDER BY ALL")
