@@ -173,10 +173,13 @@ def test_model_independent_cases_carry_no_provenance_and_model_dependent_ones_th
 def test_the_adaptive_or_transfer_line_reads_each_case() -> None:
     from beluga_core.orchestration.coordinator import generated_against_lines
 
-    def plan(cases: list[Case], header_model: dict[str, Any] | None, job_ids: set[str]) -> Any:
+    def plan(cases: list[Case], header_model: dict[str, Any] | None, job_ids: set[str],
+             starts: dict[str, str] | None = None) -> Any:
         suite = _suite(cases)
         suite.header.source = {"model": header_model} if header_model else {}
-        return SimpleNamespace(jobs=[SimpleNamespace(id=j) for j in job_ids],
+        return SimpleNamespace(jobs=[SimpleNamespace(id=j, config="iid", start_model=None) for j in job_ids]
+                               + [SimpleNamespace(id=f"j-{c}", config=c, start_model=m)
+                                  for c, m in (starts or {}).items()],
                                tasks=[SimpleNamespace(suite=suite)])
 
     def against(c: Case, model_id: str) -> Case:
@@ -200,6 +203,11 @@ def test_the_adaptive_or_transfer_line_reads_each_case() -> None:
         "suite 's': it was generated against m: that model is not one of this run's, so every model here is scored "
         "on them by transfer."]
     assert generated_against_lines(plan(swaps, None, {"y"})) == []
+    # A configuration that starts from the attacked model ([training.configurations] start): adaptive for it.
+    assert generated_against_lines(plan(twins, None, {"y"}, {"iid-plus-t": "an-external-model"})) == [
+        "suite 's': it was generated against model an-external-model: the models of iid-plus-t start from that model "
+        "([training.configurations] start) and train on its own attacks (adaptive); every other model here is scored "
+        "on them by transfer."]
 
 
 # ------------------------------------------------------------------------------------------- a real model

@@ -429,3 +429,17 @@ def test_alignment_intervals_resample_units() -> None:
     assert cell.lo is not None and cell.hi is not None and cell.lo <= 0.75 <= cell.hi
     template = table.cell(("g", "f"), ("iid", "vanilla", "standard"), "template")
     assert (template.rate, template.lo, template.hi) == (1.0, 1.0, 1.0)
+
+
+def test_only_matrix_leaves_out_cases_in_no_group_of_a_crossing_level() -> None:
+    from types import SimpleNamespace
+
+    from beluga_core.analysis.report.cross_tables import build_only_matrices
+
+    key = {"task": "t", "suite": "s", "config": "iid-plus-t", "method": "vanilla", "level": "arm"}
+    rows = [{**key, "trained_group": "adv", "eval_group": "adv", "pass_rate": 0.75},
+            {**key, "trained_group": "adv", "eval_group": None, "pass_rate": 0.5},   # cases outside the level
+            {**key, "trained_group": "cda", "eval_group": "adv", "pass_rate": 0.25}]
+    (matrix,) = build_only_matrices(SimpleNamespace(only_matrix_summary=rows))
+    assert (matrix.trained, matrix.groups) == (["adv", "cda"], ["adv"])
+    assert matrix.values.tolist() == [[0.75], [0.25]]

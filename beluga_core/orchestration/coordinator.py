@@ -121,9 +121,13 @@ def generated_against_lines(plan: Plan) -> list[str]:
         for model_id, n in sorted(counts.items()):
             name = names.get(model_id) or (f"model {model_id}" if model_id else "a model")
             which = f"{n:,} of its cases were" if several else "it was"
+            started = sorted({j.config for j in plan.jobs if j.start_model and j.start_model == model_id})
             if model_id and model_id in ids:
                 how = (f"{'they score' if several else 'its cases score'} that model adaptively and every other "
                        "model of the run by transfer")
+            elif started:
+                how = (f"the models of {', '.join(started)} start from that model ([training.configurations] start) "
+                       "and train on its own attacks (adaptive); every other model here is scored on them by transfer")
             else:
                 how = "that model is not one of this run's, so every model here is scored on them by transfer"
             lines.append(f"suite '{tp.suite.header.name}': {which} generated against {name}: {how}.")

@@ -113,6 +113,8 @@ class OnlyMatrix:
 def build_only_matrices(data: Any) -> list[OnlyMatrix]:
     cells: dict[tuple[str, str, str, str, str], dict[tuple[str, str], float | None]] = defaultdict(dict)
     for r in data.only_matrix_summary:
+        if r["eval_group"] is None:   # cases in no group of a crossing level: no column of this matrix
+            continue
         cells[(r["task"], r["suite"], r["config"], r["method"], r["level"])][(r["trained_group"], r["eval_group"])] = \
             r["pass_rate"]
     out = []
