@@ -16,6 +16,7 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.suite_io import Suite
@@ -61,6 +62,36 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
     """Split every scoring group 50/25/25 (by default), then optionally keep at most ``per_group[k]`` cases
     of each group in split k (0 keeps all): the subsample is itself seeded and nested in the full split.
     ``test_per_group_of`` replaces the T_test cap of the groups it names."""
+    pinned, orders = _group_orders(suite, seed, ratios)
+    chosen: dict[str, set[str]] = {name: {cid for cid, part in pinned.items() if part == name} for name in SPLITS}
+    part_of: dict[str, str] = dict(pinned)
+    for group, (order, counts) in orders.items():
+        start = 0
+        test_cap = (test_per_group_of or {}).get(group)
+        caps = per_group if test_cap is None else (*per_group[:2], test_cap)
+        for name, count, cap in zip(SPLITS, counts, caps, strict=True):
+            part = order[start:start + count]
+            start += count
+            part_of.update(dict.fromkeys(part, name))
+            if cap and len(part) > cap:
+                part = _subsample_order(suite, seed, ratios, name, group, part)[:cap]
+            chosen[name].update(part)
+    ordered = {name: tuple(c.id for c in suite.cases if c.id in chosen[name]) for name in SPLITS}
+    return SuiteSplit(**ordered, parts={c.id: part_of[c.id] for c in suite.cases})
+
+
+def _memo_key(suite: Suite, *parts: Any) -> tuple[Any, ...]:
+    # The case count guards against a suite whose cases were replaced after a split was memoised.
+    return (*parts, len(suite.cases))
+
+
+def _group_orders(suite: Suite, seed: int, ratios: tuple[float, float, float],
+                  ) -> tuple[dict[str, str], dict[str, tuple[list[str], tuple[int, ...]]]]:
+    """The pinned parts, and per scoring group its seeded order with each part's count (before the caps)."""
+    key = _memo_key(suite, "orders", seed, tuple(ratios))
+    if key in suite._split_memo:
+        memoised: tuple[dict[str, str], dict[str, tuple[list[str], tuple[int, ...]]]] = suite._split_memo[key]
+        return memoised
     level = suite.header.scoring_level
     pinned = pinned_parts(suite)
     by_group: dict[str, list[str]] = defaultdict(list)
@@ -68,8 +99,7 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
         if case.id not in pinned:
             by_group[case.groups[level]].append(case.id)
     unit_parts = _unit_parts(suite, seed, ratios, pinned) if suite.header.split_by else None
-    chosen: dict[str, set[str]] = {name: {cid for cid, part in pinned.items() if part == name} for name in SPLITS}
-    part_of: dict[str, str] = dict(pinned)
+    orders: dict[str, tuple[list[str], tuple[int, ...]]] = {}
     for group, ids in by_group.items():
         order = sorted(ids)
         _rng(seed, "split", group).shuffle(order)
@@ -80,20 +110,21 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
             counts: tuple[int, ...] = tuple(len(part) for part in parts)
         else:
             counts = split_counts(len(order), ratios)
-        start = 0
-        test_cap = (test_per_group_of or {}).get(group)
-        caps = per_group if test_cap is None else (*per_group[:2], test_cap)
-        for name, count, cap in zip(SPLITS, counts, caps, strict=True):
-            part = order[start:start + count]
-            start += count
-            part_of.update(dict.fromkeys(part, name))
-            if cap and len(part) > cap:
-                part = sorted(part)
-                _rng(seed, "subsample", name, group).shuffle(part)
-                part = part[:cap]
-            chosen[name].update(part)
-    ordered = {name: tuple(c.id for c in suite.cases if c.id in chosen[name]) for name in SPLITS}
-    return SuiteSplit(**ordered, parts={c.id: part_of[c.id] for c in suite.cases})
+        orders[group] = (order, counts)
+    suite._split_memo[key] = (pinned, orders)
+    return pinned, orders
+
+
+def _subsample_order(suite: Suite, seed: int, ratios: tuple[float, float, float], name: str, group: str,
+                     part: list[str]) -> list[str]:
+    """A group's part in its seeded subsample order: a cap of n keeps the first n (so caps nest)."""
+    key = _memo_key(suite, "subsample", seed, tuple(ratios), name, group)
+    if key not in suite._split_memo:
+        order = sorted(part)
+        _rng(seed, "subsample", name, group).shuffle(order)
+        suite._split_memo[key] = order
+    memoised: list[str] = suite._split_memo[key]
+    return memoised
 
 
 def pinned_parts(suite: Suite) -> dict[str, str]:

@@ -27,6 +27,9 @@ class Suite:
     # Line of each case in its file (error messages).
     lines: dict[str, int] = field(default_factory=dict, repr=False)
     _index: dict[str, int] = field(default_factory=dict, repr=False)
+    # data.splits' memo of the seeded orders it draws (pure functions of the cases and the seed): planning splits
+    # the same suite once per config, task and scenario, and an 86k-case shuffle costs most of a second.
+    _split_memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._index = {c.id: i for i, c in enumerate(self.cases)}
