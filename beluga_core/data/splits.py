@@ -62,9 +62,8 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
     """Split every scoring group 50/25/25 (by default), then optionally keep at most ``per_group[k]`` cases
     of each group in split k (0 keeps all): the subsample is itself seeded and nested in the full split.
     ``test_per_group_of`` replaces the T_test cap of the groups it names."""
-    pinned, orders = _group_orders(suite, seed, ratios)
-    chosen: dict[str, set[str]] = {name: {cid for cid, part in pinned.items() if part == name} for name in SPLITS}
-    part_of: dict[str, str] = dict(pinned)
+    pinned, orders, parts = _group_orders(suite, seed, ratios)
+    chosen: dict[str, list[str]] = {name: [cid for cid, part in pinned.items() if part == name] for name in SPLITS}
     for group, (order, counts) in orders.items():
         start = 0
         test_cap = (test_per_group_of or {}).get(group)
@@ -72,12 +71,13 @@ def split_suite(suite: Suite, seed: int, ratios: tuple[float, float, float] = (0
         for name, count, cap in zip(SPLITS, counts, caps, strict=True):
             part = order[start:start + count]
             start += count
-            part_of.update(dict.fromkeys(part, name))
             if cap and len(part) > cap:
                 part = _subsample_order(suite, seed, ratios, name, group, part)[:cap]
-            chosen[name].update(part)
-    ordered = {name: tuple(c.id for c in suite.cases if c.id in chosen[name]) for name in SPLITS}
-    return SuiteSplit(**ordered, parts={c.id: part_of[c.id] for c in suite.cases})
+            chosen[name].extend(part)
+    # In suite order: sorting the kept ids costs k log k, not a pass over every case per part.
+    position = _positions(suite)
+    ordered = {name: tuple(sorted(ids, key=position.__getitem__)) for name, ids in chosen.items()}
+    return SuiteSplit(**ordered, parts=dict(parts))
 
 
 def _memo_key(suite: Suite, *parts: Any) -> tuple[Any, ...]:
@@ -86,11 +86,13 @@ def _memo_key(suite: Suite, *parts: Any) -> tuple[Any, ...]:
 
 
 def _group_orders(suite: Suite, seed: int, ratios: tuple[float, float, float],
-                  ) -> tuple[dict[str, str], dict[str, tuple[list[str], tuple[int, ...]]]]:
-    """The pinned parts, and per scoring group its seeded order with each part's count (before the caps)."""
+                  ) -> tuple[dict[str, str], dict[str, tuple[list[str], tuple[int, ...]]], dict[str, str]]:
+    """The pinned parts; per scoring group its seeded order with each part's count (before the caps); and every
+    case's part before the caps, in suite order."""
     key = _memo_key(suite, "orders", seed, tuple(ratios))
     if key in suite._split_memo:
-        memoised: tuple[dict[str, str], dict[str, tuple[list[str], tuple[int, ...]]]] = suite._split_memo[key]
+        memoised: tuple[dict[str, str], dict[str, tuple[list[str], tuple[int, ...]]], dict[str, str]] = \
+            suite._split_memo[key]
         return memoised
     level = suite.header.scoring_level
     pinned = pinned_parts(suite)
@@ -100,6 +102,7 @@ def _group_orders(suite: Suite, seed: int, ratios: tuple[float, float, float],
             by_group[case.groups[level]].append(case.id)
     unit_parts = _unit_parts(suite, seed, ratios, pinned) if suite.header.split_by else None
     orders: dict[str, tuple[list[str], tuple[int, ...]]] = {}
+    part_of: dict[str, str] = dict(pinned)
     for group, ids in by_group.items():
         order = sorted(ids)
         _rng(seed, "split", group).shuffle(order)
@@ -111,8 +114,21 @@ def _group_orders(suite: Suite, seed: int, ratios: tuple[float, float, float],
         else:
             counts = split_counts(len(order), ratios)
         orders[group] = (order, counts)
-    suite._split_memo[key] = (pinned, orders)
-    return pinned, orders
+        start = 0
+        for name, count in zip(SPLITS, counts, strict=True):
+            part_of.update(dict.fromkeys(order[start:start + count], name))
+            start += count
+    result = (pinned, orders, {c.id: part_of[c.id] for c in suite.cases})
+    suite._split_memo[key] = result
+    return result
+
+
+def _positions(suite: Suite) -> dict[str, int]:
+    key = _memo_key(suite, "positions")
+    if key not in suite._split_memo:
+        suite._split_memo[key] = {c.id: i for i, c in enumerate(suite.cases)}
+    memoised: dict[str, int] = suite._split_memo[key]
+    return memoised
 
 
 def _subsample_order(suite: Suite, seed: int, ratios: tuple[float, float, float], name: str, group: str,
