@@ -418,7 +418,9 @@ def main() -> None:
                for how in ("retrained", "continued") for fam in sets[1:6]]
     for text, label, test_set in claims:
         diff = figure(scored, ARMS[label], ARMS["IID"], test_set, rng)
-        if diff is not None:
+        if diff is None:
+            print(f"   {text}: not measured (a seed has no {label} model or no {test_set} cases)")
+        else:
             print(f"   {text}: {fmt(diff, signed=True)} {verdict(diff)}")
     print(f"\nwall time {time.perf_counter() - t0:.0f} s at fp32 ({machine('fp32')})")
 

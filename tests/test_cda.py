@@ -239,3 +239,19 @@ def test_explain_on_a_relation_model_shows_whole_markers(relation_store: Path,
     code, out, err = run_cli(capsys, "explain", relation_store, "--case", case_id, "--method", "occlusion")
     assert code == 0, out + err
     assert "[E1]" in out and "[/E2]" in out and "unused" not in out
+
+
+def test_attacks_and_masks_leave_entity_mentions_alone() -> None:
+    import numpy as np
+
+    from beluga_core.data.iid.relation_instances import mention_words
+    from beluga_core.generators.attacks.counterfactual import select_tokens
+
+    words = "the [E2] soprano [/E2] sang with [E1] Maria Callas [/E1] loudly".split()
+    assert mention_words(words) == {1, 2, 3, 6, 7, 8, 9}
+    assert mention_words("no markers here".split()) == set()
+    # The mention word scores highest, yet the mask takes the best context words.
+    tokens = ["the", "[E2]", "soprano", "[/E2]", "sang", "with", "[E1]", "maria", "callas", "[/E1]", "loudly"]
+    scores = np.array([0.1, 0.0, 0.99, 0.0, 0.7, 0.3, 0.0, 0.95, 0.9, 0.0, 0.5])
+    chosen = select_tokens(tokens, list(range(11)), scores, k=2, threshold=0.2, keep_words=mention_words(words))
+    assert [tokens[i] for i in chosen] == ["sang", "loudly"]

@@ -56,7 +56,9 @@ def generate_cmd(
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
     option: Annotated[list[str] | None, typer.Option(
         "--option", help="[GENERATOR.]KEY=VALUE (repeatable); VALUE is JSON where it parses.")] = None,
-    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the source's first N instances.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help=(
+        "Only the source's first N instances (a source ordered by label, as FewRel's, then gives few labels: "
+        "--sample draws across it)."))] = None,
     sample: Annotated[int | None, typer.Option("--sample", min=1, help=(
         "Only a seeded sample of N of the source's instances (after --limit), kept in source order."))] = None,
     name: Annotated[str | None, typer.Option("--name", help="Suite name (default: from the output file).")] = None,

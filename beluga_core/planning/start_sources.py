@@ -88,7 +88,10 @@ def resolve_start(resolver: StartResolver | None, source: str, config: str, *, t
         return resolver(source, task=task, model=model, labels=labels, model_config=model_config,
                         base=config_path.parent)
     except BelugaError as exc:
-        raise BelugaError(f"start '{source}': {exc.message}", source=config_path, field=where) from None
+        # The resolved path, when the error is about a file: PATH is relative to the config's folder, not the
+        # working directory, and saying which file was looked for says so.
+        at = f" ({exc.source}; a relative PATH is read from the config's folder)" if exc.source else ""
+        raise BelugaError(f"start '{source}': {exc.message}{at}", source=config_path, field=where) from None
 
 
 def start_leaks(start: StartModel, suite: Suite, specs: Iterable[JobSpec],

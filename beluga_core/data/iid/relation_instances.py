@@ -19,6 +19,22 @@ from beluga_core.core.errors import BelugaError
 
 HEAD_OPEN, HEAD_CLOSE, TAIL_OPEN, TAIL_CLOSE = "[E1]", "[/E1]", "[E2]", "[/E2]"
 MARKERS = (HEAD_OPEN, HEAD_CLOSE, TAIL_OPEN, TAIL_CLOSE)
+
+
+def mention_words(words: list[str]) -> set[int]:
+    """Indices of the whitespace words of a marked text that are entity markers or inside a marked mention: the
+    words an attack or a counterfactual mask must leave alone (changing a mention changes what the relation is
+    about, so the gold label, or no_relation, no longer follows)."""
+    inside: set[int] = set()
+    depth = 0
+    for i, w in enumerate(words):
+        if w in (HEAD_OPEN, TAIL_OPEN):
+            depth += 1
+        if depth > 0 or w in MARKERS:
+            inside.add(i)
+        if w in (HEAD_CLOSE, TAIL_CLOSE):
+            depth = max(depth - 1, 0)
+    return inside
 NA_LABEL = "no_relation"
 
 Span = tuple[int, int]

@@ -55,7 +55,7 @@ from beluga_core.contracts.generators import (
     TargetModel,
     WordGradients,
 )
-from beluga_core.data.iid.relation_instances import MARKERS
+from beluga_core.data.iid.relation_instances import MARKERS, mention_words
 
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
 
@@ -256,8 +256,10 @@ class PWWS(_Attacker):
             return
         assert isinstance(instance.input, str)
         model = self.target
-        attack = pwws(instance.input.split(), gold, lambda texts: model.probabilities(texts), self.synonyms,
-                      unk=model.unk_token, skip=lambda i, w: _is_marker(w), budget=int(self.options["budget"]))
+        words = instance.input.split()
+        keep = mention_words(words)
+        attack = pwws(words, gold, lambda texts: model.probabilities(texts), self.synonyms,
+                      unk=model.unk_token, skip=lambda i, w: i in keep, budget=int(self.options["budget"]))
         yield from self._done(attack, "pwws")
 
 
@@ -320,8 +322,9 @@ class HotFlip(_Attacker):
 
     def flips(self, wg: WordGradients, done: frozenset[int], label: str) -> list[tuple[float, int, str]]:
         """The beam's best (score, word index, new word) for one text, highest first."""
+        keep = mention_words(list(wg.words))
         positions = [i for i, (w, ids) in enumerate(zip(wg.words, wg.ids, strict=True))
-                     if i not in done and self.swappable(w, ids)]
+                     if i not in done and i not in keep and self.swappable(w, ids)]
         if not positions:
             return []
         scores = self.scores(wg, positions, label)

@@ -38,7 +38,7 @@ import numpy as np
 from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance, TargetModel
 from beluga_core.contracts.registries import ATTRIBUTIONS
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.iid.relation_instances import NA_LABEL
+from beluga_core.data.iid.relation_instances import NA_LABEL, mention_words
 from beluga_core.generators.attacks.adversarial import STOP_WORDS, predicted_classes
 from beluga_core.generators.perturbations.entity_perturbations import only_entity
 
@@ -46,12 +46,12 @@ EXCLUDED_FIRST = frozenset("[,.;_|()':\"!?-#`")
 
 
 def select_tokens(tokens: Sequence[str], word_of: Sequence[int], scores: np.ndarray, *, k: int,
-                  threshold: float) -> list[int]:
+                  threshold: float, keep_words: frozenset[int] | set[int] = frozenset()) -> list[int]:
     """Positions of the (at most) ``k`` best-scoring candidate tokens with a score ≥ ``threshold``, best first
-    (ties: the earlier token)."""
+    (ties: the earlier token); tokens of the words ``keep_words`` (entity mentions) are never candidates."""
     candidates = [i for i, (t, w) in enumerate(zip(tokens, word_of, strict=True))
-                  if w >= 0 and t and t[0] not in EXCLUDED_FIRST and t.lower() not in STOP_WORDS
-                  and float(scores[i]) >= threshold]
+                  if w >= 0 and w not in keep_words and t and t[0] not in EXCLUDED_FIRST
+                  and t.lower() not in STOP_WORDS and float(scores[i]) >= threshold]
     return sorted(candidates, key=lambda i: (-float(scores[i]), i))[:k]
 
 
@@ -64,8 +64,10 @@ def masked_variants(model: TargetModel, instance: SourceInstance, ks: Sequence[i
     ts = model.attribute(instance.input, instance.label, str(options["attribution"]),
                          dict(options.get("attribution_options") or {}))
     words = instance.input.split()
+    keep = mention_words(words)
     for k in ks:
-        chosen = select_tokens(ts.tokens, ts.word_of, ts.scores, k=k, threshold=float(options["threshold"]))
+        chosen = select_tokens(ts.tokens, ts.word_of, ts.scores, k=k, threshold=float(options["threshold"]),
+                               keep_words=keep)
         if not chosen:
             continue
         drop = {ts.word_of[i] for i in chosen}
