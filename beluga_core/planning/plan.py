@@ -4,6 +4,9 @@ With a grid search the plan has two phases. Phase 1: the IID models and the grid
 trained on T_train and scored on T_val). Then the grid points are selected (``analysis.selection``), and
 phase 2 resolves the ``pending`` folds into fold jobs whose hyper-parameters are the chosen values — their
 hash includes them, so it exists only after selection, and a different choice never reuses a fold.
+
+Long: the plan is built in one place (tasks, folds, the grid's two phases, teachers and outside start models
+resolved) so that a plan is complete when built; its checks live in ``plan_checks``.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ and the training-side masked-entity variants (DiagnoseRE's Q1 and Q5).
 - ``masked-entity-k`` and ``masked-entity-freq`` (family ``entity-masking``): training suites, every original
   plus masked copies of ⌊N·K⌋ seeded instances (ME(K%)), or per (head, tail) pair of n instances with pair
   frequency f: min(n − 1, max(⌊n·rate⌋, 1)) of them, rate = (f − f_min) / (f_max − f_min) (ME(Frequency)).
+
+Long: the four swap semantics share one donor index and one seeded draw per semantics; split apart, each module
+would repeat the mention and span bookkeeping.
 """
 
 from __future__ import annotations
