@@ -272,7 +272,7 @@ def test_the_dry_run_shows_each_jobs_interval_and_the_disk_checkpoints_take(
     out = " ".join(out.split())   # a table's title wraps at the table's width
     assert 'checkpoints inside a job ([executor] checkpoint_every = "30 s")' in out
     # 2-layer MiniLM: 15.6M parameters (11.7M of them the word embeddings), 12 bytes each: weights and AdamW's moments
-    assert re.search(r"checkpoints: ≈ 17\d\.\d MB each \(15\.\dM parameters", out), out
+    assert re.search(r"checkpoints: ≈ 17\d\.\d MiB each \(15\.\dM parameters", out), out
     monkeypatch.setattr(Vanilla, "state_attributes", None)   # a method that does not say what its state is
     code, out, _ = run_cli(capsys, "run", config, "--dry-run")
     assert "off: method vanilla does not say what its state is" in " ".join(out.split())
@@ -296,7 +296,7 @@ def test_store_info_lists_the_checkpoints_in_flight(tmp_path: Path, capsys: pyte
     code, out, _ = run_cli(capsys, "store", "info", store)
     assert code == 0, out
     assert "checkpoints in flight: 3" in out
-    assert re.search(r"0123456789ab: step 2 of \d+, [\d.]+ KB, written 20\d\d-", out), out
+    assert re.search(r"0123456789ab: step 2 of \d+, [\d.]+ KiB, written 20\d\d-", out), out
     out = " ".join(out.split())
     assert "fedcba987654: unusable, the next run discards it: not a safetensors file, or cut short" in out
     assert f"aaaaaaaaaaaa: unusable, the next run discards it: cut short ({len(blob) - 100:,} of {len(blob):,}" in out

@@ -23,6 +23,14 @@ from beluga_core.core.errors import BelugaError
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+def _default_mode() -> int:
+    """The mode ``open`` gives a new file under the process's umask: ``mkstemp`` makes 0600 files, which left
+    suites, reports and weights unreadable to the user's group where a plain write would not have."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write(path: str | Path, data: bytes | Iterable[bytes], *, gzip_level: int | None = None) -> Path:
     """Write ``data`` (bytes, or chunks of bytes) to ``path`` atomically; gzip it when ``gzip_level`` is set.
 
@@ -37,6 +45,7 @@ def atomic_write(path: str | Path, data: bytes | Iterable[bytes], *, gzip_level:
                 if gzip_level is not None else contextlib.nullcontext(raw)) as sink:
             for chunk in [data] if isinstance(data, bytes | bytearray) else data:
                 sink.write(chunk)
+        os.chmod(tmp, _default_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -53,6 +62,7 @@ def atomic_save(path: str | Path, save: Callable[[Path], None]) -> Path:
     os.close(fd)
     try:
         save(Path(tmp))
+        os.chmod(tmp, _default_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -119,9 +129,9 @@ def jsonl_records(path: str | Path, what: str) -> Iterator[tuple[int, Any]]:
 
 
 def human_size(n: float) -> str:
-    """A byte count as '12.3 MB'."""
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
+    """A byte count as '12.3 MiB': binary units, named as such (a "MB" of 2^20 bytes misleads by 5 %)."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} GB"
+    return f"{n:.1f} GiB"
