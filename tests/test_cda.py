@@ -247,9 +247,9 @@ def test_attacks_and_masks_leave_entity_mentions_alone() -> None:
     from beluga_core.data.iid.relation_instances import mention_words
     from beluga_core.generators.attacks.counterfactual import select_tokens
 
-    words = "the [E2] soprano [/E2] sang with [E1] Maria Callas [/E1] loudly".split()
+    words = ["the", "[E2]", "soprano", "[/E2]", "sang", "with", "[E1]", "Maria", "Callas", "[/E1]", "loudly"]
     assert mention_words(words) == {1, 2, 3, 6, 7, 8, 9}
-    assert mention_words("no markers here".split()) == set()
+    assert mention_words(["no", "markers", "here"]) == set()
     # The mention word scores highest, yet the mask takes the best context words.
     tokens = ["the", "[E2]", "soprano", "[/E2]", "sang", "with", "[E1]", "maria", "callas", "[/E1]", "loudly"]
     scores = np.array([0.1, 0.0, 0.99, 0.0, 0.7, 0.3, 0.0, 0.95, 0.9, 0.0, 0.5])
