@@ -83,6 +83,17 @@ def run(backend: Scripted, jobs: list[Job], max_retries: int = 2) -> tuple[list[
     return results, progress
 
 
+def test_with_critical_path_the_longest_chain_starts_first() -> None:
+    # p1 ← a; p2 ← b ← g. Today's order: the parents in plan order (p1, p2, b), then a, g. By chain (unit costs):
+    # p2 heads 3 jobs, p1 and b 2, a and g 1.
+    jobs = [job("p1"), job("a", "p1"), job("p2"), job("b", "p2"), job("g", "b")]
+    plain, critical = Scripted(slots=2, fate={}), Scripted(slots=2, fate={})
+    run(plain, jobs)
+    dispatch(critical, jobs, lambda r: None, Recorder(), 2, critical_path=lambda j: 1.0)
+    assert plain.submitted == ["p1", "p2", "a", "b", "g"]
+    assert critical.submitted == ["p2", "p1", "b", "a", "g"]
+
+
 def test_parents_run_before_the_jobs_that_start_from_them() -> None:
     jobs = [job("child-1", "parent"), job("other"), job("parent"), job("child-2", "parent")]
     backend = Scripted(slots=2, fate={})
@@ -173,11 +184,14 @@ def test_jobs_that_can_never_start_are_reported_not_waited_for() -> None:
 
 
 def test_the_backend_is_closed_by_executors_also_after_an_error(tmp_path: Any) -> None:
-    from beluga_core.api.executors import Executor, ExecutorSpec
+    from beluga_core.api.executors import Executor, ExecutorSpec, Slot, Workers
 
     backend = Scripted(slots=1, fate={"a": ["lost"]})
 
     class Once(Executor):
+        def size_workers(self, plan: Any) -> Workers:
+            return Workers((Slot("cpu", 1),), "one job at a time")   # so no job is weighed: there is no plan
+
         def open(self, plan: Any, jobs: Any, cache_dir: Any) -> Backend:
             return backend
 

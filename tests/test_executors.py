@@ -103,14 +103,17 @@ def test_ray_local_cluster_equals_local_executor(executors_store: Path, tmp_path
 
 def test_worker_slots_per_gpu_and_cpu() -> None:
     from beluga_core.config.schema import ExecutorSpec
-    from beluga_core.execution.scheduling import Slot, plan_slots
+    from beluga_core.execution.sizing import Slot, plan_workers
+
+    def slots(spec: ExecutorSpec, cores: int, gpus: int) -> list[Slot]:
+        return list(plan_workers(spec, cores=cores, gpus=gpus).slots)
 
     # CPU: the cores are split between workers unless threads is set.
-    assert plan_slots(ExecutorSpec(workers=2), cores=2, gpus=0) == [Slot("cpu", 1)] * 2
-    assert plan_slots(ExecutorSpec(workers=2, threads=2), cores=2, gpus=0) == [Slot("cpu", 2)] * 2
+    assert slots(ExecutorSpec(workers=2), cores=2, gpus=0) == [Slot("cpu", 1)] * 2
+    assert slots(ExecutorSpec(workers=2, threads=2), cores=2, gpus=0) == [Slot("cpu", 2)] * 2
     # GPUs: one worker per GPU, or folds_per_gpu of them, round-robin over the devices.
-    assert [s.device for s in plan_slots(ExecutorSpec(), cores=16, gpus=2)] == ["cuda:0", "cuda:1"]
-    slots = plan_slots(ExecutorSpec(options={"folds_per_gpu": 2}), cores=16, gpus=2)
-    assert [s.device for s in slots] == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"] and slots[0].threads == 4
-    assert [s.device for s in plan_slots(ExecutorSpec(device="cuda:1", workers=2), cores=4, gpus=2)] == ["cuda:1"] * 2
-    assert [s.device for s in plan_slots(ExecutorSpec(device="cpu", workers=3), cores=6, gpus=2)] == ["cpu"] * 3
+    assert [s.device for s in slots(ExecutorSpec(workers=1), cores=16, gpus=2)] == ["cuda:0", "cuda:1"]
+    got = slots(ExecutorSpec(workers=1, options={"folds_per_gpu": 2}), cores=16, gpus=2)
+    assert [s.device for s in got] == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"] and got[0].threads == 4
+    assert [s.device for s in slots(ExecutorSpec(device="cuda:1", workers=2), cores=4, gpus=2)] == ["cuda:1"] * 2
+    assert [s.device for s in slots(ExecutorSpec(device="cpu", workers=3), cores=6, gpus=2)] == ["cpu"] * 3

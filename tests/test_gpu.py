@@ -13,7 +13,7 @@ from helpers import DATA, config_with, query, run_benchmark
 from test_deterministic import TINY as DETERMINISTIC_TINY
 
 from beluga_core.config.schema import ExecutorSpec
-from beluga_core.execution.scheduling import plan_slots
+from beluga_core.execution.sizing import Slot, plan_workers
 from beluga_core.training import precision
 
 pytestmark = pytest.mark.gpu
@@ -43,12 +43,33 @@ def test_bf16_autocast_is_on_where_the_gpu_has_bf16() -> None:
         precision.configure("fp32", device)
 
 
+def plan_slots(spec: ExecutorSpec, cores: int, gpus: int | None = None) -> list[Slot]:
+    return list(plan_workers(spec, cores=cores, gpus=gpus).slots)
+
+
 def test_workers_are_given_the_gpus_in_turn() -> None:
     spec = ExecutorSpec(name="multi", device="cuda", workers=1, options={"folds_per_gpu": 2})
     assert [s.device for s in plan_slots(spec, cores=16, gpus=1)] == ["cuda:0", "cuda:0"]
     assert [s.device for s in plan_slots(spec, cores=16, gpus=2)] == ["cuda:0", "cuda:1", "cuda:0", "cuda:1"]
     assert [s.device for s in plan_slots(spec, cores=16)] == [f"cuda:{i % torch.cuda.device_count()}"
                                                              for i in range(2 * torch.cuda.device_count())]
+
+
+def test_the_probe_measures_what_one_worker_takes_and_auto_fits_workers_to_it() -> None:
+    from beluga_core.config.load import load_config
+    from beluga_core.execution.sizing import CONTEXT_BYTES, GiB, gpu_worker_memory
+    from beluga_core.orchestration.teachers import plan_run
+
+    config = DATA / "tiny-sentiment.toml"
+    plan = plan_run(load_config(config), config.resolve())
+    memory = gpu_worker_memory(plan, "cuda:0")
+    assert memory.how.startswith("measured: a training step of embedded:minilm at batch"), memory.how
+    assert len(memory.free) == torch.cuda.device_count() and all(f > GiB for f in memory.free)
+    # A 2-layer MiniLM at batch 16 × 64 tokens: its weights, gradients and moments (16 B × 15.6M) and more, well
+    # under a GiB.
+    assert CONTEXT_BYTES + 16 * 15_000_000 < memory.per_worker < CONTEXT_BYTES + GiB, memory
+    workers = plan_workers(ExecutorSpec(name="multi", device="cuda"), memory=lambda: memory)
+    assert len(workers.slots) >= torch.cuda.device_count() and "measured" in workers.why, workers.why
 
 
 def _run(tmp: Path, name: str, executor: str) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
 import subprocess
@@ -585,12 +586,14 @@ def test_ensure_suite_is_idempotent_and_detects_a_changed_suite(writer: StoreWri
 
 
 def test_runs_and_exclusions(writer: StoreWriter) -> None:
-    run_id = writer.begin_run(Path("b.toml"), "x = 1", device="cuda:0")
+    workers = {"workers": "auto", "slots": ["cuda:0", "cuda:0"], "threads": [8, 8], "why": "auto: …"}
+    run_id = writer.begin_run(Path("b.toml"), "x = 1", device="cuda:0", executor=workers)
     with pytest.raises(ValueError, match="no run"):
         writer.finish_run("missing")
     writer.finish_run(run_id, "interrupted")
     runs = fetch_dicts(writer.path, "runs")
     assert [(r["run_id"], r["status"], r["device"]) for r in runs] == [(run_id, "interrupted", "cuda:0")]
+    assert json.loads(runs[0]["executor"]) == workers
     assert runs[0]["duckdb_version"] == duckdb.__version__ and runs[0]["finished_at"] >= runs[0]["started_at"]
     writer.set_g_exclusions("sentiment", ["f4", "f5"])
     writer.set_g_exclusions("sentiment", ["f5"])

@@ -3,9 +3,11 @@
 An executor implements ``open``: the ``Backend`` that runs the jobs — ``idle`` (how many more it takes now),
 ``submit``, and ``events``, which reports ``Finished``, ``Failed`` or ``Lost`` jobs. One dispatch loop, shared
 by every executor, decides which job starts when (``order_jobs``, ``Dependencies``: parents and teachers
-first), retries lost jobs and reports ``Progress``; the coordinator alone writes the store (``ResultFn`` gets
-each ``JobResult``). ``worker_class(spec)`` gives the ``Worker`` that runs one ``Job`` of the ``Plan``,
-reporting its steps through a ``StepFn``.
+first; ``critical_path_order`` where several run at once), retries lost jobs and reports ``Progress``; the
+coordinator alone writes the store (``ResultFn`` gets each ``JobResult``). ``worker_class(spec)`` gives the
+``Worker`` that runs one ``Job`` of the ``Plan``, reporting its steps through a ``StepFn``. An executor says how
+many jobs it runs at once, where and why by overriding ``size_workers``: ``Workers``, one ``Slot`` (device,
+threads) per worker.
 
 These are the run's internals, public here only because an executor plugin drives them; no other kind needs
 them.
@@ -25,9 +27,11 @@ from beluga_core.execution.scheduling import (
     Finished,
     Lost,
     StepFn,
+    critical_path_order,
     order_jobs,
     worker_class,
 )
+from beluga_core.execution.sizing import Slot, Workers
 from beluga_core.execution.worker import Worker
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
@@ -48,8 +52,11 @@ __all__ = [
     "Plan",
     "Progress",
     "ResultFn",
+    "Slot",
     "StepFn",
     "Worker",
+    "Workers",
+    "critical_path_order",
     "order_jobs",
     "worker_class",
 ]

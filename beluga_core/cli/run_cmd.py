@@ -24,6 +24,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import human_size
 from beluga_core.data.availability import hub_status, iid_availability, model_availability, unreachable_hub_names
 from beluga_core.execution.executors.base import EXECUTORS
+from beluga_core.execution.sizing import Workers
 from beluga_core.execution.worker import keeps_weights
 from beluga_core.orchestration.coordinator import (
     note_task_mismatch,
@@ -60,9 +61,9 @@ def _fold_counts(tp: TaskPlan) -> Counter[tuple[str, str, str]]:
 
 
 def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates: Rates | None = None,
-               failed: set[str] | None = None) -> None:
+               failed: set[str] | None = None, workers: Workers | None = None) -> None:
     """The dry run's plan; with ``done`` / ``failed`` (the ids of a store's done and failed jobs), what of it
-    is done, what will run and what failed, per job kind."""
+    is done, what will run and what failed, per job kind; with ``workers``, how many jobs run at once and why."""
     done = done or set()
     rates = rates or Rates()
     cfg = plan.config
@@ -103,7 +104,7 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
         _print_attributions(plan, tp, console, rates)
         _print_fewshot(plan, tp, console)
         _print_steps(plan, tp, console)
-        _print_checkpoints(plan, tp, console, rates)
+        _print_checkpoints(plan, tp, console, rates, workers)
         _print_availability(tp, console)
     n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
     total = n_folds + n_grid
@@ -114,6 +115,8 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
                       f"train {n_folds + other_grid}")
     else:
         console.print(f"[bold]{total} trainings in all[/]")
+    if workers is not None:
+        console.print(workers.line(), highlight=False, markup=False, soft_wrap=True)
     _print_status(plan, console, done, failed or set())
 
 
@@ -222,7 +225,7 @@ def _print_kept(plan: Plan, tp: TaskPlan, console: Console) -> None:
                   f"{weights}", highlight=False)
 
 
-def _print_checkpoints(plan: Plan, tp: TaskPlan, console: Console, rates: Rates) -> None:
+def _print_checkpoints(plan: Plan, tp: TaskPlan, console: Console, rates: Rates, workers: Workers | None) -> None:
     """Each job's checkpoint interval (``[executor] checkpoint_every``), per configuration and method, and the disk
     the checkpoints in flight take in the run's cache."""
     cfg = plan.config
@@ -260,7 +263,7 @@ def _print_checkpoints(plan: Plan, tp: TaskPlan, console: Console, rates: Rates)
     params = parameter_count(tp.model, cfg.model.config_overrides, max(2, len(tp.suite.header.label_space or labels
                                                                                 or [""])))
     if params is not None:
-        slots = cfg.executor.workers if cfg.executor.name != "local" else 1
+        slots = (workers.count if workers is not None else None) or 1
         size = checkpoint_bytes(params)
         console.print(f"  checkpoints: ≈ {human_size(size)} each ({params / 1e6:.1f}M parameters: weights and AdamW's "
                       f"moments), one per job in flight, two while a save replaces the last: ≈ "
@@ -408,7 +411,8 @@ def run(
         have = store_path.exists()
         done = done_ids(store_path, required_evaluations(plan), probe_pools_of(plan)) if have else set()
         print_plan(plan, console, done, rates=Rates.measured(measured_train_rate(store_path)),
-                   failed=failed_ids(store_path) if have else set())
+                   failed=failed_ids(store_path) if have else set(),
+                   workers=EXECUTORS.get(cfg.executor.name)(cfg.executor).workers(plan))
         note_task_mismatch(plan, console)
         check_settings(plan)
         return

@@ -251,7 +251,13 @@ class ExecutorSpec(_Strict):
     threads: int = Field(0, ge=0, description="torch CPU threads per worker (0 = all cores / workers).")
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto", description="auto: bf16 autocast on GPUs and on CPUs with native bf16, else fp32.")
-    workers: int = Field(1, ge=1, description="Parallel workers (executors that support it).")
+    workers: Annotated[int, Field(ge=1)] | Literal["auto"] = Field("auto", description=(
+        "Jobs run at once, by the executors that run several (multi). \"auto\": on a CPU one worker using every "
+        "core; on GPUs, per GPU as many workers as the CPU cores (at least one thread each) and the GPU's free "
+        "memory allow, with the memory one worker takes measured by a short forward and backward pass of the "
+        "model at the run's largest batch size (estimated when it cannot be measured); options.folds_per_gpu, "
+        "when set, fixes the count per GPU. A number: that many (1 on GPUs: one per GPU). `beluga run --dry-run` "
+        "prints the choice and why; never part of a job's identity."))
     fail_fast: bool = Field(False, description=(
         "Stop starting jobs once one failed (the jobs in flight finish). Default: a failed job is recorded in "
         "the store and the jobs that do not need it go on."))
@@ -266,6 +272,16 @@ class ExecutorSpec(_Strict):
         "expected under a minute. Not part of a job's identity: a resumed job stores the figures an "
         "uninterrupted one would."))
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: object) -> object:
+        # Before pydantic's own coercion, which would read true as 1 worker and "2" as 2.
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError("expected \"auto\" or a whole number of workers ≥ 1")
+        return value
 
     @field_validator("checkpoint_every", mode="before")
     @classmethod

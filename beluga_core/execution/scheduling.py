@@ -1,5 +1,5 @@
-"""What the executors share: the one dispatch loop, the backend interface it drives, where workers run, the
-worker class, and warming the token cache.
+"""What the executors share: the one dispatch loop, the backend interface it drives, the order jobs start in,
+the worker class, and warming the token cache (how many workers run, and where: ``sizing``).
 
 Every executor (local, multi, Ray, a plugin's) is a ``Backend`` — slots that run jobs and report what became of
 them — driven by ``dispatch``, which alone decides which job starts when, retries a job whose worker died, and
@@ -12,11 +12,11 @@ there too).
 from __future__ import annotations
 
 import importlib
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -30,47 +30,6 @@ from beluga_core.execution.step_runners import iid_test_examples
 from beluga_core.execution.worker import Worker, iid_train_examples
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan
-
-
-@dataclass(frozen=True)
-class Slot:
-    """One worker: its torch device and the CPU threads it may use."""
-
-    device: str
-    threads: int
-
-
-def gpu_count() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def plan_slots(spec: ExecutorSpec, cores: int | None = None, gpus: int | None = None) -> list[Slot]:
-    """Workers for a machine: one per GPU (``options.folds_per_gpu`` per GPU), or ``workers`` on the CPU.
-
-    CPU threads are split between workers (cores // workers): oversubscribed threads collapse throughput
-    (benchmarks/perf/RESULTS.md). ``threads`` in the config overrides the split, e.g. to match another
-    executor's numbers.
-    """
-    cores = cores if cores is not None else (os.cpu_count() or 1)
-    device = spec.device
-    if device not in ("auto", "cuda"):
-        gpus = 0  # cpu, or one named cuda:N below
-    elif gpus is None:
-        gpus = gpu_count()
-    per_gpu = int(spec.options.get("folds_per_gpu", 1))
-    if per_gpu < 1:
-        raise BelugaError("executor option folds_per_gpu must be ≥ 1")
-    if device.startswith("cuda:"):
-        devices = [device] * max(spec.workers, per_gpu)
-    elif gpus > 0:
-        n = spec.workers if spec.workers > 1 else gpus * per_gpu
-        devices = [f"cuda:{i % gpus}" for i in range(n)]
-    else:
-        devices = ["cpu"] * spec.workers
-    threads = spec.threads or max(1, cores // len(devices))
-    return [Slot(d, threads) for d in devices]
 
 
 class Dependencies:
@@ -91,6 +50,36 @@ def order_jobs(jobs: Sequence[Job]) -> list[Job]:
     """Parents (IID models) and teachers before the jobs that start from or read them; otherwise plan order."""
     parents = {r for j in jobs for r in j.requires}
     return [j for j in jobs if j.id in parents] + [j for j in jobs if j.id not in parents]
+
+
+def critical_path_order(jobs: Sequence[Job], cost: Callable[[Job], float] | None = None) -> list[Job]:
+    """The jobs by the length of the longest chain each heads, longest first: a job's cost (1 each without
+    ``cost``) plus the longest chain among the jobs that need it (its parent's children, a teacher's students).
+    Ties keep ``order_jobs``'s order.
+
+    With several workers the run ends when its longest chain does: an IID model whose children wait, started
+    late, leaves workers idle at the end. A job's chain is longer than any of its dependents', so parents still
+    start before their children; requirements outside ``jobs`` (finished in an earlier run) count for nothing.
+    """
+    base = order_jobs(jobs)
+    ids = {j.id for j in jobs}
+    needs = TopologicalSorter({j.id: [r for r in j.requires if r in ids] for j in jobs})
+    try:
+        upward = list(needs.static_order())   # requirements before the jobs that need them
+    except CycleError as exc:
+        raise BelugaError(f"jobs require each other in a cycle: {', '.join(i[:12] for i in exc.args[1])}") from None
+    by_id = {j.id: j for j in jobs}
+    dependents: dict[str, list[str]] = {i: [] for i in ids}
+    for j in jobs:
+        for r in j.requires:
+            if r in ids:
+                dependents[r].append(j.id)
+    chain: dict[str, float] = {}
+    for job_id in reversed(upward):    # every dependent's chain is known before its requirement's
+        job = by_id[job_id]
+        chain[job_id] = (cost(job) if cost else 1.0) + max((chain[d] for d in dependents[job_id]), default=0.0)
+    rank = {j.id: i for i, j in enumerate(base)}
+    return sorted(base, key=lambda j: (-chain[j.id], rank[j.id]))
 
 
 ResultFn = Callable[[JobResult], None]
@@ -236,9 +225,12 @@ def _dependents(jobs: Sequence[Job], failed: str) -> set[str]:
 
 
 def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
-             max_retries: int, on_failure: FailureFn | None = None, *, fail_fast: bool = False) -> DispatchStats:
+             max_retries: int, on_failure: FailureFn | None = None, *, fail_fast: bool = False,
+             critical_path: Callable[[Job], float] | None = None) -> DispatchStats:
     """Run ``jobs`` on ``backend``: parents before the jobs that start from them, a job lost with its worker
     retried (first in the queue) up to ``max_retries`` times, every result passed to ``on_result`` as it comes.
+    With ``critical_path`` (a job's estimated cost), the jobs start in ``critical_path_order``, else in
+    ``order_jobs``'s; either way a job's results do not depend on when it ran.
 
     A job that raises (or loses its worker more than ``max_retries`` times) is a failure: passed to
     ``on_failure`` (which records it), and the jobs that need it are skipped. The other jobs go on, unless
@@ -246,7 +238,7 @@ def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progres
     finished (their results are kept). Either way a run with failures ends with ``JobsFailed`` naming them;
     a finished job is never lost to another one's failure.
     """
-    waiting = order_jobs(jobs)
+    waiting = order_jobs(jobs) if critical_path is None else critical_path_order(jobs, critical_path)
     deps = Dependencies(jobs)
     in_flight: set[str] = set()
     attempts: dict[str, int] = {}

@@ -153,9 +153,11 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
     _note_generated_against(plan, console)
     note_task_mismatch(plan, console)
     record_plan(plan, writer)
-    run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
-                              device=plan.config.executor.device)
     executor = EXECUTORS.get(plan.config.executor.name)(plan.config.executor)
+    workers = executor.workers(plan)
+    console.print(workers.line(), highlight=False, markup=False, soft_wrap=True)
+    run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
+                              device=plan.config.executor.device, executor=workers.record())
 
     checkpoints = FolderCheckpoints(checkpoint_folder(cache_dir))
 

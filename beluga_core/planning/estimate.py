@@ -9,11 +9,13 @@ by large factors: the figure says how much work is added, in the unit a user pla
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.registries import CONFIGURATIONS
 from beluga_core.planning.jobs import Job, JobSpec
+from beluga_core.planning.plan import Plan
 
 DEFAULT_TRAIN_RATE = 64.0   # training examples per second (embedded MiniLM, 2 CPU cores, fp32)
 DEFAULT_EVAL_RATE = 350.0   # evaluated inputs per second (same)
@@ -48,6 +50,27 @@ def training_examples(cfg: BenchmarkConfig, spec: JobSpec, n_suite_inputs: int) 
 
 def seconds(rates: Rates, train_examples: float, eval_inputs: float) -> float:
     return train_examples / rates.train + eval_inputs / rates.eval
+
+
+def job_seconds(plan: Plan, rates: Rates | None = None) -> Callable[[Job], float]:
+    """A job's estimated seconds: what it trains on (an IID model: ``[sizes] iid_train`` × its epochs; a fold:
+    ``training_examples``) and the suite inputs it is scored on, at ``rates`` (the critical path that executors
+    with several workers start first weighs jobs by it). ``iid_train = 0`` (all of D_train, whose size the plan
+    does not know) counts as 0, as in the dry run."""
+    rates = rates or Rates()
+    inputs: dict[str, dict[str, int]] = {}   # per task: case id → its inputs
+
+    def cost(job: Job) -> float:
+        n = inputs.get(job.task)
+        if n is None:
+            n = inputs[job.task] = {c.id: len(c.inputs) for c in plan.task_plan(job.task).suite.cases}
+        if job.is_iid_model:
+            train = plan.config.sizes.iid_train * float(job.hparams.get("epochs", 1))
+        else:
+            train = training_examples(plan.config, job, sum(n.get(c, 1) for c in job.fold.train_ids))
+        return seconds(rates, train, sum(n.get(c, 1) for c in job.fold.eval_ids))
+
+    return cost
 
 
 def describe(s: float) -> str:

@@ -42,6 +42,7 @@ MIGRATIONS = (
     Migration(12, "variants_failures"),
     Migration(13, "replicates"),
     Migration(14, "score_macros"),
+    Migration(15, "run_workers"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -111,15 +111,27 @@ def configure_threads(threads: int, workers: int = 1) -> None:
     torch.set_num_threads(threads)
 
 
+def local_classifier_config(name: str, num_labels: int = 2, config_overrides: dict[str, Any] | None = None) -> Any:
+    """The config of a sequence classifier of model ``name`` (with ``config_overrides``), read from this machine
+    only (a dry run never reaches for the hub); None when it cannot be read here."""
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(resolve_model_path(name), num_labels=num_labels, local_files_only=True,
+                                          **(config_overrides or {}))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def parameter_count(name: str, config_overrides: dict[str, Any] | None = None, num_labels: int = 2) -> int | None:
     """Parameters of a sequence classifier of model ``name`` (with ``config_overrides``), counted on a model
     built on the meta device (no weights read, no memory); None when its config cannot be read here."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers import AutoModelForSequenceClassification
 
+    config = local_classifier_config(name, num_labels, config_overrides)
+    if config is None:
+        return None
     try:
-        # Only what is on this machine: a dry run never reaches for the hub.
-        config = AutoConfig.from_pretrained(resolve_model_path(name), num_labels=num_labels, local_files_only=True,
-                                            **(config_overrides or {}))
         with torch.device("meta"):
             model = AutoModelForSequenceClassification.from_config(config)
     except (OSError, ValueError, TypeError):

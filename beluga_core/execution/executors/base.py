@@ -6,7 +6,9 @@ An executor supplies a ``Backend`` (``open``); the dispatch loop every executor 
 ``on_result`` is called in its process for every finished job, in whatever order jobs finish, and
 ``on_failure`` for every job that failed on every attempt. A job whose
 parent (the IID model it starts from) is among the jobs given starts once that parent has finished; the
-parent's weights reach other processes through the cache folder (``worker.weights_path``).
+parent's weights reach other processes through the cache folder (``worker.weights_path``). An executor that
+runs several jobs at once (``Executor.workers``) starts the longest chain of jobs first
+(``scheduling.critical_path_order``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import Registry
 from beluga_core.execution.scheduling import Backend, FailureFn, Progress, ResultFn, dispatch
+from beluga_core.execution.sizing import Workers
+from beluga_core.planning.estimate import job_seconds
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
 
@@ -37,6 +41,22 @@ class Executor(ABC):
                               f"{spec.options.get('max_retries')!r}", field="executor.options.max_retries") from None
         if self.max_retries < 0:
             raise BelugaError("executor option max_retries must be ≥ 0", field="executor.options.max_retries")
+        self._workers: Workers | None = None
+
+    def workers(self, plan: Plan) -> Workers:
+        """How many jobs run at once, where, and why: the dry run prints it, the store records it with the run,
+        and more than one (or an unknown number) starts the critical path first. Worked out once per executor
+        (``size_workers``)."""
+        workers: Workers | None = getattr(self, "_workers", None)   # a plugin's __init__ may not call this one's
+        if workers is None:
+            workers = self._workers = self.size_workers(plan)
+        return workers
+
+    def size_workers(self, plan: Plan) -> Workers:
+        """The executor's workers on this machine; an executor that does not say runs as many jobs at once as
+        its backend's ``idle`` allows."""
+        return Workers((), f"executor {self.spec.name!r} starts as many jobs as its backend takes",
+                       self.spec.workers)
 
     @abstractmethod
     def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
@@ -49,8 +69,11 @@ class Executor(ABC):
         ``on_failure`` for each that failed on every attempt (then ``JobsFailed`` at the end)."""
         if not jobs:
             return
+        # One worker takes as long whatever the order: it keeps the plan's (parents and teachers first).
+        cost = None if self.workers(plan).count == 1 else job_seconds(plan)
         with self.open(plan, jobs, Path(cache_dir)) as backend:
-            dispatch(backend, jobs, on_result, progress, self.max_retries, on_failure, fail_fast=self.spec.fail_fast)
+            dispatch(backend, jobs, on_result, progress, self.max_retries, on_failure, fail_fast=self.spec.fail_fast,
+                     critical_path=cost)
 
 
 EXECUTORS: Registry[Executor] = Registry("executor", "beluga.executors", Executor)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from beluga_core.execution.executors.base import Executor
 from beluga_core.execution.scheduling import Backend, Event, Failed, Finished, StepFn, worker_class
+from beluga_core.execution.sizing import Slot, Workers
 from beluga_core.execution.worker import Worker
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
@@ -42,6 +43,13 @@ class InProcess(Backend):
 
 
 class LocalExecutor(Executor):
+    def size_workers(self, plan: Plan) -> Workers:
+        threads = self.spec.threads or (os.cpu_count() or 1)
+        why = f"local executor: one process, jobs in turn, {threads} thread(s)"
+        if self.spec.workers not in ("auto", 1):
+            why += f"; workers = {self.spec.workers} is for the multi executor (name = \"multi\")"
+        return Workers((Slot(self.spec.device, threads),), why, self.spec.workers)
+
     def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
         configure_threads(self.spec.threads)
         return InProcess(worker_class(self.spec)(plan, self.spec.device, cache_dir))

@@ -19,7 +19,8 @@ equal the local executor's.
   a second instead of importing them again (~6 s on 2 CPU cores). The server itself never runs torch: forking a
   process that has started torch's thread pools or a CUDA context can hang, so the coordinator is never forked.
 
-GPU paths (one worker per ``cuda:i``, ``options.folds_per_gpu`` workers sharing one GPU) follow the same
+How many workers, on which devices: ``sizing.plan_workers`` (``[executor] workers``; ``auto`` measures on GPUs
+what one worker takes). GPU paths (one worker per ``cuda:i``, several workers sharing one GPU) follow the same
 code; they are untested on a GPU in this repository's CI.
 """
 
@@ -47,12 +48,11 @@ from beluga_core.execution.scheduling import (
     Failed,
     Finished,
     Lost,
-    Slot,
     StepFn,
-    plan_slots,
     warm_token_cache,
     worker_class,
 )
+from beluga_core.execution.sizing import Slot, WorkerMemory, Workers, gpu_worker_memory, plan_workers
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
 
@@ -252,7 +252,15 @@ def _where(p: _Proc) -> str:
 
 
 class MultiExecutor(Executor):
+    def size_workers(self, plan: Plan) -> Workers:
+        device = self.spec.device if self.spec.device.startswith("cuda:") else "cuda:0"
+
+        def memory() -> WorkerMemory:
+            return gpu_worker_memory(plan, device)
+
+        return plan_workers(self.spec, memory=memory)
+
     def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
-        slots = plan_slots(self.spec)[:max(1, len(jobs))]
+        slots = list(self.workers(plan).slots)[:max(1, len(jobs))]
         warm_token_cache(plan, cache_dir)
         return WorkerPool(self.spec, plan, slots, cache_dir)

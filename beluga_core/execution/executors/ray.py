@@ -55,6 +55,7 @@ from beluga_core.execution.scheduling import (
     warm_token_cache,
     worker_class,
 )
+from beluga_core.execution.sizing import Workers
 from beluga_core.execution.worker import keeps_weights, weights_path
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
@@ -244,6 +245,13 @@ class RayExecutor(Executor):
     def __init__(self, spec: ExecutorSpec) -> None:
         super().__init__(spec)
         self.options = dict(spec.options)
+
+    def size_workers(self, plan: Plan) -> Workers:
+        why = ("Ray starts as many folds as its cluster's CPUs and GPUs fit, each asking for options.cpus_per_fold "
+               "and options.gpus_per_fold")
+        if self.spec.workers not in ("auto", 1):
+            why += f"; workers = {self.spec.workers} does not apply"
+        return Workers((), why, self.spec.workers)
 
     def _init_ray(self) -> tuple[Any, bool]:
         try:

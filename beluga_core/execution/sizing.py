@@ -1,0 +1,295 @@
+"""How many jobs run at once, and where: workers sized to the machine (``[executor] workers``).
+
+A number keeps its meaning: that many workers (on GPUs, 1 means one per GPU, ``options.folds_per_gpu`` per GPU).
+``"auto"``, the default, keeps a CPU run as it was (one worker using every core) and on GPUs runs as many
+workers per GPU as the host's cores and the GPU's free memory allow: one small fold leaves a GPU nearly idle (an
+H200 busy 8 % of the time in the quick run) while folds side by side scale almost linearly (7.6× at 8 folds on
+one H200; issue 40 has the table).
+
+The memory one worker takes is measured by a probe: one forward and backward pass and one AdamW step of the plan's
+largest model at its largest batch size and ``max_length`` tokens (the worst a training batch can be), in a
+spawned process. The coordinator so never holds a CUDA context, which would take memory on a GPU that the sizing
+counted free for the whole run. The probe's peak is what its caching allocator reserved; a worker also holds a
+CUDA context that no allocator statistic sees, added as ``CONTEXT_BYTES``. Where the step fails (a GPU already
+full, a model that does not build on it) the memory is estimated from the model's shape
+(``estimated_worker_bytes``); where not even the model's config can be read here, auto runs one worker per GPU.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from beluga_core.config.schema import ExecutorSpec
+from beluga_core.core.errors import BelugaError
+from beluga_core.planning.plan import Plan
+
+MiB = 2 ** 20
+GiB = 2 ** 30
+# A CUDA context with torch's kernels loaded lazily (CUDA ≥ 11.7), cuBLAS's workspace included: 0.3–0.6 GiB on
+# recent GPUs by NVIDIA's and PyTorch's own accounts. An allowance, not measured here (no GPU in CI).
+CONTEXT_BYTES = 512 * MiB
+# Kept free of each GPU's free memory: the allocator's fragmentation across batches of other lengths, and the
+# evaluation's batches, which the probe does not run.
+DEFAULT_MARGIN = 0.1
+PROBE_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One worker: its torch device and the CPU threads it may use."""
+
+    device: str
+    threads: int
+
+
+@dataclass(frozen=True)
+class Workers:
+    """The jobs an executor runs at once: its slots (none: its cluster decides), and why. The dry run prints it,
+    the store records it with the run (``runs.executor``)."""
+
+    slots: tuple[Slot, ...]
+    why: str
+    setting: int | str = "auto"   # [executor] workers as the config says
+
+    @property
+    def count(self) -> int | None:
+        return len(self.slots) or None
+
+    def line(self) -> str:
+        return f"workers: {self.count or 'as many as the cluster fits'} ({self.why})"
+
+    def record(self) -> dict[str, Any]:
+        return {"workers": self.setting, "slots": [s.device for s in self.slots],
+                "threads": [s.threads for s in self.slots], "why": self.why}
+
+
+@dataclass(frozen=True)
+class WorkerMemory:
+    """Bytes free on each GPU, and the bytes one worker takes at its peak (CUDA context included)."""
+
+    free: tuple[int, ...]
+    per_worker: int
+    how: str   # measured or estimated, and from what
+
+
+class MemoryUnknown(Exception):
+    """The memory one worker takes could be neither measured nor estimated; the message says why."""
+
+
+def cpu_budget(cores: int, threads: int = 0) -> int:
+    """The most workers the cores allow: at least one thread each, ``threads`` each when set."""
+    return max(1, cores // threads if threads else cores)
+
+
+def workers_per_gpu(free: Sequence[int], per_worker: int, budget: int, margin: float = DEFAULT_MARGIN) -> list[int]:
+    """Workers on each GPU: as many as its free memory, less ``margin`` of it, holds at ``per_worker`` bytes each,
+    and as the CPU allows (``budget`` workers in all, shared out evenly, the first GPUs taking the remainder); at
+    least one per GPU, as without auto."""
+    if per_worker <= 0:
+        raise ValueError(f"per-worker memory must be positive, got {per_worker}")
+    gpus = len(free)
+    cpu = [budget // gpus + (i < budget % gpus) for i in range(gpus)]
+    memory = [int(f * (1 - margin)) // per_worker for f in free]
+    return [max(1, min(c, m)) for c, m in zip(cpu, memory, strict=True)]
+
+
+def interleave(devices: Sequence[str], counts: Sequence[int]) -> list[str]:
+    """``counts[i]`` workers on ``devices[i]``, in turns (cuda:0, cuda:1, cuda:0, …): the first jobs, which start
+    first and include the IID models the others wait for, go to different GPUs."""
+    return [d for r in range(max(counts, default=0)) for d, n in zip(devices, counts, strict=True) if n > r]
+
+
+def estimated_worker_bytes(parameters: int, hidden: int, layers: int, heads: int, batch: int, length: int,
+                           bf16: bool) -> int:
+    """A training worker's peak memory from its model's shape, where the probe cannot measure it.
+
+    Weights, gradients and AdamW's two moments in fp32 (16 bytes a parameter); a transformer layer's activations
+    kept for the backward pass, 34·b·s·h + 5·a·b·s² bytes in 16-bit (Korthikanti et al. 2022, "Reducing Activation
+    Recomputation in Large Transformer Models", eq. 1), twice that in fp32; and the CUDA context."""
+    state = 16 * parameters
+    per_layer = batch * length * (34 * hidden + 5 * heads * length)
+    return state + layers * per_layer * (1 if bf16 else 2) + CONTEXT_BYTES
+
+
+def gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _cores_text(cores: int) -> str:
+    return {1: "1 core → one worker using it", 2: "2 cores → one worker using both"}.get(
+        cores, f"{cores} cores → one worker using all {cores}")
+
+
+def plan_workers(spec: ExecutorSpec, cores: int | None = None, gpus: int | None = None,
+                 memory: Callable[[], WorkerMemory] | None = None) -> Workers:
+    """The workers of the multi executor on this machine (``cores``, ``gpus``: this machine's unless given).
+
+    A number of workers: that many (on GPUs, 1 is one per GPU, ``options.folds_per_gpu`` per GPU), as before
+    auto. ``auto``: on a CPU one worker; on GPUs ``options.folds_per_gpu`` per GPU when set, else
+    ``workers_per_gpu`` of what ``memory`` measures (called only then, so never on a CPU). CPU threads are split
+    between workers (cores // workers): oversubscribed threads collapse throughput (benchmarks/perf/RESULTS.md);
+    ``threads`` in the config overrides the split.
+    """
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    device = spec.device
+    if device not in ("auto", "cuda"):
+        gpus = 0  # cpu, or one named cuda:N below
+    elif gpus is None:
+        gpus = gpu_count()
+    per_gpu_set = "folds_per_gpu" in spec.options
+    per_gpu = int(spec.options.get("folds_per_gpu", 1))
+    if per_gpu < 1:
+        raise BelugaError("executor option folds_per_gpu must be ≥ 1", field="executor.options.folds_per_gpu")
+    gpu_devices = [device] if device.startswith("cuda:") else [f"cuda:{i}" for i in range(gpus)]
+    if spec.workers != "auto":
+        n = spec.workers
+        if device.startswith("cuda:"):
+            devices = [device] * max(n, per_gpu)
+        elif gpus > 0:
+            devices = [f"cuda:{i % gpus}" for i in range(n if n > 1 else gpus * per_gpu)]
+        else:
+            devices = ["cpu"] * n
+        why = f"workers = {n}" + (f", options.folds_per_gpu = {per_gpu}" if per_gpu_set and gpu_devices else "")
+    elif not gpu_devices:
+        devices = ["cpu"]
+        why = f"auto: CPU, {_cores_text(cores)}" if not spec.threads else \
+            f"auto: CPU, one worker of threads = {spec.threads}"
+    elif per_gpu_set:
+        devices = interleave(gpu_devices, [per_gpu] * len(gpu_devices))
+        why = f"auto: options.folds_per_gpu = {per_gpu} on each of {len(gpu_devices)} GPU(s)"
+    else:
+        devices, why = _auto_gpus(spec, gpu_devices, cores, memory)
+    threads = spec.threads or max(1, cores // len(devices))
+    if spec.workers != "auto":
+        why += f"; {threads} thread(s) each"
+    return Workers(tuple(Slot(d, threads) for d in devices), why, spec.workers)
+
+
+def _auto_gpus(spec: ExecutorSpec, gpu_devices: list[str], cores: int,
+               memory: Callable[[], WorkerMemory] | None) -> tuple[list[str], str]:
+    budget = cpu_budget(cores, spec.threads)
+    cpu_why = f"{cores} cores" + (f" at threads = {spec.threads}" if spec.threads else "") + f" allow {budget}"
+    margin = spec.options.get("memory_margin", DEFAULT_MARGIN)
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 1:
+        raise BelugaError(f"executor option memory_margin must be a fraction in [0, 1), got {margin!r}",
+                          field="executor.options.memory_margin")
+    try:
+        if memory is None:
+            raise MemoryUnknown("not measured")
+        mem = memory()
+    except MemoryUnknown as exc:
+        return gpu_devices, f"auto: per-worker GPU memory unknown ({exc}): one worker per GPU"
+    indexes = [int(d.partition(":")[2]) for d in gpu_devices]
+    if max(indexes) >= len(mem.free):
+        raise BelugaError(f"device '{spec.device}', but this machine has {len(mem.free)} GPU(s)",
+                          field="executor.device")
+    free = [mem.free[i] for i in indexes]
+    counts = workers_per_gpu(free, mem.per_worker, budget, margin)
+    fits = ", ".join(f"{d}: {f / GiB:.1f} GiB free holds {int(f * (1 - margin)) // mem.per_worker}"
+                     for d, f in zip(gpu_devices, free, strict=True))
+    why = (f"auto: {' + '.join(map(str, counts))} on {len(gpu_devices)} GPU(s); {cpu_why}; "
+           f"{mem.per_worker / GiB:.2f} GiB per worker ({mem.how}), {margin:.0%} kept free; {fits}")
+    return interleave(gpu_devices, counts), why
+
+
+# ---------------------------------------------------------------------------------------------------- the probe
+
+
+@dataclass(frozen=True)
+class ProbeShape:
+    """The largest training step of a plan: its biggest model at its largest batch size and ``max_length``."""
+
+    model: str
+    parameters: int
+    config_overrides: dict[str, Any]
+    batch: int
+    length: int
+    precision: Literal["auto", "fp32", "bf16"]
+    device: str
+
+
+def probe_shape(plan: Plan, device: str) -> ProbeShape:
+    """The plan's largest model (by parameters; read from this machine only) at its largest batch size."""
+    from beluga_core.training.models import parameter_count
+
+    cfg = plan.config
+    overrides = dict(cfg.model.config_overrides or {})
+    sizes = {m: parameter_count(m, overrides) for m in sorted({tp.model for tp in plan.tasks})}
+    known = {m: n for m, n in sizes.items() if n is not None}
+    if not known:
+        raise MemoryUnknown(f"the config of model {', '.join(sizes) or '(none)'} is not on this machine")
+    model = max(known, key=lambda m: (known[m], m))
+    batches = [int(j.hparams.get("batch_size", 0)) for j in (*plan.jobs, *plan.grid_jobs)]
+    grid = list(cfg.grid.batch_size) if cfg.grid.enabled else []
+    return ProbeShape(model, known[model], overrides, max([cfg.training.batch_size, *grid, *batches]),
+                      cfg.model.max_length, cfg.executor.precision, device)
+
+
+def gpu_worker_memory(plan: Plan, device: str) -> WorkerMemory:
+    """Free memory of every GPU and one worker's peak, measured by the probe (estimated where its step failed).
+    Call it only where there is a GPU: it starts CUDA, in a process of its own."""
+    shape = probe_shape(plan, device)
+    try:
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            free, peak, facts = pool.submit(_probe, shape).result(timeout=PROBE_TIMEOUT_S)
+    except Exception as exc:  # the probe process died, CUDA is unusable, the config unreadable: nothing known
+        raise MemoryUnknown(f"the probe failed: {type(exc).__name__}: {exc}") from None
+    where = f"{shape.model} at batch {shape.batch} × {shape.length} tokens, {facts['precision']}"
+    if isinstance(peak, int):
+        return WorkerMemory(tuple(free), peak + CONTEXT_BYTES,
+                            f"measured: a training step of {where} peaked at {peak / GiB:.2f} GiB, + "
+                            f"{CONTEXT_BYTES / GiB:.1f} GiB CUDA context")
+    if facts.get("shape") is None:
+        raise MemoryUnknown(f"the probe's step failed ({peak}) and the config of {shape.model} has no "
+                            "transformer shape to estimate from")
+    hidden, layers, heads = facts["shape"]
+    estimate = estimated_worker_bytes(shape.parameters, hidden, layers, heads, shape.batch, shape.length,
+                                      facts["precision"] == "bf16")
+    return WorkerMemory(tuple(free), estimate, f"estimated from {where}: the probe's step failed ({peak})")
+
+
+def _probe(shape: ProbeShape) -> tuple[list[int], int | str, dict[str, Any]]:
+    """In the probe process: every GPU's free bytes, then one training step's peak reserved bytes, or why it failed
+    and the model's shape (hidden size, layers, heads) to estimate from."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from beluga_core.training import precision
+    from beluga_core.training.models import local_classifier_config
+
+    free = [torch.cuda.mem_get_info(i)[0] for i in range(torch.cuda.device_count())]
+    config = local_classifier_config(shape.model, config_overrides=shape.config_overrides)
+    if config is None:
+        raise MemoryUnknown(f"the config of model {shape.model} is not on this machine")
+    device = torch.device(shape.device if shape.device.startswith("cuda:") else "cuda:0")
+    facts: dict[str, Any] = {"precision": precision.configure(shape.precision, device)}
+    try:
+        model = AutoModelForSequenceClassification.from_config(config).to(device)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        ids = torch.randint(0, config.vocab_size, (shape.batch, shape.length), device=device)
+        labels = torch.zeros(shape.batch, dtype=torch.long, device=device)
+        for _ in range(2):  # the second step holds AdamW's moments, made by the first, beside its activations
+            with precision.autocast(device):
+                loss = model(input_ids=ids, attention_mask=torch.ones_like(ids), labels=labels).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        torch.cuda.synchronize(device)
+        return free, int(torch.cuda.max_memory_reserved(device)), facts
+    except Exception as exc:  # out of memory, a model that does not build here: estimated instead
+        sizes = [_first_int(config, *names) for names in (("hidden_size", "n_embd", "d_model"),
+                                                          ("num_hidden_layers", "n_layer", "num_layers"),
+                                                          ("num_attention_heads", "n_head", "num_heads"))]
+        facts["shape"] = None if None in sizes else sizes
+        return free, f"{type(exc).__name__}: {str(exc)[:200]}", facts
+
+
+def _first_int(config: Any, *names: str) -> int | None:
+    return next((v for v in (getattr(config, n, None) for n in names) if isinstance(v, int)), None)
