@@ -46,7 +46,7 @@ HP = {"learning_rate": 1e-3, "batch_size": 4, "epochs": 2, "max_grad_norm": 1.0,
       "weight_decay": 0.01}
 # Every built-in method whose jobs run on token inputs (reweight needs marked relation texts: its state is empty
 # like vanilla's, and its steps replay as the test of the data order shows).
-METHOD_NAMES = ["vanilla", "l2", "dropout", "lp", "fish", "group-dro", "irm", "distill"]
+METHOD_NAMES = ["vanilla", "l2", "dropout", "lp", "fish", "group-dro", "irm", "distill", "lora", "ia3", "bitfit"]
 
 
 class Stop(Exception):

@@ -10,7 +10,8 @@ hyper-parameters, which is what the optimizer and the batcher read (l2's ``weigh
 ``learning_rate``). A grid search may vary it like any other hyper-parameter.
 
 A job trains in one or more **stages** (``stages``): each stage gets a fresh optimizer and schedule and
-starts from the weights the previous one left (lp-ft: linear probing, then full fine-tuning).
+starts from the weights the previous one left (lp-ft: linear probing, then full fine-tuning). A stage's method
+may change the model's structure in ``prepare`` (lora's adapters) if ``finish`` restores it.
 """
 
 from __future__ import annotations
@@ -98,7 +99,13 @@ class Method(ABC):
         return {}
 
     def prepare(self, model: torch.nn.Module) -> None:  # noqa: B027 - an optional hook
-        """Adjust the model before the optimizer is built (e.g. freeze the encoder)."""
+        """Adjust the model before the optimizer is built (e.g. freeze the encoder, add adapters). Called once per
+        stage with the model the stage trains; a checkpoint's weights are loaded after it."""
+
+    def finish(self, model: torch.nn.Module) -> None:  # noqa: B027 - an optional hook
+        """Called once the stage ends, also when it fails: leave the model with the architecture ``prepare``
+        found, since the weights that are kept, exported, evaluated and loaded into the next job are a plain
+        model's (lora and ia3 merge their adapters into the weights they adapt and remove them)."""
 
     def weight_decay(self, base: float) -> float:
         return base

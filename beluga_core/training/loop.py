@@ -178,27 +178,32 @@ def train_stage(task: Task, model: torch.nn.Module, encoder: Encoder, device: to
     for p in model.parameters():
         p.requires_grad_(True)
     method.prepare(model)
-    model.train()
-    # A fresh optimizer and schedule per stage (lp-ft's second stage must not inherit the probe's state).
-    trainer = Trainer(task, model, encoder, device, hp, method.optimizer_steps(n_steps), method, teachers)
-    method.start(trainer, trainset, n_steps)
-    total = torch.zeros((), device=device)
-    steps = examples = 0
-    updates = iter(method.steps(trainset, rng, batch_size, epochs))
-    if checkpoints is not None:
-        resumed = checkpoints.resumed(updates, model, trainer.optimizer, trainer.scheduler, method, n_steps, device)
-        if resumed is not None:
-            steps, examples, total = resumed
+    # The method's finish runs however the stage ends: a worker's next job loads its weights into this model
+    # object, which must be plain again (no adapters) for that.
+    try:
+        model.train()
+        # A fresh optimizer and schedule per stage (lp-ft's second stage must not inherit the probe's state).
+        trainer = Trainer(task, model, encoder, device, hp, method.optimizer_steps(n_steps), method, teachers)
+        method.start(trainer, trainset, n_steps)
+        total = torch.zeros((), device=device)
+        steps = examples = 0
+        updates = iter(method.steps(trainset, rng, batch_size, epochs))
+        if checkpoints is not None:
+            resumed = checkpoints.resumed(updates, model, trainer.optimizer, trainer.scheduler, method, n_steps, device)
+            if resumed is not None:
+                steps, examples, total = resumed
+                if progress is not None:
+                    progress(steps, n_steps)
+        for batches in updates:
+            total += method.update(trainer, batches)
+            steps += 1
+            examples += sum(len(b) for b in batches)
             if progress is not None:
                 progress(steps, n_steps)
-    for batches in updates:
-        total += method.update(trainer, batches)
-        steps += 1
-        examples += sum(len(b) for b in batches)
-        if progress is not None:
-            progress(steps, n_steps)
-        if checkpoints is not None and checkpoints.due(steps, n_steps):
-            checkpoints.save(steps, n_steps, examples, total, model, trainer.optimizer, trainer.scheduler, method,
-                             device)
+            if checkpoints is not None and checkpoints.due(steps, n_steps):
+                checkpoints.save(steps, n_steps, examples, total, model, trainer.optimizer, trainer.scheduler, method,
+                                 device)
+    finally:
+        method.finish(model)
     model.eval()
     return TrainStats(steps, examples, float(total) / max(1, steps), time.perf_counter() - start)
