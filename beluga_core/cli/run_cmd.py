@@ -7,6 +7,8 @@ the command's output, kept beside it, and each is a short function.
 
 from __future__ import annotations
 
+import copy
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -37,13 +39,14 @@ from beluga_core.orchestration.settings_guard import check_settings
 from beluga_core.orchestration.teachers import plan_run
 from beluga_core.planning.estimate import Rates, describe, seconds, stored_probability_bytes, training_examples
 from beluga_core.planning.grid_cost import grid_costs
+from beluga_core.planning.grid_space import method_hparams
 from beluga_core.planning.jobs import Fold, Job, JobKind, JobSpec
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.steps import Step, steps_label
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 from beluga_core.store.reader import done_ids, failed_ids, measured_train_rate
 from beluga_core.training.checkpoints import checkpoint_bytes, checkpointable, describe_interval
-from beluga_core.training.models import parameter_count
+from beluga_core.training.models import meta_classifier, parameter_count
 
 
 def _scenario_label(fold: Fold) -> str:
@@ -61,9 +64,11 @@ def _fold_counts(tp: TaskPlan) -> Counter[tuple[str, str, str]]:
 
 
 def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates: Rates | None = None,
-               failed: set[str] | None = None, workers: Workers | None = None) -> None:
+               failed: set[str] | None = None, workers: Workers | None = None,
+               footprints: Footprints | None = None) -> None:
     """The dry run's plan; with ``done`` / ``failed`` (the ids of a store's done and failed jobs), what of it
-    is done, what will run and what failed, per job kind; with ``workers``, how many jobs run at once and why."""
+    is done, what will run and what failed, per job kind; with ``workers``, how many jobs run at once and why;
+    ``footprints``: ``method_footprints`` of the plan (computed when not given)."""
     done = done or set()
     rates = rates or Rates()
     cfg = plan.config
@@ -106,6 +111,7 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
         _print_steps(plan, tp, console)
         _print_checkpoints(plan, tp, console, rates, workers)
         _print_availability(tp, console)
+    _print_methods(plan, console, footprints)
     n_grid = n_seen if cfg.grid.mode == "seen" else n_strict
     total = n_folds + n_grid
     if cfg.grid.enabled:
@@ -118,6 +124,49 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
     if workers is not None:
         console.print(workers.line(), highlight=False, markup=False, soft_wrap=True)
     _print_status(plan, console, done, failed or set())
+
+
+Footprints = dict[str, dict[str, tuple[int, int]]]
+
+
+def method_footprints(plan: Plan) -> Footprints:
+    """Per model of the run and method: (parameters it trains, parameters of the model), from the method's
+    ``prepare`` on the model built on the meta device (no weights read). A ``BelugaError`` there is the method not
+    fitting the model (lora's target modules it lacks): raised, so that the run stops before anything trains."""
+    out: Footprints = {}
+    for name in sorted({tp.model for tp in plan.tasks}):
+        base = meta_classifier(name, plan.config.model.config_overrides)
+        if base is None:
+            continue
+        total = sum(p.numel() for p in base.parameters())
+        for method in plan.config.methods:
+            model = copy.deepcopy(base)
+            plugin = METHODS.get(method)(method_hparams(plan.config, method))
+            try:
+                plugin.prepare(model)
+            except BelugaError:
+                raise
+            except Exception:   # a plugin whose prepare needs real weights: nothing to count
+                continue
+            out.setdefault(name, {})[method] = (sum(p.numel() for p in model.parameters() if p.requires_grad), total)
+    return out
+
+
+def _print_methods(plan: Plan, console: Console, footprints: Footprints | None) -> None:
+    """Each method's own hyper-parameters (its defaults and ``[method.NAME]``), as its jobs get them unless a grid
+    search chooses some (lora's rank and target modules, lp's learning rate), and what part of the model it
+    trains."""
+    footprints = method_footprints(plan) if footprints is None else footprints
+    for method in plan.config.methods:
+        hp = method_hparams(plan.config, method)
+        parts = [", ".join(f"{k} = {'unset' if v is None else json.dumps(v)}" for k, v in hp.items())] if hp else []
+        for model, sizes in footprints.items():
+            if method in sizes:
+                trained, total = sizes[method]
+                parts.append(f"trains {trained:,} of {model}'s {total / 1e6:.1f}M parameters"
+                             + (f" ({100 * trained / total:.2g} %)" if trained < total else ""))
+        if parts:
+            console.print(f"  method {escape(method)}: {escape('; '.join(parts))}", highlight=False)
 
 
 def _print_status(plan: Plan, console: Console, done: set[str], failed: set[str]) -> None:
@@ -406,13 +455,17 @@ def run(
     except BelugaError as exc:
         raise with_config_line(exc, path) from None
     plan = plan_run(cfg, path, allow_missing_tasks=dry_run)
+    try:
+        footprints = method_footprints(plan)
+    except BelugaError as exc:
+        raise with_config_line(exc, path) from None
     if dry_run:
         store_path = plan.store_path()
         have = store_path.exists()
         done = done_ids(store_path, required_evaluations(plan), probe_pools_of(plan)) if have else set()
         print_plan(plan, console, done, rates=Rates.measured(measured_train_rate(store_path)),
                    failed=failed_ids(store_path) if have else set(),
-                   workers=EXECUTORS.get(cfg.executor.name)(cfg.executor).workers(plan))
+                   workers=EXECUTORS.get(cfg.executor.name)(cfg.executor).workers(plan), footprints=footprints)
         note_task_mismatch(plan, console)
         check_settings(plan)
         return

@@ -123,9 +123,10 @@ def local_classifier_config(name: str, num_labels: int = 2, config_overrides: di
         return None
 
 
-def parameter_count(name: str, config_overrides: dict[str, Any] | None = None, num_labels: int = 2) -> int | None:
-    """Parameters of a sequence classifier of model ``name`` (with ``config_overrides``), counted on a model
-    built on the meta device (no weights read, no memory); None when its config cannot be read here."""
+def meta_classifier(name: str, config_overrides: dict[str, Any] | None = None,
+                    num_labels: int = 2) -> torch.nn.Module | None:
+    """A sequence classifier of model ``name`` (with ``config_overrides``) built on the meta device: its structure
+    and sizes, no weights read, no memory; None when its config cannot be read here."""
     from transformers import AutoModelForSequenceClassification
 
     config = local_classifier_config(name, num_labels, config_overrides)
@@ -133,7 +134,14 @@ def parameter_count(name: str, config_overrides: dict[str, Any] | None = None, n
         return None
     try:
         with torch.device("meta"):
-            model = AutoModelForSequenceClassification.from_config(config)
+            model: torch.nn.Module = AutoModelForSequenceClassification.from_config(config)
     except (OSError, ValueError, TypeError):
         return None
-    return sum(p.numel() for p in model.parameters())
+    return model
+
+
+def parameter_count(name: str, config_overrides: dict[str, Any] | None = None, num_labels: int = 2) -> int | None:
+    """Parameters of a sequence classifier of model ``name`` (with ``config_overrides``), counted on a model
+    built on the meta device (no weights read, no memory); None when its config cannot be read here."""
+    model = meta_classifier(name, config_overrides, num_labels)
+    return None if model is None else sum(p.numel() for p in model.parameters())
