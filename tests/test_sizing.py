@@ -120,6 +120,10 @@ def test_auto_on_gpus_without_a_measure_or_with_folds_per_gpu() -> None:
     fixed = plan_workers(ExecutorSpec(name="multi", options={"folds_per_gpu": 3}), cores=12, gpus=2,
                          memory=_unmeasurable)
     assert [s.device for s in fixed.slots] == ["cuda:0", "cuda:1"] * 3 and fixed.slots[0].threads == 2
+    for bad in ("x", 0, 1.5, True):
+        with pytest.raises(BelugaError, match=rf"folds_per_gpu must be a whole number ≥ 1, got {bad!r}"):
+            plan_workers(ExecutorSpec(name="multi", options={"folds_per_gpu": bad}), cores=2, gpus=1,
+                         memory=_unmeasurable)
 
 
 def test_workers_setting_is_auto_by_default_or_a_whole_number() -> None:
