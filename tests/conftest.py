@@ -63,6 +63,18 @@ def _no_autocast_left_by_an_earlier_run() -> Iterator[None]:
     precision._state.update(saved)
 
 
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """torch on one thread for the test: toy models are far too small for two (one is faster, and spares a busy
+    machine). Modules of toy-model tests use it with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     return require_shared()

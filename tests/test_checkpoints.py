@@ -13,7 +13,6 @@ import os
 import pickle
 import random
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -33,13 +32,7 @@ from beluga_core.training.loop import TrainStats, seed_everything, train_stage
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    """The toy model is far too small for two threads: one is faster, and spares a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 HP = {"learning_rate": 1e-3, "batch_size": 4, "epochs": 2, "max_grad_norm": 1.0, "warmup_ratio": 0.2,

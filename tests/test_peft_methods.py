@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +35,7 @@ CPU = torch.device("cpu")
 HP = {"learning_rate": 1e-2, "batch_size": 8, "epochs": 2, "max_grad_norm": 1.0}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")
