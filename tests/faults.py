@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from beluga_core.execution.results import JobResult
 from beluga_core.execution.worker import ProgressFn, Worker
@@ -68,3 +70,23 @@ class FaultyWorker(Worker):
 
             return super().run(job, dying)
         return super().run(job, progress)
+
+    def run_pack(self, jobs: Sequence[Job], progress: Callable[[Job, str, int, int], None] | None = None,
+                 pack: dict[str, Any] | None = None) -> Iterator[JobResult]:
+        """A pack counts as one job; ``training`` kills it at the first training step after its first member
+        finished (and was committed): mid-pack, with members done and members still training."""
+        self.jobs_run += 1
+        faults = _faults(self.jobs_run)
+        if "before" in faults and _claim(faults["before"]):
+            _die()
+        finished = 0
+
+        def dying(job: Job, phase: str, step: int, total: int) -> None:
+            if "training" in faults and phase.startswith("train") and finished and _claim(faults["training"]):
+                _die()
+            if progress is not None:
+                progress(job, phase, step, total)
+
+        for result in super().run_pack(jobs, dying, pack):
+            finished += 1
+            yield result

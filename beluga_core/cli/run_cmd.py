@@ -41,6 +41,7 @@ from beluga_core.planning.estimate import Rates, describe, seconds, stored_proba
 from beluga_core.planning.grid_cost import grid_costs
 from beluga_core.planning.grid_space import method_hparams
 from beluga_core.planning.jobs import Fold, Job, JobKind, JobSpec
+from beluga_core.planning.packs import Packs, why_not_packed
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.steps import Step, steps_label
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
@@ -65,10 +66,11 @@ def _fold_counts(tp: TaskPlan) -> Counter[tuple[str, str, str]]:
 
 def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates: Rates | None = None,
                failed: set[str] | None = None, workers: Workers | None = None,
-               footprints: Footprints | None = None) -> None:
+               footprints: Footprints | None = None, packs: Packs | None = None) -> None:
     """The dry run's plan; with ``done`` / ``failed`` (the ids of a store's done and failed jobs), what of it
     is done, what will run and what failed, per job kind; with ``workers``, how many jobs run at once and why;
-    ``footprints``: ``method_footprints`` of the plan (computed when not given)."""
+    ``footprints``: ``method_footprints`` of the plan (computed when not given); ``packs``: which trainings
+    train together (``[executor] pack``)."""
     done = done or set()
     rates = rates or Rates()
     cfg = plan.config
@@ -123,7 +125,30 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
         console.print(f"[bold]{total} trainings in all[/]")
     if workers is not None:
         console.print(workers.line(), highlight=False, markup=False, soft_wrap=True)
+    if packs is not None:
+        _print_packs(plan, packs, console)
     _print_status(plan, console, done, failed or set())
+
+
+def _print_packs(plan: Plan, packs: Packs, console: Console) -> None:
+    """How ``[executor] pack`` groups the trainings: the packs, and why the others train alone."""
+    setting = plan.config.executor.pack
+    jobs = plan.jobs + plan.grid_jobs
+    if packs.size <= 1:
+        if any(why_not_packed(j) is None for j in jobs):
+            console.print(f"packs: none ([executor] pack = {setting}): every training alone", highlight=False)
+        return
+    groups = {packs.of(j.id) for j in jobs if len(packs.of(j.id)) > 1}
+    alone: Counter[str] = Counter()
+    for job in jobs:
+        if len(packs.of(job.id)) == 1:
+            alone[why_not_packed(job) or "no other training shares its base, start and hyper-parameters"] += 1
+    sizes = Counter(len(g) for g in groups)
+    console.print(f"packs ([executor] pack = {setting}, up to {packs.size} members): "
+                  f"{sum(len(g) for g in groups)} trainings in {len(groups)} pack(s) "
+                  f"({', '.join(f'{n} of {k}' for k, n in sorted(sizes.items(), reverse=True))})"
+                  + "".join(f"; {n} alone: {why}" for why, n in alone.items()), highlight=False, markup=False,
+                  soft_wrap=True)
 
 
 Footprints = dict[str, dict[str, tuple[int, int]]]
@@ -463,9 +488,10 @@ def run(
         store_path = plan.store_path()
         have = store_path.exists()
         done = done_ids(store_path, required_evaluations(plan), probe_pools_of(plan)) if have else set()
+        executor = EXECUTORS.get(cfg.executor.name)(cfg.executor)
         print_plan(plan, console, done, rates=Rates.measured(measured_train_rate(store_path)),
-                   failed=failed_ids(store_path) if have else set(),
-                   workers=EXECUTORS.get(cfg.executor.name)(cfg.executor).workers(plan), footprints=footprints)
+                   failed=failed_ids(store_path) if have else set(), workers=executor.workers(plan),
+                   footprints=footprints, packs=executor.packs_of(plan, plan.jobs + plan.grid_jobs))
         note_task_mismatch(plan, console)
         check_settings(plan)
         return

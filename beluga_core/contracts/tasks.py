@@ -161,6 +161,11 @@ class Task(ABC, Generic[EncoderT]):
     # Whether ``batch_outputs`` fuses several batches into one forward pass (rows must not see each other);
     # the trainer then groups small environment batches (irm) into few passes.
     fuses_batches: ClassVar[bool] = True
+    # Whether members of a pack (``[executor] pack``) can train this task's models: its model is a transformers
+    # model with a head over ``base_model``'s output, and ``batch_outputs`` asks ``trainer.logits`` once per batch
+    # with that batch's inputs (the pack computes the base's pass for every member at once and hands each member
+    # its rows).
+    packs: ClassVar[bool] = False
     required_attributes: ClassVar[tuple[str, ...]] = ("metrics", "primary_metric")
 
     def __init__(self) -> None:

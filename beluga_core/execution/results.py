@@ -54,6 +54,8 @@ class TrainingRecord:
     traceback: str | None = None
     attempts: int | None = None
     worker: str | None = None
+    # The pack it trained in ({"setting", "members"}), None where it trained alone.
+    pack: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         for name in ("task", "config", "method"):

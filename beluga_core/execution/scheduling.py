@@ -29,6 +29,7 @@ from beluga_core.execution.results import JobResult
 from beluga_core.execution.step_runners import iid_test_examples
 from beluga_core.execution.worker import Worker, iid_train_examples
 from beluga_core.planning.jobs import Job
+from beluga_core.planning.packs import Packs
 from beluga_core.planning.plan import Plan, TaskPlan
 
 
@@ -167,9 +168,17 @@ class Backend(ABC):
     def idle(self) -> int:
         """How many more jobs it would start now."""
 
+    # Whether ``submit_pack`` starts several jobs as one pack in one slot (``[executor] pack``).
+    packs: bool = False
+
     @abstractmethod
     def submit(self, job: Job) -> None:
         """Start ``job`` (its parent, if any, has finished)."""
+
+    def submit_pack(self, jobs: Sequence[Job], pack: dict[str, object]) -> None:
+        """Start ``jobs`` as the members of one pack, in one slot (only where ``packs``); ``events`` then reports
+        each member as it finishes. ``pack`` is what each member's model records of it."""
+        raise NotImplementedError(f"{type(self).__name__} does not train packs")
 
     @abstractmethod
     def events(self, step: StepFn) -> list[Event]:
@@ -226,7 +235,8 @@ def _dependents(jobs: Sequence[Job], failed: str) -> set[str]:
 
 def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
              max_retries: int, on_failure: FailureFn | None = None, *, fail_fast: bool = False,
-             critical_path: Callable[[Job], float] | None = None) -> DispatchStats:
+             critical_path: Callable[[Job], float] | None = None, packs: Packs | None = None,
+             pack_setting: int | str = 1) -> DispatchStats:
     """Run ``jobs`` on ``backend``: parents before the jobs that start from them, a job lost with its worker
     retried (first in the queue) up to ``max_retries`` times, every result passed to ``on_result`` as it comes.
     With ``critical_path`` (a job's estimated cost), the jobs start in ``critical_path_order``, else in
@@ -237,6 +247,9 @@ def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progres
     ``fail_fast``: then no new job starts once one failed, and the run ends when the jobs in flight have
     finished (their results are kept). Either way a run with failures ends with ``JobsFailed`` naming them;
     a finished job is never lost to another one's failure.
+
+    With ``packs`` and a backend that trains packs, a job starts together with the members of its pack that are
+    waiting and ready, in the pack's order, in one slot; each member finishes (or fails, or is lost) by itself.
     """
     waiting = order_jobs(jobs) if critical_path is None else critical_path_order(jobs, critical_path)
     deps = Dependencies(jobs)
@@ -267,14 +280,23 @@ def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progres
             job = next((j for j in waiting if deps.ready(j)), None)
             if job is None:
                 break
-            waiting.remove(job)
-            if job.id in attempts:
-                progress.job_retried(job, attempts[job.id] + 1, lost_why.pop(job.id))
+            group = [job]
+            if packs is not None and backend.packs:
+                order = packs.of(job.id)
+                group = [j for j in waiting if j.id in order and (j is job or deps.ready(j))]
+                group.sort(key=lambda j: order.index(j.id))
+            for member in group:
+                waiting.remove(member)
+                if member.id in attempts:
+                    progress.job_retried(member, attempts[member.id] + 1, lost_why.pop(member.id))
+                else:
+                    progress.job_started(member)
+                started.setdefault(member.id, datetime.now(UTC))
+                in_flight.add(member.id)
+            if len(group) == 1:
+                backend.submit(job)
             else:
-                progress.job_started(job)
-            started.setdefault(job.id, datetime.now(UTC))
-            backend.submit(job)
-            in_flight.add(job.id)
+                backend.submit_pack(group, {"setting": pack_setting, "members": [j.id for j in group]})
         if not in_flight:
             if failures:
                 break

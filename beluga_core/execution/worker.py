@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -203,6 +203,56 @@ class Worker:
         started = datetime.now(UTC)
         state = self.tasks[job.task]
         trained = self._trained(job, state, progress)
+        return self._evaluated(job, state, trained, started, progress)
+
+    def run_pack(self, jobs: Sequence[Job], progress: Callable[[Job, str, int, int], None] | None = None,
+                 pack: dict[str, Any] | None = None) -> Iterator[JobResult]:
+        """Train ``jobs`` as the members of one pack (``training.packs``; ``planning.packs`` formed it), and yield
+        each member's result as soon as it has trained and been evaluated, in the order the members finish.
+        ``pack`` is recorded with each model (``models.pack``)."""
+        from beluga_core.training.packs import MemberSpec, train_pack
+
+        started = datetime.now(UTC)
+        jobs = list(jobs)   # the caller's list may shrink as members finish
+        first = jobs[0]
+        state = self.tasks[first.task]
+        task, suite = state.task, state.plan.suite
+        method0 = METHODS.get(first.method)(first.hparams.get("method", {}))
+        model = self.model(task, first.model, method0.model_overrides())
+        model.load_state_dict(self._start_state(first, state.plan))
+        encoder = self.encoder(task, first.model)
+        specs, built = [], []
+        for job in jobs:
+            conf = CONFIGURATIONS.get(job.config)
+            method = METHODS.get(job.method)(job.hparams.get("method", {}))
+            ((stage_method, stage_hp),) = method.stages(job.hparams)
+            iid_train = iid_train_examples(self.cfg, job.config, self.iid_data(job.task).train)
+            cases = [suite.case(cid) for cid in job.fold.train_ids] if conf.uses_suite else []
+            env_level = job.hparams.get("method", {}).get("env_level") or suite.header.scoring_level
+            trainset = task.build_trainset(cases, iid_train, env_level, suite.group_of)
+            checkpoints = self.checkpoints_of(job, method)
+            resume = checkpoints.resume(1) if checkpoints is not None else None
+            at = None if checkpoints is None else StageCheckpoints(checkpoints, 0, 1, (0, 0, 0.0), resume)
+            seed = _seed_of(job.id, job.seed)
+            specs.append(MemberSpec(job.id, trainset, stage_method, stage_hp, seed, seed,
+                                    progress=partial(progress, job, "train") if progress else None, checkpoints=at))
+            built.append((trainset, len(iid_train), [c.id for c in cases], resume))
+        for m, weights, stats in train_pack(task, model, encoder, self.device, specs):
+            job = jobs[m]
+            trainset, n_iid, suite_ids, resume = built[m]
+            model.load_state_dict(weights)
+            if CONFIGURATIONS.get(job.config).is_baseline():
+                self._keep_weights(job.id, model)
+            elif keeps_weights(self.cfg, job):
+                self._save_weights(job.id, model)
+            trained = _Trained(model, encoder, stats, n_iid, suite_ids, dict(trainset.notes),
+                               resume.describe() if resume is not None else None)
+            yield self._evaluated(job, state, trained, started,
+                                  partial(progress, job) if progress else None, pack=pack)
+
+    def _evaluated(self, job: Job, state: _TaskState, trained: _Trained, started: datetime,
+                   progress: ProgressFn | None, pack: dict[str, Any] | None = None) -> JobResult:
+        """Run the job's evaluation steps on its trained model, in order, and build its record and results."""
         eval_start = time.perf_counter()
         if progress:
             progress("eval", 0, 1)
@@ -222,7 +272,7 @@ class Worker:
             started_at=started, finished_at=datetime.now(UTC), train_seconds=trained.stats.seconds,
             eval_seconds=eval_seconds, n_train_iid=trained.n_train_iid, n_train_suite=len(trained.suite_ids),
             train_digest=sorted_ids_digest(trained.suite_ids) if trained.suite_ids else None,
-            device="/".join(filter(None, (str(self.device), self.precision, self.mode))), **grid)
+            device="/".join(filter(None, (str(self.device), self.precision, self.mode))), pack=pack, **grid)
         result = ev.result(record)
         result.resumed_from = trained.resumed_from
         return result

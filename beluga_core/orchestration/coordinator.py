@@ -199,7 +199,8 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         _note_unattributed(attributing, writer, cache_dir, plan, console)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=console, transient=False) as bar:
-            executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir), on_failure)
+            executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir), on_failure,
+                         packs=executor.packs_of(plan, jobs))
 
     status = "failed"
     failed: JobsFailed | None = None

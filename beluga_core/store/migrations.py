@@ -43,6 +43,7 @@ MIGRATIONS = (
     Migration(13, "replicates"),
     Migration(14, "score_macros"),
     Migration(15, "run_workers"),
+    Migration(16, "packs"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

@@ -53,7 +53,7 @@ def _record_values(record: TrainingRecord, columns: Sequence[str], run_id: str |
     values: list[Any] = []
     for name in columns:
         value = getattr(record, name)
-        if name in ("hparams", "point", "settings"):
+        if name in ("hparams", "point", "settings", "pack"):
             value = canonical_json(value)
         elif isinstance(value, datetime) or name in ("started_at", "finished_at"):
             value = as_utc(value) or (utc_now() if name == "finished_at" else None)

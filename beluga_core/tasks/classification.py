@@ -57,6 +57,7 @@ Target = tuple[np.ndarray, bool]  # a target over the head's classes, and whethe
 
 
 class ClassificationTask(Task[Encoder]):
+    packs: ClassVar[bool] = True
     """A sequence classifier; subclasses fix the head (``fixed_head``), the i.i.d. columns and the metrics."""
 
     metrics: ClassVar[tuple[str, ...]] = ("accuracy", "macro_f1")

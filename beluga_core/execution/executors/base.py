@@ -16,6 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
@@ -24,6 +25,7 @@ from beluga_core.execution.scheduling import Backend, FailureFn, Progress, Resul
 from beluga_core.execution.sizing import Workers
 from beluga_core.planning.estimate import job_seconds
 from beluga_core.planning.jobs import Job
+from beluga_core.planning.packs import Packs, form_packs, pack_size
 from beluga_core.planning.plan import Plan
 
 __all__ = ["EXECUTORS", "Executor", "Progress", "ResultFn"]
@@ -31,6 +33,9 @@ __all__ = ["EXECUTORS", "Executor", "Progress", "ResultFn"]
 
 class Executor(ABC):
     """Base of executor plugins; ``spec`` is the config's ``[executor]`` table."""
+
+    # Whether its backend trains packs (``Backend.submit_pack``): without, ``[executor] pack`` trains every job alone.
+    trains_packs: ClassVar[bool] = False
 
     def __init__(self, spec: ExecutorSpec) -> None:
         self.spec = spec
@@ -64,16 +69,28 @@ class Executor(ABC):
         stops them)."""
 
     def run(self, plan: Plan, jobs: Sequence[Job], on_result: ResultFn, progress: Progress,
-            cache_dir: str, on_failure: FailureFn | None = None) -> None:
+            cache_dir: str, on_failure: FailureFn | None = None, packs: Packs | None = None) -> None:
         """Run ``jobs`` through the shared dispatch loop, calling ``on_result`` for each finished one and
-        ``on_failure`` for each that failed on every attempt (then ``JobsFailed`` at the end)."""
+        ``on_failure`` for each that failed on every attempt (then ``JobsFailed`` at the end). ``packs``: the
+        packs of the phase's jobs (``packs_of``), where the backend trains packs."""
         if not jobs:
             return
         # One worker takes as long whatever the order: it keeps the plan's (parents and teachers first).
         cost = None if self.workers(plan).count == 1 else job_seconds(plan)
         with self.open(plan, jobs, Path(cache_dir)) as backend:
             dispatch(backend, jobs, on_result, progress, self.max_retries, on_failure, fail_fast=self.spec.fail_fast,
-                     critical_path=cost)
+                     critical_path=cost, packs=packs, pack_setting=self.spec.pack)
+
+    def packs_of(self, plan: Plan, jobs: Sequence[Job]) -> Packs:
+        """The packs ``[executor] pack`` forms of ``jobs`` (all of a phase's, done ones too, so that a resumed run
+        forms the packs the interrupted one did) on this executor's device."""
+        from beluga_core.training.models import pick_device
+
+        if not self.trains_packs:
+            return form_packs(jobs, 1)
+        slots = self.workers(plan).slots
+        device = pick_device(slots[0].device if slots else self.spec.device).type
+        return form_packs(jobs, pack_size(self.spec.pack, device))
 
 
 EXECUTORS: Registry[Executor] = Registry("executor", "beluga.executors", Executor)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import socket
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 
 from beluga_core.execution.executors.base import Executor
+from beluga_core.execution.results import JobResult
 from beluga_core.execution.scheduling import Backend, Event, Failed, Finished, StepFn, worker_class
 from beluga_core.execution.sizing import Slot, Workers
 from beluga_core.execution.worker import Worker
@@ -19,21 +20,37 @@ from beluga_core.training.models import configure_threads
 
 
 class InProcess(Backend):
-    """One slot: ``events`` runs the submitted job here. A job that raises is reported as failed; Ctrl-C
-    (and any other ``BaseException``) goes straight up, as the process would."""
+    """One slot: ``events`` runs the submitted job here (a pack: until its next member finishes). A job that
+    raises is reported as failed (a pack's unfinished members all); Ctrl-C (and any other ``BaseException``) goes
+    straight up, as the process would."""
+
+    packs = True
 
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self.job: Job | None = None
+        self.pack: list[Job] = []
+        self.results: Iterator[JobResult] | None = None
+        self._step: StepFn | None = None
         self.where = f"local {worker.device} pid {os.getpid()} on {socket.gethostname()}"
 
     def idle(self) -> int:
-        return 0 if self.job else 1
+        return 0 if self.job or self.pack else 1
 
     def submit(self, job: Job) -> None:
         self.job = job
 
+    def submit_pack(self, jobs: Sequence[Job], pack: dict[str, object]) -> None:
+        self.pack = list(jobs)
+        self.results = self.worker.run_pack(self.pack, self._report, pack=pack)
+
+    def _report(self, job: Job, phase: str, step: int, total: int) -> None:
+        if self._step is not None:
+            self._step(job, phase, step, total)
+
     def events(self, step: StepFn) -> list[Event]:
+        if self.pack:
+            return self._pack_event(step)
         job, self.job = self.job, None
         assert job is not None, "events() without a submitted job"
         try:
@@ -41,8 +58,24 @@ class InProcess(Backend):
         except Exception as exc:
             return [Failed(job, traceback.format_exc(), exc, worker=self.where)]
 
+    def _pack_event(self, step: StepFn) -> list[Event]:
+        assert self.results is not None
+        self._step = step
+        try:
+            result = next(self.results)
+        except Exception as exc:   # the pack failed: every member still in it fails with it
+            failed, self.pack, self.results = self.pack, [], None
+            return [Failed(job, traceback.format_exc(), exc, worker=self.where) for job in failed]
+        job = next(j for j in self.pack if j.id == result.id)
+        self.pack.remove(job)
+        if not self.pack:
+            self.results = None
+        return [Finished(job, result)]
+
 
 class LocalExecutor(Executor):
+    trains_packs = True
+
     def size_workers(self, plan: Plan) -> Workers:
         threads = self.spec.threads or (os.cpu_count() or 1)
         why = f"local executor: one process, jobs in turn, {threads} thread(s)"

@@ -34,7 +34,8 @@ import socket
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -77,32 +78,44 @@ def _worker_main(plan: Plan, spec: ExecutorSpec, slot: Slot, cache_dir: str, inb
     worker = worker_class(spec)(plan, slot.device, Path(cache_dir))
     outbox.send(("ready", None))
     parent = mp.parent_process()
+    last: dict[str, float] = {}   # per job, when its progress was last sent
+
+    def step(job: Job, phase: str, s: int, n: int) -> None:
+        now = time.monotonic()
+        if phase == "eval" or now - last.get(job.id, 0.0) >= STEP_REPORT_EVERY or s == n:
+            last[job.id] = now
+            outbox.send(("step", (job.id, phase, s, n)))
+
     while True:
         if not inbox.poll(2.0):
             if parent is not None and not parent.is_alive():
                 return  # the coordinator was killed (kill -9): do not linger as an orphan
             continue
         try:
-            job: Job | None = inbox.recv()
+            message: Job | tuple[list[Job], dict[str, Any]] | None = inbox.recv()
         except EOFError:
             return  # the coordinator closed the pipe
-        if job is None:
+        if message is None:
             return
-        last = 0.0
-
-        def step(phase: str, s: int, n: int, job: Job = job) -> None:
-            nonlocal last
-            now = time.monotonic()
-            if phase == "eval" or now - last >= STEP_REPORT_EVERY or s == n:
-                last = now
-                outbox.send(("step", (job.id, phase, s, n)))
-
-        try:
-            result = worker.run(job, step)
-        except BaseException:  # reported to the coordinator, which decides; the worker stays usable
-            outbox.send(("error", (job.id, traceback.format_exc())))
+        last.clear()
+        if isinstance(message, Job):
+            try:
+                result = worker.run(message, partial(step, message))
+            except BaseException:  # reported to the coordinator, which decides; the worker stays usable
+                outbox.send(("error", (message.id, traceback.format_exc())))
+                continue
+            outbox.send(("result", result))
             continue
-        outbox.send(("result", result))
+        members, pack = message
+        unfinished = {j.id for j in members}
+        try:
+            for result in worker.run_pack(members, step, pack=pack):
+                unfinished.discard(result.id)
+                outbox.send(("result", result))
+        except BaseException:   # the pack failed: every member still in it fails with it
+            tb = traceback.format_exc()
+            for job_id in sorted(unfinished):
+                outbox.send(("error", (job_id, tb)))
 
 
 # What the fork server imports before it forks the first worker: the heavy part of every worker's start-up.
@@ -127,7 +140,7 @@ class _Proc:
     results: Connection
     started: float
     ready: bool = False
-    job: Job | None = None
+    assigned: list[Job] = field(default_factory=list)   # its job, or the members of its pack still running
 
 
 def _exit_reason(process: Any) -> str:
@@ -141,7 +154,9 @@ def _exit_reason(process: Any) -> str:
 
 
 class WorkerPool(Backend):
-    """Long-lived worker processes, one job each at a time; a dead one is replaced at once."""
+    """Long-lived worker processes, one job (or pack) each at a time; a dead one is replaced at once."""
+
+    packs = True
 
     def __init__(self, spec: ExecutorSpec, plan: Plan, slots: Sequence[Slot], cache_dir: Path) -> None:
         self.spec = spec
@@ -165,14 +180,20 @@ class WorkerPool(Backend):
         self.procs.append(_Proc(slot, p, jobs_in, results_in, time.monotonic()))
 
     def idle(self) -> int:
-        return sum(p.job is None for p in self.procs)
+        return sum(not p.assigned for p in self.procs)
 
     def submit(self, job: Job) -> None:
+        self._send([job], job)
+
+    def submit_pack(self, jobs: Sequence[Job], pack: dict[str, object]) -> None:
+        self._send(list(jobs), (list(jobs), pack))
+
+    def _send(self, jobs: list[Job], message: object) -> None:
         # A worker still starting takes it too (it reads it once ready), so a retried job waits for nobody.
-        p = min((p for p in self.procs if p.job is None), key=lambda p: not p.ready)
-        p.job = job
+        p = min((p for p in self.procs if not p.assigned), key=lambda p: not p.ready)
+        p.assigned = jobs
         with contextlib.suppress(OSError):  # the worker is dead: its sentinel reports it, with the job, in events()
-            p.jobs.send(job)
+            p.jobs.send(message)
 
     def events(self, step: StepFn) -> list[Event]:
         out: list[Event] = []
@@ -209,10 +230,15 @@ class WorkerPool(Backend):
             return False
         if kind == "ready":
             p.ready = True
-        elif kind == "step" and p.job is not None and p.job.id == payload[0]:
-            step(p.job, *payload[1:])
-        elif kind in ("result", "error") and p.job is not None:
-            job, p.job = p.job, None
+            return True
+        job_id = payload.id if kind == "result" else payload[0]
+        job = next((j for j in p.assigned if j.id == job_id), None)
+        if job is None:
+            return True
+        if kind == "step":
+            step(job, *payload[1:])
+        elif kind in ("result", "error"):
+            p.assigned.remove(job)
             out.append(Finished(job, payload) if kind == "result" else Failed(job, payload[1], worker=_where(p)))
         return True
 
@@ -228,8 +254,7 @@ class WorkerPool(Backend):
         if not p.ready and code is not None and code > 0:
             raise BelugaError(f"a worker process failed to start (exit code {code}); run with the local "
                               "executor to see why")
-        if p.job is not None:
-            out.append(Lost(p.job, why, worker=_where(p)))
+        out += [Lost(job, why, worker=_where(p)) for job in p.assigned]
         self._start(p.slot)
 
     def close(self) -> None:
@@ -252,6 +277,8 @@ def _where(p: _Proc) -> str:
 
 
 class MultiExecutor(Executor):
+    trains_packs = True
+
     def size_workers(self, plan: Plan) -> Workers:
         device = self.spec.device if self.spec.device.startswith("cuda:") else "cuda:0"
 

@@ -28,6 +28,7 @@ class LoRA(AdapterMethod):
     defaults: ClassVar[dict[str, Any]] = {"r": 8, "alpha": 8, "dropout": 0.1, "target_modules": ["query", "value"],
                                           "learning_rate": 5e-4}
     grid_axes: ClassVar[dict[str, list[Any]]] = {"learning_rate": [2e-4, 5e-4, 1e-3]}
+    packs: ClassVar[bool] = True
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:
         super().__init__(hparams)

@@ -1,0 +1,239 @@
+"""Packs of LoRA members (``[executor] pack``; ``training.packs``, ``planning.packs``).
+
+Equivalence with sequential training is measured against the drift one ulp of input perturbation causes in
+sequential training itself, on the same setup (benchmarks/perf/pack_tolerance.py measures both on the full model):
+fp32, CPU, deterministic algorithms, no dropout anywhere. Dropout under a pack is tested statistically. Then a real
+packed run through the worker, executor and store, and the packed SIGKILL drill.
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import math
+import random
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from helpers import DATA, REPO, beluga, config_with, query, results, run_benchmark
+from rich.console import Console
+from toys import ToyEncoder, ToyTask, onehot, single
+
+from beluga_core.cli.run_cmd import print_plan
+from beluga_core.config.load import load_config
+from beluga_core.contracts.registries import METHODS
+from beluga_core.execution.executors.base import EXECUTORS
+from beluga_core.orchestration.teachers import plan_run
+from beluga_core.planning.packs import form_packs, pack_key, why_not_packed
+from beluga_core.training import packs
+from beluga_core.training.loop import seed_everything, train_stage
+from beluga_core.training.models import load_sequence_classifier
+from beluga_core.training.trainset import TrainSet
+
+CPU = torch.device("cpu")
+NO_DROPOUT = {"num_hidden_layers": 2, "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+# The equivalence bound, in units of the one-ulp drift measured beside it (benchmarks/perf/pack_tolerance.py found
+# packed-vs-sequential at 0.83–1.18× the drift on the full model).
+DRIFT_MARGIN = 4.0
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def minilm() -> torch.nn.Module:
+    """The real MiniLM classifier, its first 2 layers, no dropout."""
+    return load_sequence_classifier("embedded:minilm", 2, config_overrides=NO_DROPOUT)
+
+
+@pytest.fixture
+def deterministic() -> Iterator[None]:
+    torch.use_deterministic_algorithms(True)
+    yield
+    torch.use_deterministic_algorithms(False)
+
+
+def trainset(n: int, seed: int, lengths: tuple[int, int]) -> TrainSet:
+    """``n`` token-id sentences of MiniLM's vocabulary, ``lengths`` tokens long, labelled by their token range."""
+    rng = random.Random(seed)
+    units = []
+    for i in range(n):
+        label = i % 2
+        ids = (101, *(rng.randrange(2000, 2500) + 500 * label for _ in range(rng.randrange(*lengths))), 102)
+        units.append(single(((ids, onehot(label)),), "a"))
+    return TrainSet({"mft": units}, {"mft": "mft"})
+
+
+# Three members: different data, numbers of steps (5, 7, 3), lengths, seeds and learning rates; clipping at a norm
+# small enough to bite on every step (so a clip over the pack's gradients instead of each member's would show).
+MEMBERS = [(trainset(20, 1, (3, 8)), 11, 2e-3), (trainset(28, 2, (8, 20)), 22, 5e-4),
+           (trainset(12, 3, (2, 5)), 33, 1e-3)]
+
+
+def hp(lr: float) -> dict[str, Any]:
+    return {"learning_rate": lr, "batch_size": 4, "epochs": 1, "max_grad_norm": 0.05}
+
+
+def sequential(model: torch.nn.Module, start: torch.nn.Module | None = None) -> list[dict[str, torch.Tensor]]:
+    out = []
+    for ts, seed, lr in MEMBERS:
+        m = copy.deepcopy(start if start is not None else model)
+        seed_everything(seed)
+        train_stage(ToyTask(), m, ToyEncoder(), CPU, ts, hp(lr), METHODS.get("lora")({"dropout": 0.0}), seed)
+        out.append({k: v.clone() for k, v in m.state_dict().items()})
+    return out
+
+
+def specs() -> list[packs.MemberSpec]:
+    return [packs.MemberSpec(str(i), ts, METHODS.get("lora")({"dropout": 0.0}), hp(lr), seed, seed)
+            for i, (ts, seed, lr) in enumerate(MEMBERS)]
+
+
+def furthest(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+def test_three_members_match_training_them_one_by_one_within_the_one_ulp_drift(minilm: torch.nn.Module,
+                                                                                deterministic: None) -> None:
+    alone = sequential(minilm)
+    bumped = copy.deepcopy(minilm)
+    with torch.no_grad():
+        for p in bumped.parameters():
+            p.copy_(torch.nextafter(p, torch.full_like(p, math.inf)))
+    start, bumped_start = minilm.state_dict(), bumped.state_dict()
+    # The drift of what training changed (each run against its own start: the start itself moved one ulp).
+    drift = [max(float(((a[k] - start[k]) - (b[k] - bumped_start[k])).abs().max()) for k in a)
+             for a, b in zip(alone, sequential(minilm, bumped), strict=True)]
+    together = {m: state for m, state, _ in packs.train_pack(ToyTask(), copy.deepcopy(minilm), ToyEncoder(), CPU,
+                                                              specs())}
+    for m, state in enumerate(alone):
+        moved = furthest(state, start)
+        assert moved > 1e-4   # the members trained: a difference of 0 would prove nothing
+        assert 0 < drift[m] < moved / 100
+        assert together[m].keys() == state.keys()
+        assert furthest(together[m], state) <= DRIFT_MARGIN * drift[m], (m, furthest(together[m], state), drift[m])
+
+
+def test_a_finished_member_is_frozen_bit_for_bit_while_the_others_train(minilm: torch.nn.Module) -> None:
+    made: list[packs.Pack] = []
+
+    class Kept(packs.Pack):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            made.append(self)
+
+    original = packs.Pack
+    packs.Pack = Kept   # type: ignore[misc]
+    try:
+        at_finish: dict[int, dict[str, torch.Tensor]] = {}
+        order = []
+        for m, _, stats in packs.train_pack(ToyTask(), copy.deepcopy(minilm), ToyEncoder(), CPU, specs()):
+            pack = made[0]
+            at_finish[m] = {k: v.clone() for k, v in pack.members[m].model.state_dict().items()}
+            order.append((m, stats.steps))
+    finally:
+        packs.Pack = original   # type: ignore[misc]
+    assert order == [(2, 3), (0, 5), (1, 7)]   # the members leave the pack as their steps run out
+    pack = made[0]
+    for m, state in at_finish.items():
+        after = pack.members[m].model.state_dict()
+        assert all(torch.equal(after[k], state[k]) for k in state), m
+        assert pack.members[m].trainer.optimizer.state_dict()["state"][0]["step"] == pack.members[m].n_steps
+
+
+def test_pack_dropout_draws_each_members_rows_from_its_own_generator() -> None:
+    p, n = 0.1, 200_000
+    rows = packs.PackRows([torch.Generator().manual_seed(s) for s in (1, 2, 3)], [(0, 0, 2), (1, 2, 4), (2, 4, 6)])
+    dropped = packs._dropout(torch.ones(6, n), p, rows) == 0
+    # The rate per member: each row's share of zeros is Binomial(n, p) / n (4 standard deviations: ±0.27 %).
+    sd = math.sqrt(p * (1 - p) / n)
+    for row in dropped:
+        assert abs(float(row.float().mean()) - p) < 4 * sd
+    # Independence between members: where member 0 drops, member 1 drops at rate p, not more, not less.
+    both = dropped[0] & dropped[2]
+    assert abs(float(both.float().mean()) - p * p) < 4 * math.sqrt(p * p * (1 - p * p) / n)
+    # A member's masks do not depend on its pack mates: alone, member 1 draws the same masks.
+    alone = packs.PackRows([torch.Generator().manual_seed(9), torch.Generator().manual_seed(2)], [(1, 0, 2)])
+    assert torch.equal(packs._dropout(torch.ones(2, n), p, alone) == 0, dropped[2:4])
+
+
+def test_packs_group_jobs_by_base_start_method_and_hyper_parameters(tmp_path: Path) -> None:
+    config = config_with(DATA / "tiny-packs.toml", tmp_path, {'configurations = ["iid-plus-t"]':
+                                                              'configurations = ["iid", "iid-plus-t", "iid-then-t"]'},
+                         append='\n[training.configurations.iid-then-t]\nlearning_rate = 2e-4\n')
+    plan = plan_run(load_config(config), config)
+    jobs = plan.jobs
+    lora = [j for j in jobs if j.method == "lora"]
+    assert why_not_packed(next(j for j in jobs if j.method == "vanilla")) == \
+        "method vanilla does not pack (only LoRA adapters over a frozen base do)"
+    made = form_packs(jobs, 3)
+    plus = [j.id for j in lora if j.config == "iid-plus-t"]
+    then = [j.id for j in lora if j.config == "iid-then-t"]
+    # IID+T starts from the pretrained model, IID→T from the IID model: different bases, never one pack; the
+    # learning rate (2e-4 against lora's 5e-4) is no reason to split; plan order, cut at 3.
+    assert len(plus) == len(then) == 4
+    assert {made.of(i) for i in plus} == {tuple(plus[:3]), tuple(plus[3:])}
+    assert {made.of(i) for i in then} == {tuple(then[:3]), tuple(then[3:])}
+    assert pack_key(next(j for j in lora if j.id == then[0])) != pack_key(next(j for j in lora if j.id == plus[0]))
+    assert form_packs(jobs, 1).of(plus[0]) == (plus[0],)
+    # The dry run shows the packs its executor will form, and why the rest train alone.
+    out = io.StringIO()
+    executor = EXECUTORS.get("local")(plan.config.executor)
+    print_plan(plan, Console(file=out, width=300), packs=executor.packs_of(plan, jobs))
+    assert ("packs ([executor] pack = 4, up to 4 members): 8 trainings in 2 pack(s) (2 of 4); 1 alone: method "
+            "vanilla does not pack (only LoRA adapters over a frozen base do)") in out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def packed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/data/tiny-packs.toml run once: its 4 LoRA folds in one pack."""
+    store = tmp_path_factory.mktemp("packs") / "packed.duckdb"
+    run_benchmark(DATA / "tiny-packs.toml", store)
+    return store
+
+
+@pytest.mark.slow
+def test_a_packed_run_stores_what_the_sequential_run_does(packed_store: Path, tmp_path: Path) -> None:
+    config = config_with(DATA / "tiny-packs.toml", tmp_path, {"pack = 4": "pack = 1"})
+    alone = tmp_path / "alone.duckdb"
+    run_benchmark(config, alone)
+    packed, sequential = results(packed_store), results(alone)
+    assert packed["models"] == sequential["models"] and len(packed["models"]) == 4   # same job ids
+    assert packed["pass_rates"] == sequential["pass_rates"] and packed["iid"] == sequential["iid"]
+    pack = [json.loads(p) for (p,) in query(packed_store, "SELECT pack FROM models")]
+    ids = sorted(m for m, _ in packed["models"])
+    assert all(p["setting"] == 4 and sorted(p["members"]) == ids for p in pack)
+    assert query(alone, "SELECT count(*) FROM models WHERE pack IS NULL") == [(4,)]
+
+
+@pytest.mark.slow
+def test_packs_in_two_worker_processes_store_what_one_pack_does(packed_store: Path, tmp_path: Path) -> None:
+    config = config_with(DATA / "tiny-packs.toml", tmp_path, {'name = "local"': 'name = "multi"\nworkers = 2',
+                                                              "pack = 4": "pack = 2"})
+    store = tmp_path / "multi.duckdb"
+    run_benchmark(config, store)
+    assert results(store) == results(packed_store)
+    packs_of = {tuple(json.loads(p)["members"]) for (p,) in query(store, "SELECT pack FROM models")}
+    assert sorted(len(p) for p in packs_of) == [2, 2]
+
+
+@pytest.mark.slow
+def test_a_pack_killed_mid_pack_and_resumed_equals_the_uninterrupted_pack(packed_store: Path, tmp_path: Path) -> None:
+    # The test-only worker of tests/faults.py SIGKILLs the run inside the pack once its first member finished and
+    # was committed; the others have checkpoints of their last step (checkpoint_every = 1).
+    config = config_with(DATA / "tiny-packs.toml", tmp_path,
+                         append='\n[executor.options]\nworker = "faults:FaultyWorker"\n')
+    store = tmp_path / "killed.duckdb"
+    env = {"PYTHONPATH": str(REPO / "tests"), "BELUGA_FAULT": f"training:{tmp_path / 'killed'}"}
+    killed = beluga("run", str(config), "--store", str(store), env=env)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    assert query(store, "SELECT count(*) FROM models WHERE status = 'done'") == [(1,)]
+    resumed = beluga("run", str(config), "--store", str(store), env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "running 3 (3 from their checkpoints)" in resumed.stdout
+    assert resumed.stdout.count("resumed from its checkpoint at step") == 3
+    assert results(store) == results(packed_store)
