@@ -73,7 +73,7 @@ class Packs:
 
 def form_packs(jobs: Sequence[Job], size: int) -> Packs:
     """The packs of ``jobs`` at ``size`` members at most: jobs with the same ``pack_key``, in plan order, cut into
-    runs of ``size``."""
+    consecutive runs of near-equal sizes."""
     if size <= 1:
         return Packs(1, {})
     groups: dict[str, list[str]] = {}
@@ -83,8 +83,14 @@ def form_packs(jobs: Sequence[Job], size: int) -> Packs:
             groups.setdefault(key, []).append(job.id)
     members: dict[str, tuple[str, ...]] = {}
     for ids in groups.values():
-        for i in range(0, len(ids), size):
-            chunk = tuple(ids[i:i + size])
+        # As few packs as ``size`` allows, of sizes that differ by one at most (49 jobs at 8: 7 packs of 7, not
+        # 6 of 8 and one alone).
+        n = -(-len(ids) // size)
+        start = 0
+        for i in range(n):
+            end = start + len(ids) // n + (i < len(ids) % n)
+            chunk = tuple(ids[start:end])
             for job_id in chunk:
                 members[job_id] = chunk
+            start = end
     return Packs(size, members)

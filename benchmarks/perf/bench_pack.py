@@ -153,6 +153,9 @@ def main() -> None:
         print(f"{'mode':>10} {'workers':>8} {'K':>4} {'wall s':>8} {'examples/s':>11} {'× K=1':>7} {'peak MiB':>9}")
         for w_name in args.workers:
             workers = auto_n if w_name == "auto" else int(w_name)
+            if w_name == "auto" and str(auto_n) in args.workers:
+                print(f"{'(auto)':>10} {w_name:>8}: {auto_n} worker(s), the rows of workers = {auto_n} above")
+                continue
             for mode in args.modes:
                 base = None
                 for k in args.ks:
