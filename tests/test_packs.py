@@ -186,8 +186,26 @@ def test_packs_group_jobs_by_base_start_method_and_hyper_parameters(tmp_path: Pa
     out = io.StringIO()
     executor = EXECUTORS.get("local")(plan.config.executor)
     print_plan(plan, Console(file=out, width=300), packs=executor.packs_of(plan, jobs))
-    assert ("packs ([executor] pack = 4, up to 4 members): 8 trainings in 2 pack(s) (2 of 4); 1 alone: method "
-            "vanilla does not pack (only LoRA adapters over a frozen base do)") in out.getvalue()
+    printed = out.getvalue()
+    assert "packs ([executor] pack = 4, up to 4 members): 8 trainings in 2 pack(s) (2 × 4 members);" in printed
+    assert "; 1 alone: method vanilla does not pack (only LoRA adapters over a frozen base do)" in printed
+    assert printed.count("  pack: ") == 2 and f"  pack: {plus[0][:12]} (iid-plus-t/lora/" in printed
+    out = io.StringIO()
+    ray = EXECUTORS.get("ray")(plan.config.executor.model_copy(update={"name": "ray"}))
+    print_plan(plan, Console(file=out, width=300), packs=ray.packs_of(plan, jobs))
+    assert "packs ([executor] pack = 4): none, every training alone: the ray executor trains every job alone" in \
+        out.getvalue()
+
+
+def test_grid_points_over_learning_rates_pack(tmp_path: Path) -> None:
+    # lora keeps its learning rate among its own hyper-parameters too: neither copy may split a grid's points.
+    config = config_with(DATA / "tiny-packs.toml", tmp_path, append=(
+        "\n[grid]\nenabled = true\nbatch_size = [8]\nepochs = [1]\n"
+        "[grid.methods.lora]\nlearning_rate = [2e-4, 5e-4, 1e-3]\n"))
+    plan = plan_run(load_config(config), config)
+    grid = plan.grid_jobs
+    assert len(grid) == 3 and len({json.dumps(j.hparams, sort_keys=True) for j in grid}) == 3
+    assert {form_packs(grid, 4).of(j.id) for j in grid} == {tuple(j.id for j in grid)}
 
 
 @pytest.fixture(scope="module")

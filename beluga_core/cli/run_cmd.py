@@ -26,6 +26,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import human_size
 from beluga_core.data.availability import hub_status, iid_availability, model_availability, unreachable_hub_names
 from beluga_core.execution.executors.base import EXECUTORS
+from beluga_core.execution.scheduling import describe_job
 from beluga_core.execution.sizing import Workers
 from beluga_core.execution.worker import keeps_weights
 from beluga_core.orchestration.coordinator import (
@@ -130,25 +131,41 @@ def print_plan(plan: Plan, console: Console, done: set[str] | None = None, rates
     _print_status(plan, console, done, failed or set())
 
 
-def _print_packs(plan: Plan, packs: Packs, console: Console) -> None:
-    """How ``[executor] pack`` groups the trainings: the packs, and why the others train alone."""
+def _print_packs(plan: Plan, packs: Packs, console: Console, listed: int = 5) -> None:
+    """How ``[executor] pack`` groups the trainings: the packs (the first ``listed`` by their members), and why
+    the others train alone."""
     setting = plan.config.executor.pack
     jobs = plan.jobs + plan.grid_jobs
+    head = f"packs ([executor] pack = {setting}"
     if packs.size <= 1:
-        if any(why_not_packed(j) is None for j in jobs):
-            console.print(f"packs: none ([executor] pack = {setting}): every training alone", highlight=False)
+        if setting != 1 or any(why_not_packed(j) is None for j in jobs):
+            why = f": {packs.note}" if packs.note else ""
+            console.print(f"{head}): none, every training alone{why}", highlight=False, markup=False,
+                          soft_wrap=True)
         return
-    groups = {packs.of(j.id) for j in jobs if len(packs.of(j.id)) > 1}
+    groups = sorted({packs.of(j.id) for j in jobs if len(packs.of(j.id)) > 1}, key=lambda g: jobs.index(
+        next(j for j in jobs if j.id == g[0])))
     alone: Counter[str] = Counter()
     for job in jobs:
         if len(packs.of(job.id)) == 1:
             alone[why_not_packed(job) or "no other training shares its base, start and hyper-parameters"] += 1
     sizes = Counter(len(g) for g in groups)
-    console.print(f"packs ([executor] pack = {setting}, up to {packs.size} members): "
-                  f"{sum(len(g) for g in groups)} trainings in {len(groups)} pack(s) "
-                  f"({', '.join(f'{n} of {k}' for k, n in sorted(sizes.items(), reverse=True))})"
-                  + "".join(f"; {n} alone: {why}" for why, n in alone.items()), highlight=False, markup=False,
-                  soft_wrap=True)
+    shape = ", ".join(f"{n} × {k} members" for k, n in sorted(sizes.items(), reverse=True))
+    text = (f"{head}, up to {packs.size} members): {sum(len(g) for g in groups)} trainings in {len(groups)} pack(s)"
+            f"{f' ({shape})' if groups else ''}; a pack's members share the task, base model, start weights (the "
+            "pretrained model or one parent), method and hyper-parameters but the learning rate, and packs are as "
+            "even as the size allows")
+    text += "".join(f"; {n} alone: {why}" for why, n in alone.items())
+    if plan.pending:
+        text += (f"; the {sum(len(tp.pending) for tp in plan.tasks)} trainings that wait for the grid search pack "
+                 "once it has chosen their hyper-parameters")
+    console.print(text, highlight=False, markup=False, soft_wrap=True)
+    by_id = {j.id: j for j in jobs}
+    for group in groups[:listed]:
+        console.print("  pack: " + ", ".join(describe_job(by_id[m]) for m in group), highlight=False,
+                      markup=False, soft_wrap=True)
+    if len(groups) > listed:
+        console.print(f"  … and {len(groups) - listed} more pack(s)", highlight=False)
 
 
 Footprints = dict[str, dict[str, tuple[int, int]]]

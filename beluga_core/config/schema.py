@@ -262,9 +262,11 @@ class ExecutorSpec(_Strict):
         "LoRA trainings per pack: jobs of the same task, base model, start weights, method and hyper-parameters "
         "(the learning rate may differ) train together in one worker, one pass of the frozen base per step over "
         "every member's batch, each member with its own adapters, head, optimizer, clipping, data order and "
-        "dropout. 1: every job alone (bit for bit as before packs). \"auto\": 8 on a CPU, 16 on a GPU (see "
-        "README, \"Speed and scale\"). Job ids do not change; a packed model's results equal its sequential "
-        "training's up to float rounding (models.pack records its pack)."))
+        "dropout. 1: every job alone (bit for bit as before packs). \"auto\": 8 on a CPU, 16 on a GPU. Packs are "
+        "as even as the size allows (4 trainings at 3: 2 + 2). The local and multi executors train packs, Ray "
+        "every job alone. Job ids do not change; a packed model's results equal its sequential training's up to "
+        "float rounding (models.pack records its pack). `beluga run --dry-run` prints the packs; "
+        "docs/guides/speed-and-scale.md has the measurements."))
     fail_fast: bool = Field(False, description=(
         "Stop starting jobs once one failed (the jobs in flight finish). Default: a failed job is recorded in "
         "the store and the jobs that do not need it go on."))

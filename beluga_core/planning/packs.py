@@ -45,7 +45,11 @@ def pack_key(job: Job) -> str | None:
     """What members of one pack share (None: the job does not pack)."""
     if why_not_packed(job) is not None:
         return None
+    # The learning rate may differ (a grid over it packs): it is the training's, and a method with its own default
+    # (lora) also keeps it among the method's hyper-parameters.
     hp: dict[str, Any] = {k: v for k, v in job.hparams.items() if k != "learning_rate"}
+    if isinstance(hp.get("method"), dict):
+        hp["method"] = {k: v for k, v in hp["method"].items() if k != "learning_rate"}
     start = job.start_model or job.parent_id or "pretrained"
     return json.dumps([job.task, job.model, start, job.method, hp], sort_keys=True, default=str)
 
@@ -56,6 +60,7 @@ class Packs:
 
     size: int
     members: dict[str, tuple[str, ...]]
+    note: str = ""   # why nothing packs, where the reason is not the jobs' (the executor's)
 
     def of(self, job_id: str) -> tuple[str, ...]:
         return self.members.get(job_id, (job_id,))

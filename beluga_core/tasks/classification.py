@@ -57,8 +57,9 @@ Target = tuple[np.ndarray, bool]  # a target over the head's classes, and whethe
 
 
 class ClassificationTask(Task[Encoder]):
-    packs: ClassVar[bool] = True
     """A sequence classifier; subclasses fix the head (``fixed_head``), the i.i.d. columns and the metrics."""
+
+    packs: ClassVar[bool] = True
 
     metrics: ClassVar[tuple[str, ...]] = ("accuracy", "macro_f1")
     primary_metric: ClassVar[str] = "accuracy"

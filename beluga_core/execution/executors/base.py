@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
@@ -87,7 +88,7 @@ class Executor(ABC):
         from beluga_core.training.models import pick_device
 
         if not self.trains_packs:
-            return form_packs(jobs, 1)
+            return replace(form_packs(jobs, 1), note=f"the {self.spec.name} executor trains every job alone")
         slots = self.workers(plan).slots
         device = pick_device(slots[0].device if slots else self.spec.device).type
         return form_packs(jobs, pack_size(self.spec.pack, device))
