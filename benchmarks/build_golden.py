@@ -82,12 +82,14 @@ def normalize(row: tuple[Any, ...]) -> list[Any]:
     return [one(x) for x in row]
 
 
-def record_stores() -> None:
+def record_stores(only: list[str] | None = None) -> None:
     from helpers import run_benchmark, tiny_configs
 
     from beluga_core.store.rows import TABLES
 
     for config in tiny_configs():
+        if only and config.stem not in only:
+            continue
         target = GOLDEN / config.stem
         with tempfile.TemporaryDirectory() as tmp:
             store = Path(tmp) / "s.duckdb"
@@ -248,11 +250,13 @@ def _hand_made(writer: Any, val: Kept, test: Kept) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=("ids", "stores", "store"))
+    parser.add_argument("--only", nargs="+", metavar="CONFIG",
+                        help="stores: record these tiny configs only (by name: a new config's, the others unchanged)")
     args = parser.parse_args()
     if args.what == "ids":
         record_ids()
     elif args.what == "stores":
-        record_stores()
+        record_stores(args.only)
     else:
         record_store()
 

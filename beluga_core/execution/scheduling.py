@@ -7,6 +7,8 @@ reports progress. A job may start once its parent (the IID model it starts from)
 running: either it finished in this run (its weights are then in the cache folder, or travel with the backend)
 or it finished in an earlier one (the runner re-trains a parent whose cached weights are missing, so those are
 there too).
+
+Long: the dispatch loop and the events and backend interface it speaks are one protocol, read together.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ A ``Worker`` keeps what folds share (tokenized inputs, the loaded model, the pre
 that consecutive jobs in one process do not redo it. A job's result depends only on the job: every job
 re-seeds from its own identity and starts from pristine weights. What a trained model is evaluated on is the
 job's steps, decided by planning (``planning.steps``) and run by their runners (``execution.step_runners``).
+
+Long: a job's whole path, alone (``run``) or as a member of a pack (``run_pack``), shares the state this class
+keeps (start weights, encoders, checkpoints, kept weights) and its evaluation; split, each part would reach back.
 """
 
 from __future__ import annotations

@@ -20,6 +20,9 @@ What differs from sequential training is arithmetic only: a member's rows are pa
 pack rather than of its own batch (the padded keys get exactly zero attention weight, but reductions run over
 longer rows), and the base's matrix products run over more rows. The equivalence tests bound the difference by
 the drift one ulp of input perturbation causes (benchmarks/perf/pack_tolerance.py).
+
+Long: the stand-ins for the base's layers (LoRA, dropout, attention), the member models and the step that drives
+them are one mechanism: each piece reads the rows of the forward pass in progress that the others set.
 """
 
 from __future__ import annotations

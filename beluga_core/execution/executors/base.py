@@ -90,8 +90,9 @@ class Executor(ABC):
         if not self.trains_packs:
             return replace(form_packs(jobs, 1), note=f"the {self.spec.name} executor trains every job alone")
         slots = self.workers(plan).slots
-        device = pick_device(slots[0].device if slots else self.spec.device).type
-        return form_packs(jobs, pack_size(self.spec.pack, device))
+        device = slots[0].device if slots else self.spec.device
+        kind = pick_device(device).type if device == "auto" else ("cpu" if device == "cpu" else "cuda")
+        return form_packs(jobs, pack_size(self.spec.pack, kind))
 
 
 EXECUTORS: Registry[Executor] = Registry("executor", "beluga.executors", Executor)
