@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from beluga_core.core.constants import ONLY_PREFIX, SEEN, STANDARD
 from beluga_core.core.errors import BelugaError
@@ -282,23 +282,15 @@ class ExecutorSpec(_Strict):
         "uninterrupted one would."))
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
 
-    @field_validator("workers", mode="before")
+    @field_validator("workers", "pack", mode="before")
     @classmethod
-    def _workers(cls, value: object) -> object:
-        # Before pydantic's own coercion, which would read true as 1 worker and "2" as 2.
+    def _auto_or_count(cls, value: object, info: ValidationInfo) -> object:
+        # Before pydantic's own coercion, which would read true as 1 and "2" as 2.
         if isinstance(value, str) and value.strip().lower() == "auto":
             return "auto"
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError("expected \"auto\" or a whole number of workers ≥ 1")
-        return value
-
-    @field_validator("pack", mode="before")
-    @classmethod
-    def _pack(cls, value: object) -> object:
-        if isinstance(value, str) and value.strip().lower() == "auto":
-            return "auto"
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError("expected \"auto\" or a whole number of trainings per pack ≥ 1")
+            what = "workers" if info.field_name == "workers" else "trainings per pack"
+            raise ValueError(f"expected \"auto\" or a whole number of {what} ≥ 1")
         return value
 
     @field_validator("checkpoint_every", mode="before")

@@ -95,8 +95,7 @@ class MemberDropout(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.p == 0:
             return x
-        mask = torch.empty_like(x).bernoulli_(1 - self.p, generator=self.generator)
-        return x * mask.div_(1 - self.p)
+        return _dropout(x, self.p, PackRows([self.generator], [(0, 0, int(x.shape[0]))]))
 
 
 class PackedLoRALinear(torch.nn.Module):
