@@ -244,16 +244,24 @@ def test_packs_in_two_worker_processes_store_what_one_pack_does(packed_store: Pa
 @pytest.mark.slow
 def test_a_pack_killed_mid_pack_and_resumed_equals_the_uninterrupted_pack(packed_store: Path, tmp_path: Path) -> None:
     # The test-only worker of tests/faults.py SIGKILLs the run inside the pack once its first member finished and
-    # was committed; the others have checkpoints of their last step (checkpoint_every = 1).
-    config = config_with(DATA / "tiny-packs.toml", tmp_path,
+    # was committed; the others have checkpoints of their last step (checkpoint_every = 1). At pack = "auto" the
+    # first run measures the size (8 on a CPU where memory holds more: one pack of the 4 folds, as pack = 4 forms)
+    # and records it; the resumed run keeps it without measuring again.
+    config = config_with(DATA / "tiny-packs.toml", tmp_path, {"pack = 4": 'pack = "auto"'},
                          append='\n[executor.options]\nworker = "faults:FaultyWorker"\n')
     store = tmp_path / "killed.duckdb"
     env = {"PYTHONPATH": str(REPO / "tests"), "BELUGA_FAULT": f"training:{tmp_path / 'killed'}"}
     killed = beluga("run", str(config), "--store", str(store), env=env)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     assert query(store, "SELECT count(*) FROM models WHERE status = 'done'") == [(1,)]
+    assert "packs: up to 8 members (auto: 8, the most on a CPU; " in killed.stdout
+    assert "(measured: a step of 1 and of 2 members at batch 8 × 64 tokens peaked at " in killed.stdout
     resumed = beluga("run", str(config), "--store", str(store), env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "packs: up to 8 members (auto: 8, as the store's first run of it measured" in resumed.stdout
+    recorded = [json.loads(e)["pack"] for (e,) in query(store, "SELECT executor FROM runs ORDER BY started_at")]
+    assert [(r["setting"], r["size"]) for r in recorded] == [("auto", 8)] * 2
     assert "running 3 (3 from their checkpoints)" in resumed.stdout
     assert resumed.stdout.count("resumed from its checkpoint at step") == 3
     assert results(store) == results(packed_store)
+    assert {json.loads(p)["setting"] for (p,) in query(store, "SELECT pack FROM models")} == {"auto"}

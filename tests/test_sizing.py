@@ -23,11 +23,16 @@ from beluga_core.execution.sizing import (
     CONTEXT_BYTES,
     GiB,
     MemoryUnknown,
+    MiB,
+    NothingToMeasure,
+    PackMemory,
     Slot,
     WorkerMemory,
     cpu_budget,
     estimated_worker_bytes,
     interleave,
+    members_fit,
+    plan_pack_size,
     plan_workers,
     workers_per_gpu,
 )
@@ -56,6 +61,37 @@ def test_workers_per_gpu_is_the_smaller_of_what_cores_and_memory_allow() -> None
     assert workers_per_gpu([GiB], 2 * GiB, budget=16) == [1]
     with pytest.raises(ValueError, match="positive"):
         workers_per_gpu([GiB], 0, budget=1)
+
+
+def test_pack_auto_is_what_memory_holds_up_to_the_devices_most() -> None:
+    # A worker's share: 10 GiB free less 10 % over 2 workers = 4.5 GiB; less the pack's 1 GiB base, 3.5 GiB at
+    # 500 MiB a member = 3,584 / 500 = 7.17 → 7 members.
+    assert members_fit(10 * GiB, 2, GiB, 500 * MiB, 0.1) == 7
+    assert members_fit(10 * GiB, 1, GiB, 500 * MiB, 0.1) == 16          # (9 − 1) GiB = 8,192 MiB / 500 = 16.4
+    assert members_fit(GiB, 1, 2 * GiB, 500 * MiB, 0.1) == 1            # not even the base fits: one, alone
+    measured = PackMemory(10 * GiB, GiB, 500 * MiB, "measured: …")
+    seven = plan_pack_size("auto", "cuda", 16, 2, lambda: measured)
+    assert (seven.size, seven.final) == (7, True)
+    assert seven.why == ("auto: 7, what memory holds: 10.0 GiB free, 10% kept free, shared by 2 worker(s), holds 7 "
+                         "member(s) of 500 MiB beside 1.00 GiB (measured: …)")
+    assert plan_pack_size("auto", "cpu", 4, 2, lambda: measured).why.startswith("auto: 4, the most on a CPU; ")
+    # A number is kept; a recorded auto size is kept without measuring; nothing measurable: the device's most.
+    assert plan_pack_size(3, "cpu", 8, 1, _unmeasurable_pack).size == 3
+    assert plan_pack_size("auto", "cpu", 8, 1, _unmeasurable_pack, recorded=5).size == 5
+
+    def unknown() -> PackMemory:
+        raise MemoryUnknown("the probe failed: …")
+
+    def later() -> PackMemory:
+        raise NothingToMeasure("no training packs before the grid search; measured after it")
+
+    assert plan_pack_size("auto", "cuda", 16, 1, unknown) == sizing.PackSize(
+        16, "auto: 16, the most on a GPU; the memory a member takes is unknown (the probe failed: …)", "auto")
+    assert not plan_pack_size("auto", "cuda", 16, 1, later).final
+
+
+def _unmeasurable_pack() -> PackMemory:
+    raise AssertionError("a pack's memory was measured where the size was known")
 
 
 def test_the_estimate_is_state_activations_and_context() -> None:

@@ -139,7 +139,7 @@ def _print_packs(plan: Plan, packs: Packs, console: Console, listed: int = 5) ->
     head = f"packs ([executor] pack = {setting}"
     if packs.size <= 1:
         if setting != 1 or any(why_not_packed(j) is None for j in jobs):
-            why = f": {packs.note}" if packs.note else ""
+            why = f": {packs.note or packs.why}" if packs.note or packs.why else ""
             console.print(f"{head}): none, every training alone{why}", highlight=False, markup=False,
                           soft_wrap=True)
         return
@@ -151,7 +151,9 @@ def _print_packs(plan: Plan, packs: Packs, console: Console, listed: int = 5) ->
             alone[why_not_packed(job) or "no other training shares its base, start and hyper-parameters"] += 1
     sizes = Counter(len(g) for g in groups)
     shape = ", ".join(f"{n} × {k} members" for k, n in sorted(sizes.items(), reverse=True))
-    text = (f"{head}, up to {packs.size} members): {sum(len(g) for g in groups)} trainings in {len(groups)} pack(s)"
+    sized = f"; {packs.why}" if setting == "auto" and packs.why else ""
+    text = (f"{head}, up to {packs.size} members{sized}): {sum(len(g) for g in groups)} trainings in "
+            f"{len(groups)} pack(s)"
             f"{f' ({shape})' if groups else ''}; a pack's members share the task, base model, start weights (the "
             "pretrained model or one parent), method and hyper-parameters but the learning rate, and packs are as "
             "even as the size allows")

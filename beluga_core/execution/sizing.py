@@ -13,6 +13,12 @@ counted free for the whole run. The probe's peak is what its caching allocator r
 CUDA context that no allocator statistic sees, added as ``CONTEXT_BYTES``. Where the step fails (a GPU already
 full, a model that does not build on it) the memory is estimated from the model's shape
 (``estimated_worker_bytes``); where not even the model's config can be read here, auto runs one worker per GPU.
+
+The pack size (``[executor] pack = "auto"``) is sized here too, from a probe of its own (a pack's step at one and
+two members): the same free memory, margin and probe process as the workers'.
+
+Long: workers and packs are sized from one machine's memory with one margin and the same kind of probe; apart,
+each would repeat the probing and the margin's checks.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
@@ -79,6 +85,19 @@ class WorkerMemory:
 
 class MemoryUnknown(Exception):
     """The memory one worker takes could be neither measured nor estimated; the message says why."""
+
+
+class NothingToMeasure(MemoryUnknown):
+    """No training of the jobs known so far packs: a pack size is measured on a later phase's."""
+
+
+def memory_margin(spec: ExecutorSpec) -> float:
+    """``[executor.options] memory_margin``: the fraction of free memory that sizing keeps free."""
+    margin = spec.options.get("memory_margin", DEFAULT_MARGIN)
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 1:
+        raise BelugaError(f"executor option memory_margin must be a fraction in [0, 1), got {margin!r}",
+                          field="executor.options.memory_margin")
+    return float(margin)
 
 
 def cpu_budget(cores: int, threads: int = 0) -> int:
@@ -177,10 +196,7 @@ def _auto_gpus(spec: ExecutorSpec, gpu_devices: list[str], cores: int,
                memory: Callable[[], WorkerMemory] | None) -> tuple[list[str], str]:
     budget = cpu_budget(cores, spec.threads)
     cpu_why = f"{cores} cores" + (f" at threads = {spec.threads}" if spec.threads else "") + f" allow {budget}"
-    margin = spec.options.get("memory_margin", DEFAULT_MARGIN)
-    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 1:
-        raise BelugaError(f"executor option memory_margin must be a fraction in [0, 1), got {margin!r}",
-                          field="executor.options.memory_margin")
+    margin = memory_margin(spec)
     try:
         if memory is None:
             raise MemoryUnknown("not measured")
@@ -290,6 +306,156 @@ def _probe(shape: ProbeShape) -> tuple[list[int], int | str, dict[str, Any]]:
                                                           ("num_attention_heads", "n_head", "num_heads"))]
         facts["shape"] = None if None in sizes else sizes
         return free, f"{type(exc).__name__}: {str(exc)[:200]}", facts
+
+
+# ------------------------------------------------------------------------------------------- pack size ("auto")
+
+
+@dataclass(frozen=True)
+class PackSize:
+    """Members per pack (``[executor] pack``), and why: the dry run prints it, the store records it with the run
+    (``runs.executor``), and a resumed run keeps an ``auto`` size its store recorded."""
+
+    size: int
+    why: str
+    setting: int | str = 1
+    final: bool = True   # False: "auto" had nothing to measure yet (a later phase measures)
+
+    def record(self) -> dict[str, Any]:
+        return {"setting": self.setting, "size": self.size, "why": self.why}
+
+
+@dataclass(frozen=True)
+class PackMemory:
+    """What a pack takes on its device: ``base`` bytes whatever its members (the process, the frozen base, one
+    member's step) and ``per_member`` bytes for each further member, beside the ``free`` bytes of the device."""
+
+    free: int
+    base: int
+    per_member: int
+    how: str
+
+
+def members_fit(free: int, workers: int, base: int, per_member: int, margin: float = DEFAULT_MARGIN) -> int:
+    """Members one pack may hold: a worker's share of the device's ``free`` bytes less ``margin`` of it, less the
+    pack's ``base``, over ``per_member``; at least one (a pack of one is a job alone)."""
+    if per_member <= 0:
+        return 1 << 30   # members add nothing measurable: memory does not limit the pack
+    share = int(free * (1 - margin)) // max(1, workers)
+    return max(1, (share - base) // per_member)
+
+
+def plan_pack_size(setting: int | str, kind: str, cap: int, workers: int,
+                   memory: Callable[[], PackMemory] | None, recorded: int | None = None,
+                   margin: float = DEFAULT_MARGIN) -> PackSize:
+    """The pack size for ``[executor] pack`` on a ``kind`` device ("cpu" or "cuda") with ``workers`` workers
+    sharing it. A number is kept. ``auto``: the size its store recorded for an earlier run of it (``recorded``),
+    so that a resumed run forms the packs the interrupted one did; else as many members as ``memory`` (a probe of
+    one training step at 1 and 2 members) says fit, up to ``cap`` (``planning.packs.AUTO_PACK``)."""
+    if setting != "auto":
+        return PackSize(int(setting), f"pack = {setting}", setting)
+    if recorded is not None:
+        return PackSize(recorded, f"auto: {recorded}, as the store's first run of it measured (kept, so that a "
+                        "resumed run forms the packs the interrupted one did)", setting)
+    where = "a CPU" if kind == "cpu" else "a GPU"
+    try:
+        if memory is None:
+            raise MemoryUnknown("not measured")
+        mem = memory()
+    except NothingToMeasure as exc:
+        return PackSize(cap, f"auto: {cap}, the most on {where}; {exc}", setting, final=False)
+    except MemoryUnknown as exc:
+        return PackSize(cap, f"auto: {cap}, the most on {where}; the memory a member takes is unknown ({exc})",
+                        setting)
+    fit = members_fit(mem.free, workers, mem.base, mem.per_member, margin)
+    size = min(cap, fit)
+    holds = "any number of" if fit >= 1 << 30 else str(fit)
+    memory_text = (f"{mem.free / GiB:.1f} GiB free, {margin:.0%} kept free, shared by {workers} worker(s), holds "
+                   f"{holds} member(s) of {mem.per_member / MiB:.0f} MiB beside {mem.base / GiB:.2f} GiB ({mem.how})")
+    if fit < cap:
+        return PackSize(size, f"auto: {size}, what memory holds: {memory_text}", setting)
+    return PackSize(size, f"auto: {size}, the most on {where}; {memory_text}", setting)
+
+
+def pack_memory(plan: Plan, job_id: str, device: str) -> PackMemory:
+    """What a pack of ``job_id``'s kind takes on ``device``, measured by a probe in a process of its own: one
+    training step of a pack of one member, then of two, at the plan's largest batch size with every row
+    ``max_length`` tokens (the worst a step can be), the real task, model and method. Peaks are the caching
+    allocator's reserved bytes on a GPU, the process's peak resident memory on a CPU."""
+    try:
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            free, peaks = pool.submit(_pack_probe, plan, job_id, device).result(timeout=PROBE_TIMEOUT_S)
+    except Exception as exc:  # the probe process died, the device is unusable, the data unreadable
+        raise MemoryUnknown(f"the probe failed: {type(exc).__name__}: {str(exc)[:200]}") from None
+    batch = max(int(j.hparams.get("batch_size", 0)) for j in (*plan.jobs, *plan.grid_jobs) if j.id == job_id)
+    per_member = max(0, peaks[1] - peaks[0])
+    return PackMemory(free, max(0, peaks[0] - per_member), per_member,
+                      f"measured: a step of 1 and of 2 members at batch {batch} × {plan.config.model.max_length} "
+                      f"tokens peaked at {peaks[0] / GiB:.2f} and {peaks[1] / GiB:.2f} GiB")
+
+
+def _free_bytes(device: Any) -> int:
+    import torch
+
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:   # Linux: what can be allocated without swapping
+        with open("/proc/meminfo", encoding="ascii") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def _pack_probe(plan: Plan, job_id: str, device_name: str) -> tuple[int, tuple[int, int]]:
+    """In the probe process: the device's free bytes, then the peaks of a pack's step at 1 and at 2 members."""
+    import resource
+    from dataclasses import replace
+
+    import torch
+
+    from beluga_core.contracts.registries import METHODS
+    from beluga_core.execution.worker import Worker
+    from beluga_core.training.packs import MemberSpec, train_pack
+
+    worker = Worker(plan, device_name)
+    device = worker.device
+    free = _free_bytes(device)
+    job = next(j for j in (*plan.jobs, *plan.grid_jobs) if j.id == job_id)
+    state = worker.tasks[job.task]
+    task = state.task
+    method = METHODS.get(job.method)(job.hparams.get("method", {}))
+    ((_, stage_hp),) = method.stages(job.hparams)
+    batch, length = int(stage_hp["batch_size"]), plan.config.model.max_length
+    model = worker.model(task, job.model, method.model_overrides())
+    encoder = worker.encoder(task, job.model)
+    # One update of every member: a batch of training examples, each long enough to fill max_length tokens.
+    train = worker.iid_data(job.task).train[:batch]
+    examples = [replace(cast(Any, ex), inputs=_long(ex.inputs, length)) for ex in train]
+    hp = {**stage_hp, "epochs": 1}
+    peaks = []
+    for k in (1, 2):
+        specs = [MemberSpec(f"probe {i}", task.build_trainset([], examples, None),
+                            METHODS.get(job.method)(job.hparams.get("method", {})).stages(job.hparams)[0][0],
+                            hp, i, i) for i in range(k)]
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
+        for _ in train_pack(task, model, encoder, device, specs):
+            pass
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+            peaks.append(int(torch.cuda.max_memory_reserved(device)))
+        else:   # the process's high-water mark: the pack of 2 runs second, reusing what the pack of 1 freed
+            peaks.append(int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024)
+    return free, (peaks[0], peaks[1])
+
+
+def _long(inputs: Any, tokens: int) -> Any:
+    """``inputs`` (a text or a pair) repeated to at least ``tokens`` words, so that it fills ``max_length``."""
+    if isinstance(inputs, str):
+        words = inputs.split() or ["a"]
+        return " ".join((words * (tokens // len(words) + 1))[:tokens])
+    return type(inputs)(_long(x, tokens // 2) for x in inputs)
 
 
 def _first_int(config: Any, *names: str) -> int | None:

@@ -31,6 +31,7 @@ from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
 from beluga_core.planning.steps import Attributions
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
+from beluga_core.store.reader import recorded_pack_size
 from beluga_core.store.suite_rows import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
 from beluga_core.training.checkpoints import FolderCheckpoints, checkpoint_folder
@@ -156,8 +157,18 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
     executor = EXECUTORS.get(plan.config.executor.name)(plan.config.executor)
     workers = executor.workers(plan)
     console.print(workers.line(), highlight=False, markup=False, soft_wrap=True)
+    record = workers.record()
+    if executor.trains_packs and plan.config.executor.pack != 1:
+        # Measured once, before the run is recorded: both phases pack alike, and a resumed run of an "auto" size
+        # keeps the size its store recorded, so that it forms the packs the interrupted run did.
+        recorded = recorded_pack_size(store_path) if plan.config.executor.pack == "auto" else None
+        packing = executor.pack_size(plan, plan.jobs + plan.grid_jobs, recorded)
+        console.print(f"packs: up to {packing.size} members ({packing.why})", highlight=False, markup=False,
+                      soft_wrap=True)
+        if packing.final:
+            record["pack"] = packing.record()
     run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
-                              device=plan.config.executor.device, executor=workers.record())
+                              device=plan.config.executor.device, executor=record)
 
     checkpoints = FolderCheckpoints(checkpoint_folder(cache_dir))
 

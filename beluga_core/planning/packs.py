@@ -17,16 +17,10 @@ from typing import Any
 from beluga_core.contracts.registries import METHODS, TASKS
 from beluga_core.planning.jobs import Job
 
-# "auto" on a CPU: where bench_pack's aggregate examples/s stops growing on the 2-core machine (README, "Speed
-# and scale"); on a GPU the largest K bench_pack was planned for.
+# The most members "auto" packs, where memory allows more (execution.sizing.plan_pack_size measures it): on a CPU
+# where bench_pack's aggregate examples/s stops growing on the 2-core machine (README, "Speed and scale"); on a GPU
+# the largest K bench_pack was planned for (no GPU measurement yet).
 AUTO_PACK = {"cpu": 8, "cuda": 16}
-
-
-def pack_size(setting: int | str, device: str) -> int:
-    """Members per pack for ``[executor] pack`` on ``device`` ("cpu", "cuda…", "auto")."""
-    if setting != "auto":
-        return int(setting)
-    return AUTO_PACK["cpu" if device == "cpu" else "cuda"]
 
 
 def why_not_packed(job: Job) -> str | None:
@@ -61,6 +55,7 @@ class Packs:
     size: int
     members: dict[str, tuple[str, ...]]
     note: str = ""   # why nothing packs, where the reason is not the jobs' (the executor's)
+    why: str = ""    # how the size was chosen (execution.sizing.PackSize)
 
     def of(self, job_id: str) -> tuple[str, ...]:
         return self.members.get(job_id, (job_id,))

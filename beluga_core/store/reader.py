@@ -201,6 +201,18 @@ def read_meta(source: Source) -> dict[str, str]:
         return dict(con.execute("SELECT key, value FROM beluga_meta").fetchall())
 
 
+def recorded_pack_size(path: Path) -> int | None:
+    """The pack size ``[executor] pack = "auto"`` chose for the store's latest run that recorded one
+    (``runs.executor``), None where none did."""
+    if not path.is_file():
+        return None
+    with open_store(path) as con:
+        row = con.execute("""SELECT TRY_CAST(json_extract_string(executor, '$.pack.size') AS INTEGER) AS size
+                             FROM runs WHERE json_extract_string(executor, '$.pack.setting') = 'auto'
+                             AND size IS NOT NULL ORDER BY started_at DESC LIMIT 1""").fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
 def measured_train_rate(path: Path) -> float | None:
     """Training examples × epochs per training second over the store's done models (``--dry-run``'s time
     estimates); None without a readable store or trained model."""

@@ -50,6 +50,10 @@ PACK_ATTENTION = "beluga_pack"
 # How much padding a forward pass over several members' rows may add (× the tokens of their own batches):
 # benchmarks/perf/bench_pack.py, "row grouping".
 PAD_SLACK = 1.15
+# The most tokens (rows × padded width) one forward pass takes on a CPU: larger passes run slower per token on a
+# 2-core CPU (their activations leave the caches), so members beyond it get a pass of their own
+# (benchmarks/perf/bench_pack.py, "tokens per pass"). A GPU takes the step's rows in as few passes as padding allows.
+CPU_PASS_TOKENS = 1024
 _Shape = tuple[float, float]   # an adapted layer's LoRA scaling and dropout probability
 
 
@@ -237,18 +241,21 @@ def _pad_to(batch: dict[str, torch.Tensor], width: int, pad_id: int) -> dict[str
     return out
 
 
-def row_groups(collated: dict[int, list[dict[str, torch.Tensor]]], slack: float = PAD_SLACK) -> list[list[int]]:
+def row_groups(collated: dict[int, list[dict[str, torch.Tensor]]], slack: float = PAD_SLACK,
+               max_tokens: int | None = None) -> list[list[int]]:
     """The members of a step, grouped for the base's forward passes: by the width of their batches (longest
     token row), narrowest first, a member joining the group before it while the group padded to its widest row
     costs at most ``slack`` times the tokens of its members' own batches. One pass over every member pads each
     to the widest batch of the step: with members' batches drawn independently that pads 1.7× the tokens at
-    K = 4 and 1.9× at K = 8 (SST-2, batch 16), which on a CPU costs more than the pass saves."""
+    K = 4 and 1.9× at K = 8 (SST-2, batch 16), which on a CPU costs more than the pass saves. A group also stays
+    within ``max_tokens`` padded tokens (when set) unless it is one member."""
     rows = {m: sum(int(c["input_ids"].shape[0]) for c in cs) for m, cs in collated.items()}
     width = {m: max(int(c["input_ids"].shape[1]) for c in cs) for m, cs in collated.items()}
     groups: list[list[int]] = []
     own = 0
     for m in sorted(collated, key=lambda m: (width[m], m)):
-        if groups and (sum(rows[g] for g in groups[-1]) + rows[m]) * width[m] <= slack * (own + rows[m] * width[m]):
+        padded = (sum(rows[g] for g in groups[-1]) + rows[m]) * width[m] if groups else 0
+        if groups and padded <= slack * (own + rows[m] * width[m]) and (max_tokens is None or padded <= max_tokens):
             groups[-1].append(m)
             own += rows[m] * width[m]
         else:
@@ -384,7 +391,9 @@ class Pack:
         collated = {m: [self.encoder.collate(b.inputs) for b in batches] for m, batches in active}
         losses: dict[int, torch.Tensor] = {}
         self.body.train()
-        for group in row_groups(collated):
+        for m, _ in active:
+            self.members[m].trainer.zero_grad()
+        for group in row_groups(collated, max_tokens=CPU_PASS_TOKENS if self.device.type == "cpu" else None):
             self._forward(group, collated)
             # A member whose update has several batches reads them in order: one logits call per batch, each
             # of its batches' rows in turn.
@@ -398,10 +407,11 @@ class Pack:
                     loss = loss + self.members[m].trainer.batch_loss(b)
                     s += n
                 losses[m] = loss / len(batches)
-        for m, _ in active:
-            self.members[m].trainer.zero_grad()
-        torch.stack(list(losses.values())).sum().backward()
-        self._output = None
+            # A group's backward pass before the next group's forward: a member's gradients come from its own
+            # rows only (the base is frozen), so this is the one backward over all groups, holding one group's
+            # activations at a time.
+            torch.stack([losses[m] for m in group]).sum().backward()
+            self._output = None
         for m, batches in active:
             member = self.members[m]
             member.trainer.step()

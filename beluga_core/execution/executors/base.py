@@ -23,10 +23,18 @@ from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import Registry
 from beluga_core.execution.scheduling import Backend, FailureFn, Progress, ResultFn, dispatch
-from beluga_core.execution.sizing import Workers
+from beluga_core.execution.sizing import (
+    NothingToMeasure,
+    PackMemory,
+    PackSize,
+    Workers,
+    memory_margin,
+    pack_memory,
+    plan_pack_size,
+)
 from beluga_core.planning.estimate import job_seconds
 from beluga_core.planning.jobs import Job
-from beluga_core.planning.packs import Packs, form_packs, pack_size
+from beluga_core.planning.packs import AUTO_PACK, Packs, form_packs, why_not_packed
 from beluga_core.planning.plan import Plan
 
 __all__ = ["EXECUTORS", "Executor", "Progress", "ResultFn"]
@@ -48,6 +56,7 @@ class Executor(ABC):
         if self.max_retries < 0:
             raise BelugaError("executor option max_retries must be ≥ 0", field="executor.options.max_retries")
         self._workers: Workers | None = None
+        self._pack_size: PackSize | None = None
 
     def workers(self, plan: Plan) -> Workers:
         """How many jobs run at once, where, and why: the dry run prints it, the store records it with the run,
@@ -85,14 +94,36 @@ class Executor(ABC):
     def packs_of(self, plan: Plan, jobs: Sequence[Job]) -> Packs:
         """The packs ``[executor] pack`` forms of ``jobs`` (all of a phase's, done ones too, so that a resumed run
         forms the packs the interrupted one did) on this executor's device."""
-        from beluga_core.training.models import pick_device
-
         if not self.trains_packs:
             return replace(form_packs(jobs, 1), note=f"the {self.spec.name} executor trains every job alone")
+        size = self.pack_size(plan, jobs)
+        return replace(form_packs(jobs, size.size), why=size.why)
+
+    def pack_size(self, plan: Plan, jobs: Sequence[Job], recorded: int | None = None) -> PackSize:
+        """Members per pack on this executor's device, and why (``sizing.plan_pack_size``): "auto" measures what
+        a member takes with a probe of the first of ``jobs`` that packs, once per executor (both phases of a run
+        pack alike); ``recorded``: the size the store recorded for an earlier run of this config, kept."""
+        from beluga_core.training.models import pick_device
+
+        known: PackSize | None = getattr(self, "_pack_size", None)
+        if known is not None:
+            return known
         slots = self.workers(plan).slots
         device = slots[0].device if slots else self.spec.device
         kind = pick_device(device).type if device == "auto" else ("cpu" if device == "cpu" else "cuda")
-        return form_packs(jobs, pack_size(self.spec.pack, kind))
+        probe = next((j for j in jobs if why_not_packed(j) is None), None)
+        on_device = max(1, sum(s.device == device for s in slots))
+
+        def memory() -> PackMemory:
+            if probe is None:
+                raise NothingToMeasure("no training packs before the grid search; measured after it")
+            return pack_memory(plan, probe.id, device if device != "auto" else kind)
+
+        size = plan_pack_size(self.spec.pack, kind, AUTO_PACK[kind], on_device, memory, recorded,
+                              memory_margin(self.spec))
+        if size.final:   # kept for the run; else a later phase's jobs are measured
+            self._pack_size = size
+        return size
 
 
 EXECUTORS: Registry[Executor] = Registry("executor", "beluga.executors", Executor)
