@@ -32,7 +32,12 @@ def test_the_dry_mode_passes_on_this_checkout() -> None:
     assert "part3" in done.stdout and "problem" not in done.stdout
     plan = subprocess.run(["bash", str(KIT / "run.sh"), ".gpu", "--dry"], capture_output=True, text=True,
                           timeout=30)
-    assert plan.returncode == 0 and "the caps add up to 540 s" in plan.stdout, plan.stdout + plan.stderr
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "profile check: budget 540 s; the caps add up to 540 s" in plan.stdout, plan.stdout
+    assert "profile packs: budget 540 s; the caps add up to 505 s" in plan.stdout, plan.stdout
+    unknown = subprocess.run(["bash", str(KIT / "run.sh"), ".gpu", "--dry"], capture_output=True, text=True,
+                             timeout=30, env={"PATH": "/usr/bin:/bin", "BELUGA_GPU_PROFILE": "fast"})
+    assert unknown.returncode == 2 and "BELUGA_GPU_PROFILE=fast: no such profile" in unknown.stderr
 
 
 def test_requirements_are_checked_against_the_image_and_the_kit() -> None:
@@ -70,7 +75,8 @@ def test_a_budget_over_nine_minutes_or_a_missing_step_is_refused(tmp_path: Path)
     over.write_text(script.replace("step suite 145 ", "step suite 400 ").replace("step suite-eval 45 ", "true "))
     problems = prep.budget_problems(over)
     assert any("lacks the steps suite-eval" in p for p in problems)
-    assert any("add up to 750 s, over the 540 s budget" in p for p in problems)
+    assert any("profile check: the steps' caps add up to 750 s, over the 540 s budget" in p for p in problems)
+    assert any("profile check names steps it lacks: suite-eval" in p for p in problems)
 
 
 def test_the_lock_names_one_version_of_each_wheel() -> None:

@@ -189,14 +189,23 @@ def budget_problems(script: Path = RUN) -> list[str]:
     m = re.search(r"^BUDGET=\$\{BELUGA_GPU_BUDGET:-(\d+)\}", text, re.M)
     if not m or int(m.group(1)) != BUDGET_S:
         problems.append(f"{script.name}: BUDGET must default to {BUDGET_S} s")
-    steps = dict(re.findall(r"^step (\S+) (\d+) ", text, re.M))
-    wanted = ["setup", "gpu-tests", "quick-run", "fold-minilm", "fold-bert-base", "suite-eval", "suite"]
+    steps = {name: int(cap) for name, cap in re.findall(r"^step (\S+) (\d+) ", text, re.M)}
+    wanted = ["setup", "gpu-tests", "quick-run", "quick-auto", "bench-pack", "fold-minilm", "fold-bert-base",
+              "suite-eval", "suite"]
     missing = [s for s in wanted if s not in steps]
     if missing:
         problems.append(f"{script.name} lacks the steps {', '.join(missing)}")
-    total = sum(int(v) for v in steps.values())
-    if total > BUDGET_S:
-        problems.append(f"{script.name}: the steps' caps add up to {total} s, over the {BUDGET_S} s budget")
+    profiles = dict(re.findall(r'^\s*\[([\w-]+)\]="([^"]*)"', text, re.M))
+    if "check" not in profiles:
+        problems.append(f"{script.name} has no profile 'check'")
+    for profile, names in profiles.items():
+        unknown = [n for n in names.split() if n not in steps]
+        if unknown:
+            problems.append(f"{script.name}: profile {profile} names steps it lacks: {', '.join(unknown)}")
+        total = sum(steps.get(n, 0) for n in names.split())
+        if total > BUDGET_S:
+            problems.append(f"{script.name}: profile {profile}: the steps' caps add up to {total} s, over the "
+                            f"{BUDGET_S} s budget")
     return problems
 
 

@@ -3,6 +3,7 @@
 #
 #   bash benchmarks/gpu/run.sh KIT          KIT: the folder benchmarks/gpu/prepare.py wrote (.gpu)
 #   bash benchmarks/gpu/run.sh KIT --dry    print the steps, their caps and the budget; run nothing
+#   BELUGA_GPU_PROFILE=packs bash benchmarks/gpu/run.sh KIT      another profile's steps (PROFILES below)
 #
 # It installs the carried wheels into one folder (--no-index), puts the MiniLM's weights together and checks their
 # sha256, then runs each step with a cap, never past the 9-minute budget. Whatever fails, it goes on and says so.
@@ -14,6 +15,18 @@ KIT=${1:-.gpu}
 DRY=$([[ ${2:-} == --dry ]] && echo 1 || echo 0)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUDGET=${BELUGA_GPU_BUDGET:-540}
+# Each profile is one session's check within the budget: "check", the default, the GPU tests, the quick run, the
+# folds' speed and the suite; "packs", issue 40's points: the quick run with workers = 2 (as quick.toml sets)
+# against workers = "auto", and full fine-tuning, LoRA and LoRA packs on the GPU (bench_pack).
+declare -A PROFILES=(
+    [check]="setup gpu-tests quick-run fold-minilm fold-bert-base suite-eval suite"
+    [packs]="setup quick-run quick-auto bench-pack fold-minilm"
+)
+PROFILE=${BELUGA_GPU_PROFILE:-check}
+if [[ -z ${PROFILES[$PROFILE]:-} ]]; then
+    echo "BELUGA_GPU_PROFILE=$PROFILE: no such profile (${!PROFILES[*]})" >&2
+    exit 2
+fi
 OUT=${OUT:-$ROOT/gpu-out}
 WORK=${BELUGA_GPU_WORK:-/tmp/beluga-gpu}
 SITE=$WORK/site
@@ -35,9 +48,12 @@ step() {
     local name=$1 cap=$2
     shift 2
     if ((DRY)); then
-        printf '%-16s cap %4d s  %s\n' "$name" "$cap" "$*"
+        local in=()
+        for p in "${!PROFILES[@]}"; do [[ " ${PROFILES[$p]} " == *" $name "* ]] && in+=("$p"); done
+        printf '%-16s cap %4d s  [%s]  %s\n' "$name" "$cap" "${in[*]}" "$*"
         return
     fi
+    [[ " ${PROFILES[$PROFILE]} " == *" $name "* ]] || return 0
     local left=$((BUDGET - ($(date +%s) - START)))
     ((cap > left)) && cap=$left
     if ((cap < 5)); then
@@ -116,7 +132,7 @@ if ((!DRY)); then
     # The device tool carries the working tree, but the .git beside it may lag (it showed the session's first
     # commit): the kit's manifest names the commit it was prepared at.
     kit_commit=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["commit"][:7])' "$KIT/part1/manifest.json" 2>/dev/null)
-    say "beluga GPU check · $(date -u +%FT%TZ) · kit prepared at ${kit_commit:-?} · budget $BUDGET s"
+    say "beluga GPU check · $(date -u +%FT%TZ) · kit prepared at ${kit_commit:-?} · profile $PROFILE · budget $BUDGET s"
     say "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1) · $(nproc) CPU cores · $("$PY" -V 2>&1)"
     export -f setup
     export KIT SITE OUT PY ROOT LOGS
@@ -130,6 +146,11 @@ fi
 step gpu-tests 85 "$PY" -m pytest -p no:cacheprovider -q -rfEs -m gpu tests
 step quick-run 130 bash -c "rm -rf '$WORK'/quick.duckdb* && beluga run benchmarks/quick.toml --store '$WORK/quick.duckdb' &&
     beluga report '$WORK/quick.duckdb' && beluga report '$WORK/quick.duckdb' --format md --out '$LOGS/quick-report'"
+step quick-auto 130 bash -c "rm -rf '$WORK'/quick-auto.* && sed 's/^workers = 2\$/workers = \"auto\"/' \
+    benchmarks/quick.toml >'$WORK/quick-auto.toml' && grep -q '^workers = \"auto\"' '$WORK/quick-auto.toml' &&
+    beluga run '$WORK/quick-auto.toml' --store '$WORK/quick-auto.duckdb' && beluga report '$WORK/quick-auto.duckdb'"
+step bench-pack 180 "$PY" benchmarks/perf/bench_pack.py --device cuda --ks 1 16 --precisions bf16 --workers 1 \
+    --modes full lora lora-pack --n 512
 step fold-minilm 35 "$PY" benchmarks/perf/bench_fold.py --skip-eval --repeats 3 --repeats-trainer 1
 step fold-bert-base 70 "$PY" benchmarks/perf/bench_fold.py --skip-eval --model bert-base-random --n-train 4096 \
     --batch-size 32 --repeats 2 --repeats-trainer 1
@@ -137,7 +158,13 @@ step suite-eval 45 "$PY" benchmarks/perf/bench_fold.py --only-eval
 step suite 145 "$PY" -m pytest -p no:cacheprovider -q -rfE -n 8 --dist loadfile -m "not gpu" tests
 
 if ((DRY)); then
-    echo "budget $BUDGET s; the caps add up to $(grep -oE '^step \S+ [0-9]+' "$0" | awk '{s += $3} END {print s}') s"
+    for p in $(printf '%s\n' "${!PROFILES[@]}" | sort); do
+        total=0
+        for name in ${PROFILES[$p]}; do
+            total=$((total + $(grep -oE "^step $name [0-9]+" "$0" | awk '{print $3}')))
+        done
+        echo "profile $p: budget $BUDGET s; the caps add up to $total s"
+    done
     exit 0
 fi
 kill "$DMON" 2>/dev/null
@@ -161,14 +188,25 @@ EOF
 # The figures the steps printed: failures and skips of the GPU tests, the quick run's tables, bench_fold's tables.
 say ""
 say "gpu-tests:"
-grep -E '^(FAILED|ERROR|SKIPPED)|passed|failed' "$LOGS/gpu-tests.log" | tee -a "$SUMMARY"
-say "quick-run (beluga report):"
-sed -n '/wall time/,$p' "$LOGS/quick-run.log" | grep -v '^\s*$' | head -60 | tee -a "$SUMMARY"
+[[ -f $LOGS/gpu-tests.log ]] && grep -E '^(FAILED|ERROR|SKIPPED)|passed|failed' "$LOGS/gpu-tests.log" | tee -a "$SUMMARY"
+for f in quick-run quick-auto; do
+    [[ -f $LOGS/$f.log ]] || continue
+    say "$f (beluga report):"
+    grep -E '^(workers|packs):' "$LOGS/$f.log" | tee -a "$SUMMARY"
+    sed -n '/wall time/,$p' "$LOGS/$f.log" | grep -v '^\s*$' | head -60 | tee -a "$SUMMARY"
+done
 for f in fold-minilm fold-bert-base suite-eval; do
+    [[ -f $LOGS/$f.log ]] || continue
     say "$f:"
     grep -E '^(\||precision|parameters|peak|whole|ratio)' "$LOGS/$f.log" | tee -a "$SUMMARY"
 done
-say "suite:"
-grep -E '^(FAILED|ERROR)|passed|failed' "$LOGS/suite.log" | tail -40 | tee -a "$SUMMARY"
+if [[ -f $LOGS/bench-pack.log ]]; then
+    say "bench-pack:"
+    grep -vE '^\s*$' "$LOGS/bench-pack.log" | tail -30 | tee -a "$SUMMARY"
+fi
+if [[ -f $LOGS/suite.log ]]; then
+    say "suite:"
+    grep -E '^(FAILED|ERROR)|passed|failed' "$LOGS/suite.log" | tail -40 | tee -a "$SUMMARY"
+fi
 say "total $(($(date +%s) - START)) s of $BUDGET s"
 tar -czf "$OUT/logs.tar.gz" -C "$LOGS" .
