@@ -226,7 +226,7 @@ def test_a_packed_run_stores_what_the_sequential_run_does(packed_store: Path, tm
     assert packed["pass_rates"] == sequential["pass_rates"] and packed["iid"] == sequential["iid"]
     pack = [json.loads(p) for (p,) in query(packed_store, "SELECT pack FROM models")]
     ids = sorted(m for m, _ in packed["models"])
-    assert all(p["setting"] == 4 and sorted(p["members"]) == ids for p in pack)
+    assert all(p["setting"] == p["size"] == 4 and sorted(p["members"]) == ids for p in pack)
     assert query(alone, "SELECT count(*) FROM models WHERE pack IS NULL") == [(4,)]
 
 
@@ -264,4 +264,9 @@ def test_a_pack_killed_mid_pack_and_resumed_equals_the_uninterrupted_pack(packed
     assert "running 3 (3 from their checkpoints)" in resumed.stdout
     assert resumed.stdout.count("resumed from its checkpoint at step") == 3
     assert results(store) == results(packed_store)
-    assert {json.loads(p)["setting"] for (p,) in query(store, "SELECT pack FROM models")} == {"auto"}
+    assert {(p["setting"], p["size"]) for p in (json.loads(r) for (r,) in query(store, "SELECT pack FROM models"))} \
+        == {("auto", 8)}
+    assert "packs of this phase: 4 trainings in 1 pack(s) (1 × 4 members)" in killed.stdout
+    # A dry run on the store shows the size the run keeps, not a new measurement.
+    dry = beluga("run", str(config), "--store", str(store), "--dry-run", env=env)
+    assert "packs: up to 8 members (auto: 8, as the store's first run of it measured" in dry.stdout, dry.stdout

@@ -46,7 +46,7 @@ from beluga_core.planning.packs import Packs, why_not_packed
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.steps import Step, steps_label
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
-from beluga_core.store.reader import done_ids, failed_ids, measured_train_rate
+from beluga_core.store.reader import done_ids, failed_ids, measured_train_rate, recorded_pack_size
 from beluga_core.training.checkpoints import checkpoint_bytes, checkpointable, describe_interval
 from beluga_core.training.models import meta_classifier, parameter_count
 
@@ -143,20 +143,17 @@ def _print_packs(plan: Plan, packs: Packs, console: Console, listed: int = 5) ->
             console.print(f"{head}): none, every training alone{why}", highlight=False, markup=False,
                           soft_wrap=True)
         return
-    groups = sorted({packs.of(j.id) for j in jobs if len(packs.of(j.id)) > 1}, key=lambda g: jobs.index(
-        next(j for j in jobs if j.id == g[0])))
+    groups = packs.groups(jobs)
     alone: Counter[str] = Counter()
     for job in jobs:
         if len(packs.of(job.id)) == 1:
             alone[why_not_packed(job) or "no other training shares its base, start and hyper-parameters"] += 1
-    sizes = Counter(len(g) for g in groups)
-    shape = ", ".join(f"{n} × {k} members" for k, n in sorted(sizes.items(), reverse=True))
-    sized = f"; {packs.why}" if setting == "auto" and packs.why else ""
-    text = (f"{head}, up to {packs.size} members{sized}): {sum(len(g) for g in groups)} trainings in "
-            f"{len(groups)} pack(s)"
-            f"{f' ({shape})' if groups else ''}; a pack's members share the task, base model, start weights (the "
-            "pretrained model or one parent), method and hyper-parameters but the learning rate, and packs are as "
-            "even as the size allows")
+    if setting == "auto" and packs.why:   # the line the run prints too
+        console.print(f"packs: up to {packs.size} members ({packs.why})", highlight=False, markup=False,
+                      soft_wrap=True)
+    text = (f"{head}, up to {packs.size} members): {packs.summary(jobs)}; a pack's members share the task, base "
+            "model, start weights (the pretrained model or one parent), method and hyper-parameters but the learning "
+            "rate, and packs are as even as the size allows")
     text += "".join(f"; {n} alone: {why}" for why, n in alone.items())
     if plan.pending:
         text += (f"; the {sum(len(tp.pending) for tp in plan.tasks)} trainings that wait for the grid search pack "
@@ -508,6 +505,8 @@ def run(
         have = store_path.exists()
         done = done_ids(store_path, required_evaluations(plan), probe_pools_of(plan)) if have else set()
         executor = EXECUTORS.get(cfg.executor.name)(cfg.executor)
+        if have and cfg.executor.pack == "auto" and executor.trains_packs:   # the size the run would keep
+            executor.pack_size(plan, plan.jobs + plan.grid_jobs, recorded_pack_size(store_path))
         print_plan(plan, console, done, rates=Rates.measured(measured_train_rate(store_path)),
                    failed=failed_ids(store_path) if have else set(), workers=executor.workers(plan),
                    footprints=footprints, packs=executor.packs_of(plan, plan.jobs + plan.grid_jobs))

@@ -54,7 +54,7 @@ class TrainingRecord:
     traceback: str | None = None
     attempts: int | None = None
     worker: str | None = None
-    # The pack it trained in ({"setting", "members"}), None where it trained alone.
+    # The pack it trained in ({"setting", "size", "members"}), None where it trained alone.
     pack: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:

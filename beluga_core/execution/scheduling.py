@@ -298,7 +298,8 @@ def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progres
             if len(group) == 1:
                 backend.submit(job)
             else:
-                backend.submit_pack(group, {"setting": pack_setting, "members": [j.id for j in group]})
+                backend.submit_pack(group, {"setting": pack_setting, "size": packs.size if packs else len(group),
+                                            "members": [j.id for j in group]})
         if not in_flight:
             if failures:
                 break

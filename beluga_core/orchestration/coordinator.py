@@ -210,8 +210,11 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         _note_unattributed(attributing, writer, cache_dir, plan, console)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=console, transient=False) as bar:
+            packs = executor.packs_of(plan, jobs)
+            if packs.size > 1 and todo:
+                console.print(f"packs of this phase: {packs.summary(jobs)}", highlight=False, markup=False)
             executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir), on_failure,
-                         packs=executor.packs_of(plan, jobs))
+                         packs=packs)
 
     status = "failed"
     failed: JobsFailed | None = None

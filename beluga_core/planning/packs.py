@@ -60,6 +60,20 @@ class Packs:
     def of(self, job_id: str) -> tuple[str, ...]:
         return self.members.get(job_id, (job_id,))
 
+    def groups(self, jobs: Sequence[Job]) -> list[tuple[str, ...]]:
+        """The packs of more than one member among ``jobs``, in plan order."""
+        order = {j.id: i for i, j in enumerate(jobs)}
+        return sorted({self.of(j.id) for j in jobs if len(self.of(j.id)) > 1}, key=lambda g: order.get(g[0], 0))
+
+    def summary(self, jobs: Sequence[Job]) -> str:
+        """"8 trainings in 2 pack(s) (2 × 4 members)": how ``jobs`` pack."""
+        groups = self.groups(jobs)
+        sizes: dict[int, int] = {}
+        for g in groups:
+            sizes[len(g)] = sizes.get(len(g), 0) + 1
+        shape = ", ".join(f"{n} × {k} members" for k, n in sorted(sizes.items(), reverse=True))
+        return f"{sum(len(g) for g in groups)} trainings in {len(groups)} pack(s)" + (f" ({shape})" if groups else "")
+
     def describe(self) -> list[str]:
         """One line per pack of more than one member (the dry run's)."""
         seen: set[tuple[str, ...]] = set()

@@ -190,8 +190,8 @@ def budget_problems(script: Path = RUN) -> list[str]:
     if not m or int(m.group(1)) != BUDGET_S:
         problems.append(f"{script.name}: BUDGET must default to {BUDGET_S} s")
     steps = {name: int(cap) for name, cap in re.findall(r"^step (\S+) (\d+) ", text, re.M)}
-    wanted = ["setup", "gpu-tests", "quick-run", "quick-auto", "bench-pack", "fold-minilm", "fold-bert-base",
-              "suite-eval", "suite"]
+    wanted = ["setup", "gpu-tests", "quick-run", "quick-auto", "pack-auto", "bench-pack", "fold-minilm",
+              "fold-bert-base", "suite-eval", "suite"]
     missing = [s for s in wanted if s not in steps]
     if missing:
         problems.append(f"{script.name} lacks the steps {', '.join(missing)}")

@@ -16,15 +16,16 @@ DRY=$([[ ${2:-} == --dry ]] && echo 1 || echo 0)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUDGET=${BELUGA_GPU_BUDGET:-540}
 # Each profile is one session's check within the budget: "check", the default, the GPU tests, the quick run, the
-# folds' speed and the suite; "packs", issue 40's points: the quick run with workers = 2 (as quick.toml sets)
-# against workers = "auto", and full fine-tuning, LoRA and LoRA packs on the GPU (bench_pack).
+# folds' speed and the suite; "packs", many trainings per GPU (issue 40): the quick run with workers = 2 (as
+# quick.toml sets) against workers = "auto", the workers and pack = "auto" that quick-lora.toml's dry run chooses
+# (the pack probe on the GPU), and full fine-tuning, LoRA and LoRA packs on the GPU (bench_pack).
 declare -A PROFILES=(
     [check]="setup gpu-tests quick-run fold-minilm fold-bert-base suite-eval suite"
-    [packs]="setup quick-run quick-auto bench-pack fold-minilm"
+    [packs]="setup quick-run quick-auto pack-auto bench-pack fold-minilm"
 )
 PROFILE=${BELUGA_GPU_PROFILE:-check}
 if [[ -z ${PROFILES[$PROFILE]:-} ]]; then
-    echo "BELUGA_GPU_PROFILE=$PROFILE: no such profile (${!PROFILES[*]})" >&2
+    echo "BELUGA_GPU_PROFILE=$PROFILE: no such profile; the profiles are: $(printf '%s\n' "${!PROFILES[@]}" | sort | paste -sd,)" >&2
     exit 2
 fi
 OUT=${OUT:-$ROOT/gpu-out}
@@ -149,7 +150,10 @@ step quick-run 130 bash -c "rm -rf '$WORK'/quick.duckdb* && beluga run benchmark
 step quick-auto 130 bash -c "rm -rf '$WORK'/quick-auto.* && sed 's/^workers = 2\$/workers = \"auto\"/' \
     benchmarks/quick.toml >'$WORK/quick-auto.toml' && grep -q '^workers = \"auto\"' '$WORK/quick-auto.toml' &&
     beluga run '$WORK/quick-auto.toml' --store '$WORK/quick-auto.duckdb' && beluga report '$WORK/quick-auto.duckdb'"
-step bench-pack 180 "$PY" benchmarks/perf/bench_pack.py --device cuda --ks 1 16 --precisions bf16 --workers 1 \
+step pack-auto 40 bash -c "sed 's/^workers = 2\$/workers = \"auto\"/' benchmarks/quick-lora.toml \
+    >'$WORK/quick-lora-auto.toml' && beluga run '$WORK/quick-lora-auto.toml' --store '$WORK/quick-lora.duckdb' --dry-run |
+    grep -E '^(workers|packs)'"
+step bench-pack 165 "$PY" benchmarks/perf/bench_pack.py --device cuda --ks 1 16 --precisions bf16 --workers 1 \
     --modes full lora lora-pack --n 512
 step fold-minilm 35 "$PY" benchmarks/perf/bench_fold.py --skip-eval --repeats 3 --repeats-trainer 1
 step fold-bert-base 70 "$PY" benchmarks/perf/bench_fold.py --skip-eval --model bert-base-random --n-train 4096 \
@@ -158,6 +162,7 @@ step suite-eval 45 "$PY" benchmarks/perf/bench_fold.py --only-eval
 step suite 145 "$PY" -m pytest -p no:cacheprovider -q -rfE -n 8 --dist loadfile -m "not gpu" tests
 
 if ((DRY)); then
+    echo "profile $PROFILE selected (BELUGA_GPU_PROFILE)"
     for p in $(printf '%s\n' "${!PROFILES[@]}" | sort); do
         total=0
         for name in ${PROFILES[$p]}; do
@@ -189,7 +194,7 @@ EOF
 say ""
 say "gpu-tests:"
 [[ -f $LOGS/gpu-tests.log ]] && grep -E '^(FAILED|ERROR|SKIPPED)|passed|failed' "$LOGS/gpu-tests.log" | tee -a "$SUMMARY"
-for f in quick-run quick-auto; do
+for f in quick-run quick-auto pack-auto; do
     [[ -f $LOGS/$f.log ]] || continue
     say "$f (beluga report):"
     grep -E '^(workers|packs):' "$LOGS/$f.log" | tee -a "$SUMMARY"
