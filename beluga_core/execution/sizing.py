@@ -384,10 +384,9 @@ def pack_memory(plan: Plan, job_id: str, device: str) -> PackMemory:
     allocator's reserved bytes on a GPU, the process's peak resident memory on a CPU."""
     try:
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-            free, peaks = pool.submit(_pack_probe, plan, job_id, device).result(timeout=PROBE_TIMEOUT_S)
+            free, peaks, batch = pool.submit(_pack_probe, plan, job_id, device).result(timeout=PROBE_TIMEOUT_S)
     except Exception as exc:  # the probe process died, the device is unusable, the data unreadable
         raise MemoryUnknown(f"the probe failed: {type(exc).__name__}: {str(exc)[:200]}") from None
-    batch = max(int(j.hparams.get("batch_size", 0)) for j in (*plan.jobs, *plan.grid_jobs) if j.id == job_id)
     per_member = max(0, peaks[1] - peaks[0])
     return PackMemory(free, max(0, peaks[0] - per_member), per_member,
                       f"measured: a step of 1 and of 2 members at batch {batch} × {plan.config.model.max_length} "
@@ -407,8 +406,9 @@ def _free_bytes(device: Any) -> int:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
-def _pack_probe(plan: Plan, job_id: str, device_name: str) -> tuple[int, tuple[int, int]]:
-    """In the probe process: the device's free bytes, then the peaks of a pack's step at 1 and at 2 members."""
+def _pack_probe(plan: Plan, job_id: str, device_name: str) -> tuple[int, tuple[int, int], int]:
+    """In the probe process: the device's free bytes, the peaks of a pack's step at 1 and at 2 members, and the
+    batch size they ran at."""
     import resource
     from dataclasses import replace
 
@@ -424,8 +424,12 @@ def _pack_probe(plan: Plan, job_id: str, device_name: str) -> tuple[int, tuple[i
     job = next(j for j in (*plan.jobs, *plan.grid_jobs) if j.id == job_id)
     state = worker.tasks[job.task]
     task = state.task
+    def stage() -> tuple[Any, dict[str, Any]]:   # each member has a method instance of its own
+        ((stage_method, stage_hp),) = METHODS.get(job.method)(job.hparams.get("method", {})).stages(job.hparams)
+        return stage_method, stage_hp
+
     method = METHODS.get(job.method)(job.hparams.get("method", {}))
-    ((_, stage_hp),) = method.stages(job.hparams)
+    stage_hp = stage()[1]
     batch, length = int(stage_hp["batch_size"]), plan.config.model.max_length
     model = worker.model(task, job.model, method.model_overrides())
     encoder = worker.encoder(task, job.model)
@@ -435,9 +439,8 @@ def _pack_probe(plan: Plan, job_id: str, device_name: str) -> tuple[int, tuple[i
     hp = {**stage_hp, "epochs": 1}
     peaks = []
     for k in (1, 2):
-        specs = [MemberSpec(f"probe {i}", task.build_trainset([], examples, None),
-                            METHODS.get(job.method)(job.hparams.get("method", {})).stages(job.hparams)[0][0],
-                            hp, i, i) for i in range(k)]
+        specs = [MemberSpec(f"probe {i}", task.build_trainset([], examples, None), stage()[0], hp, i, i)
+                 for i in range(k)]
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         for _ in train_pack(task, model, encoder, device, specs):
@@ -447,7 +450,7 @@ def _pack_probe(plan: Plan, job_id: str, device_name: str) -> tuple[int, tuple[i
             peaks.append(int(torch.cuda.max_memory_reserved(device)))
         else:   # the process's high-water mark: the pack of 2 runs second, reusing what the pack of 1 freed
             peaks.append(int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024)
-    return free, (peaks[0], peaks[1])
+    return free, (peaks[0], peaks[1]), batch
 
 
 def _long(inputs: Any, tokens: int) -> Any:
