@@ -31,15 +31,40 @@ def suite_row(suite: str = SUITE) -> SuiteRow:
     return SuiteRow(suite, ("class", "functionality"), "functionality", "text", ("negative", "neutral", "positive"))
 
 
+# A suite with a crossing level (as `beluga suite from-table --crossing target` writes one): functionalities, and a
+# target group across them that some cases lack (their `groups` leave the level out). f3 has no case with a target,
+# f4 has both kinds, f1 and f2 only cases with one. CROSSING_TARGETS: per functionality, how many of its cases have a
+# target (the first ones, alternating t1 / t2), and how many do not.
+CROSSING_SUITE = "hate"
+CROSSING_LEVEL = "target"
+CROSSING_TARGETS = {"f1": (20, 0), "f2": (20, 0), "f3": (0, 20), "f4": (20, 20)}
+
+
+def crossing_cases() -> list[CaseRow]:
+    """Cases ``f{k}-t{j}`` (with a target) and ``f{k}-n{j}`` (without) of the crossing suite."""
+    cases = []
+    for f, (with_target, without) in CROSSING_TARGETS.items():
+        cases += [CaseRow(f"{f}-t{j}", "MFT", {"functionality": f, CROSSING_LEVEL: f"t{1 + j % 2}"})
+                  for j in range(with_target)]
+        cases += [CaseRow(f"{f}-n{j}", "MFT", {"functionality": f}) for j in range(without)]
+    return cases
+
+
+def crossing_suite_row(suite: str = CROSSING_SUITE) -> SuiteRow:
+    return SuiteRow(suite, ("functionality", CROSSING_LEVEL), "functionality", "text", ("no", "yes"))
+
+
 class StoreBuilder:
     """Writes models of one suite; a held-out scenario is split into one fold model per group."""
 
-    def __init__(self, path: Path, cases: Sequence[CaseRow] | None = None, *, suite: str = SUITE) -> None:
+    def __init__(self, path: Path, cases: Sequence[CaseRow] | None = None, *, suite: str = SUITE,
+                 row: SuiteRow | None = None) -> None:
+        """``row``: the suite's header (default: the toy suite's levels under the name ``suite``)."""
         self.path = path
-        self.suite = suite
+        self.suite = row.suite if row is not None else suite
         self.cases = list(cases) if cases is not None else make_cases()
         self.writer = StoreWriter(path)
-        self.writer.ensure_suite(suite_row(suite), self.cases)
+        self.writer.ensure_suite(row if row is not None else suite_row(suite), self.cases)
         self.clock = datetime(2024, 6, 1)
 
     def _tick(self) -> datetime:
@@ -49,8 +74,11 @@ class StoreBuilder:
     def add(self, config: str, method: str, scenario: str, outcomes: Mapping[str, str],
             correct: Sequence[bool] | None = None, *, task: str = "sentiment", seed: int = 42,
             split_seed: int = 1, model_name: str = "toy-bert", preds: Sequence[str] | None = None,
-            golds: Sequence[str] | None = None, case_preds: Mapping[str, str] | None = None) -> list[str]:
-        """One model (standard / seen) or one per group (held-out at level ``scenario``); returns model ids."""
+            golds: Sequence[str] | None = None, case_preds: Mapping[str, str] | None = None,
+            metric: str = "accuracy") -> list[str]:
+        """One model (standard / seen) or one per group (held-out at level ``scenario``); returns model ids.
+        ``metric``: the task's primary i.i.d. metric (accuracy, macro_f1, f1 of class 1, micro_f1 without the last
+        class of ``LABELS``), computed from the D_test gold and predicted ids."""
         if scenario in ("standard", "seen"):
             folds: dict[str | None, list[str]] = {None: list(outcomes)}
         else:
@@ -58,8 +86,9 @@ class StoreBuilder:
             folds = {}
             for cid in outcomes:
                 c = by_id[cid]
-                group = c.test_type if scenario == "test_type" else c.groups[scenario]
-                folds.setdefault(group, []).append(cid)
+                group = c.test_type if scenario == "test_type" else c.groups.get(scenario)
+                if group is not None:
+                    folds.setdefault(group, []).append(cid)
         ids = []
         for group, cids in sorted(folds.items(), key=lambda kv: str(kv[0])):
             mid = f"{task}/{model_name}/{config}/{method}/{scenario}/{group}/{seed}/{split_seed}"
@@ -70,7 +99,7 @@ class StoreBuilder:
                 pred = list(preds) if preds is not None else \
                     [g if ok else str(1 - int(g)) for g, ok in zip(gold, correct, strict=True)]
                 iid = [IIDResult("test", gold, pred, np.asarray(correct, dtype=bool),
-                                 {"accuracy": sum(correct) / n}, "accuracy")]
+                                 iid_metric_values(metric, gold, pred, correct), metric)]
             record = ModelRecord(model_id=mid, task=task, suite=self.suite, model_name=model_name, config=config,
                                  method=method, scenario=scenario, heldout_group=group,
                                  heldout_level=None if group is None else scenario, seed=seed,
@@ -80,6 +109,22 @@ class StoreBuilder:
             self.writer.commit(result)
             ids.append(mid)
         return ids
+
+
+def iid_metric_values(metric: str, gold: Sequence[str], pred: Sequence[str],
+                      correct: Sequence[bool]) -> dict[str, float]:
+    """The stored i.i.d. metrics of a model, as a task computes them (beluga_core.evaluation.metrics)."""
+    from beluga_core.evaluation.metrics import f1_of_class, macro_f1, micro_f1_excluding
+
+    g, p = np.asarray([int(x) for x in gold]), np.asarray([int(x) for x in pred])
+    values = {"accuracy": sum(correct) / len(correct)}
+    if metric == "macro_f1":
+        values["macro_f1"] = macro_f1(p, g)
+    elif metric == "f1":
+        values["f1"] = f1_of_class(p, g, 1)
+    elif metric == "micro_f1":
+        values["micro_f1"] = micro_f1_excluding(p, g, len(LABELS) - 1)
+    return values
 
 
 def random_outcomes(cases: Sequence[CaseRow], rng: random.Random,

@@ -52,7 +52,7 @@ def test_reading_end_to_end(reading_store: Path) -> None:
     # EM and F1 as stored agree with the per-question rows (gold = JSON list of answers, pred = a string).
     rows = query(reading_store, "SELECT m.model_id, p.gold, p.pred, p.correct FROM iid_predictions p "
                                 "JOIN models m USING (model_id) WHERE m.config = 'iid'")
-    from beluga_core.tasks.reading.reading_metrics import squad_metrics
+    from beluga_core.evaluation.squad_metrics import squad_metrics
 
     em = squad_metrics([p for _, _, p, _ in rows], [json.loads(gold) for _, gold, _, _ in rows])
     stored = dict(query(reading_store, f"SELECT metric, value FROM iid_metrics WHERE model_id = '{rows[0][0]}'"))

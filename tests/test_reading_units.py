@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 import torch
 
-from beluga_core.tasks.reading.decode import best_spans
-from beluga_core.tasks.reading.reading_encode import ReadingEncoder
-from beluga_core.tasks.reading.reading_metrics import (
+from beluga_core.evaluation.squad_metrics import (
     exact_match_score,
     f1_score,
     max_over_ground_truths,
     normalize_answer,
     squad_metrics,
 )
+from beluga_core.tasks.reading.decode import best_spans
+from beluga_core.tasks.reading.reading_encode import ReadingEncoder
 from beluga_core.tasks.reading.span_loss import SpanINVLoss, aligned_positions
 from beluga_core.training.models import load_tokenizer
 

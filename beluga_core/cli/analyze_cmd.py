@@ -50,15 +50,19 @@ def _interval(lo: float | None, hi: float | None) -> str:
     return "—" if lo is None or hi is None else f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"
 
 
-# The ordering the hierarchical interval of A − IID resolves, in words that fit a rise and a drop alike.
+# The ordering the default interval of A − IID resolves (replicate_summary.default_kind: the hierarchical one, the
+# seed-level t below HIERARCHICAL_MIN_SEEDS seeds), in words that fit a rise and a drop alike.
 ORDERING = {"A > B": "higher: resolved", "A < B": "lower: resolved"}
 
 
 def _print_seed_rows(console: Console, rows: list[dict]) -> None:
     """Differences from the IID baseline over seeds (docs/method.md, "Replicates"), in percentage points."""
+    from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, SEED_T_WHY
+
     one_task = _tasks(rows) <= 1
     table = Table(title="Against the IID baseline over seeds, paired by seed (percentage points): the mean, the "
-                        "seed-level and the hierarchical 95 % intervals, and whether the latter resolves the "
+                        "seed-level and the hierarchical 95 % intervals, and whether the one verdicts come from (the "
+                        f"hierarchical from {HIERARCHICAL_MIN_SEEDS} seeds on, the seed-level t below) resolves the "
                         "difference (excludes 0)" + (f" ({rows[0]['task']})" if one_task and rows else ""),
                   title_justify="left")
     for col in (*([] if one_task else ["task"]), "configuration/method", "scenario", "figure", "seeds", "Δ",
@@ -67,11 +71,15 @@ def _print_seed_rows(console: Console, rows: list[dict]) -> None:
     names = {"g": "G", "s_suite": "s_T", "s_iid": "s_iid"}
     for r in rows:
         variant = f"~{r['variant']}" if r["variant"] else ""
-        ordering = ORDERING.get(r["ordering"], "not resolved")
+        ordering = ORDERING.get(r["ordering"], "not resolved") + (" (seed-level t)" if r["default_kind"] == "seed"
+                                                                   else "")
         table.add_row(*([] if one_task else [r["task"]]), f"{r['config']}/{r['method']}{variant}", r["scenario"],
                       names[r["statistic"]], str(r["n_seeds"]), _pct(r["mean"]), _interval(r["seed_lo"], r["seed_hi"]),
                       _interval(r["hier_lo"], r["hier_hi"]), ordering + (" (stale)" if r["status"] == "stale" else ""))
     console.print(table)
+    if any(r["default_kind"] == "seed" for r in rows):
+        console.print(f"(seed-level t): the ordering is the seed-level t interval's, not the hierarchical one's: "
+                      f"{SEED_T_WHY}.", style="dim", highlight=False)
 
 
 def _mark(row: dict, p: str, delta: str) -> str | None:
@@ -120,7 +128,7 @@ def analyze(
         names = [d[0] for d in cur.description]
         baseline_rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
         cur = con.execute("""SELECT task, config, method, variant, scenario, statistic, n_seeds, mean, seed_lo, seed_hi,
-                                    hier_lo, hier_hi, ordering, status
+                                    hier_lo, hier_hi, default_kind, ordering, status
                              FROM replicate_summary
                              WHERE base_config IS NOT NULL AND n_seeds >= 2 AND statistic IN ('g', 's_suite', 's_iid')
                              ORDER BY task, config, method, variant, scenario, statistic""")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
 from beluga_core.analysis.replicates.intervals import Replicates
-from beluga_core.analysis.replicates.power import Components, VarianceFn
+from beluga_core.analysis.replicates.power import MAX_CASES, MAX_SEEDS, Components, VarianceFn
 from beluga_core.core.errors import BelugaError
 
 STATISTICS = ("s_T", "G", "pass_rate")
@@ -66,6 +67,9 @@ def power(
                 continue
             pairs.append((cell, other))
         cells = load_cells(con, {c for p in pairs for c in p})
+        sizes: dict[str | None, dict[str, int]] = {}
+        for suite, grp, n in con.execute("SELECT suite, scoring_group, count(*) FROM cases GROUP BY ALL").fetchall():
+            sizes.setdefault(suite, {})[grp] = n
     pairs = [(x, y) for x, y in pairs if x in cells and y in cells and cells[x].n_seeds >= 2]
     if not pairs:
         raise BelugaError(f"no cell with two or more seeds to compare with {b}"
@@ -73,37 +77,50 @@ def power(
                           "several seeds (e.g. benchmarks/quick-seeds.toml)", source=store)
     console = Console(highlight=False)
     console.print(f"power {target:.0%} at α = {alpha} (two-sided), effect {100 * effect:+.1f} points of {statistic}"
-                  + (f" ({group})" if group else "") + f", against {b}:", soft_wrap=True)
+                  + (f" ({group})" if group else "") + f", against {b}:", soft_wrap=True, markup=False)
     for x, y in pairs:
         label = f"{x.config}/{x.method}@{x.scenario} − {y.config}/{y.method}@{y.scenario} ({x.task})"
         try:
-            line = power_line(cells[x], cells[y], statistic, group, effect, target, alpha)
+            line = power_line(cells[x], cells[y], statistic, group, effect, target, alpha, sizes.get(x.suite))
         except ValueError as exc:
             line = str(exc)
-        console.print(f"  {label}: {line}", soft_wrap=True)
+        # Not markup: rich reads "[more than 1,000, …]" as a style tag and drops it.
+        console.print(f"  {label}: {line}", soft_wrap=True, markup=False)
 
 
 def power_line(ra: Replicates, rb: Replicates, statistic: str, group: str | None, effect: float, target: float,
-               alpha: float) -> str:
-    """What ``beluga power`` says of one comparison: observed difference, components, power now, sizes needed."""
+               alpha: float, suite_sizes: Mapping[str, int] | None = None) -> str:
+    """What ``beluga power`` says of one comparison: observed difference, components, power now, sizes needed.
+    ``suite_sizes``: the suite's cases per scoring group, in all (default: the cases the cells have outcomes for)."""
+    from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, SEED_T_WHY
     from beluga_core.analysis.replicates.power import (
         cases_needed,
         g_variance,
         group_components,
         iid_components,
         power,
+        power_bound_over_cases,
+        power_bound_over_seeds,
         seeds_needed,
         suite_components,
     )
 
     comp = group_components(ra, rb, group) if statistic == "pass_rate" and group else suite_components(ra, rb)
     observed = comp.observed
+    # The statistics whose per-seed differences are all equal: σ²_seed is not estimable from them. Their σ²_seed is
+    # taken as 0 below, the least it can be, so that what is printed is a bound (power at most, cases at least).
+    flat = [] if comp.seed_estimable else ["the pass rate" if statistic == "pass_rate" else "s_T"]
+    if flat:
+        comp = comp.with_seed(0.0)
 
     def make(c: Components) -> VarianceFn:
         return c.variance
 
     if statistic == "G":
         iid = iid_components(ra, rb)
+        if not iid.seed_estimable:
+            flat.append("s_iid")
+            iid = iid.with_seed(0.0)
         s_suite, s_iid = float(ra.per_seed("s_suite").mean()), float(ra.per_seed("s_iid").mean())
         observed = float((ra.per_seed("g") - rb.per_seed("g")).mean())
 
@@ -112,22 +129,83 @@ def power_line(ra: Replicates, rb: Replicates, statistic: str, group: str | None
 
     variance = make(comp)
     s_now, n_now = comp.seeds, comp.cases
+    at_now = f"{n_now:.0f} {_cases(n_now)} per group"
     total, seed_part = variance(s_now, n_now)
     if total == 0:
-        return (f"observed {100 * observed:+.1f} points over {s_now} seeds × {n_now:.0f} {_cases(n_now)} per group: "
+        return (f"observed {100 * observed:+.1f} points over {s_now} seeds × {at_now}: "
                 "no variation between the seeds or the cases (every seed gives the same outcomes on every case), "
                 "so no power or size can be estimated from this store; run with more cases per group")
     now = power(total, seed_part, s_now, effect, alpha)
+    # Below HIERARCHICAL_MIN_SEEDS the verdicts (orderings, ▲ / ▼) are the seed-level t's: say so beside this test's.
+    below = (f"; at {s_now} seeds beluga's verdicts are the seed-level t's, not this test's: {SEED_T_WHY} (the seeds "
+             f"needed count from {HIERARCHICAL_MIN_SEEDS})" if s_now < HIERARCHICAL_MIN_SEEDS else "")
+    fixed = " or from s_iid on the fixed D_test" if statistic == "G" else ""
+    head = (f"observed {100 * observed:+.1f} points over {s_now} seeds × {at_now} ({comp.groups} group(s)); "
+            "components σ²_seed ")
+    rest = f"σ²_case {comp.case:.2e}, σ²_rest {comp.rest:.2e}"
+    groups = _group_sizes(ra, statistic, group, suite_sizes)
+
+    def by_cases(at_least: bool) -> str:
+        bound = power_bound_over_cases(variance, s_now, effect, alpha)
+        if bound < target:
+            return (f"unreachable: with any number of cases per group the power stays at most {_at_most(bound)} "
+                    f"(more cases do not shrink the part of the variance from the training runs{fixed})")
+        n = cases_needed(variance, s_now, effect, target, alpha)
+        if n is None:
+            return f"more than {MAX_CASES:,} (the most searched)"
+        return ("at least " if at_least else "") + _fits(n, *groups)
+
+    if flat:
+        return (head + f"not estimable from {s_now} seeds (the per-seed differences of {' and '.join(flat)} are all "
+                f"equal), {rest}; power now at most {now:.0%} (σ²_seed taken as 0, the least it can be); seeds "
+                f"needed: none estimated until the seeds differ: run another seed; cases per group needed at "
+                f"{s_now} seeds: {by_cases(at_least=True)}" + below)
     lo, hi = comp.seed_interval()
-    needed = [seeds_needed(make(comp.with_seed(sigma)), n_now, effect, target, alpha) for sigma in (comp.seed, lo, hi)]
-    cases = cases_needed(variance, s_now, effect, target, alpha)
-    by_cases = ("unreachable (the spread between training runs alone is too large)" if cases is None
-                else f"{cases:,}")
-    return (f"observed {100 * observed:+.1f} points over {s_now} seeds × {n_now:.0f} {_cases(n_now)} per group "
-            f"({comp.groups} group(s)); components σ²_seed {comp.seed:.2e} [95 %: {lo:.2e}, {_num(hi)}], σ²_case "
-            f"{comp.case:.2e}, σ²_rest {comp.rest:.2e}; power now {now:.0%}; seeds needed at {n_now:.0f} "
-            f"{_cases(n_now)} per group: {_count(needed[0])} [{_count(needed[1])}, {_count(needed[2])}]; "
-            f"cases per group needed at {s_now} seeds: {by_cases}")
+    seeds_bound = power_bound_over_seeds(variance, n_now, effect, alpha)
+    if seeds_bound < target:
+        by_seeds = (f"unreachable: with any number of seeds the power stays at most {_at_most(seeds_bound)} "
+                    f"(more seeds do not shrink the part of the variance from the cases{fixed})")
+    else:
+        needed = [seeds_needed(make(comp.with_seed(sigma)), n_now, effect, target, alpha)
+                  for sigma in (comp.seed, lo, hi)]
+        by_seeds = f"{_count(needed[0])} [{_count(needed[1])}, {_count(needed[2])}]"
+    return (head + f"{comp.seed:.2e} [95 %: {lo:.2e}, {_num(hi)}], {rest}; power now {now:.0%}; seeds needed at "
+            f"{at_now}: {by_seeds}; cases per group needed at {s_now} seeds: {by_cases(at_least=False)}" + below)
+
+
+def _group_sizes(ra: Replicates, statistic: str, group: str | None,
+                 suite_sizes: Mapping[str, int] | None) -> tuple[list[int], list[int]]:
+    """(cases in all, cases in T_test here) of each group the statistic averages."""
+    names = [group] if statistic == "pass_rate" and group else \
+        [name for g, name in enumerate(ra.groups) if ra.scored[g]]
+    here = {name: int((ra.case_group == ra.groups.index(name)).sum()) for name in names if name in ra.groups}
+    in_all = [(suite_sizes or {}).get(name, n) for name, n in here.items()]
+    return in_all, list(here.values())
+
+
+def _fits(n: int, in_all: list[int], here: list[int]) -> str:
+    """``n`` cases per group, and what the suite's groups say of it: the answer assumes n in every group."""
+    if not in_all:
+        return f"{n:,}"
+    if n > max(in_all):
+        return (f"{n:,}, which cannot be reached with this suite: its groups hold {_span(in_all)} cases in all "
+                f"({_span(here)} in T_test here)")
+    notes = []
+    if n > min(in_all):
+        notes.append(f"more than some of the suite's groups hold: {_span(in_all)} cases in all")
+    if n > max(here):
+        notes.append(f"more than T_test holds here, {_span(here)} per group: a larger share of the suite in T_test")
+    return f"{n:,}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _span(sizes: list[int]) -> str:
+    lo, hi = min(sizes), max(sizes)
+    return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+
+
+def _at_most(p: float) -> str:
+    """A power bound as a whole percentage, rounded up so that "at most" stays true."""
+    return f"{math.ceil(100 * p - 1e-9)}%"
 
 
 def _cases(n: float) -> str:
@@ -135,7 +213,7 @@ def _cases(n: float) -> str:
 
 
 def _count(n: int | None) -> str:
-    return "more than 1,000" if n is None else f"{n:,}"
+    return f"more than {MAX_SEEDS:,}" if n is None else f"{n:,}"
 
 
 def _num(x: float) -> str:

@@ -19,17 +19,23 @@ at its estimate and at the ends of its 95 % chi-square interval.
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from beluga_core.analysis.replicates.intervals import Replicates, aligned
+from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, Replicates, aligned
 from beluga_core.analysis.significance.tests_on_counts import harmonic
 
 MAX_SEEDS = 1000
 MAX_CASES = 100_000
+# Per-seed values equal but for rounding (sd 1e-12 points of a rate) count as equal: their variance measures nothing.
+EQUAL_VARIANCE = 1e-24
+# cases_needed's scan: about 10 % apart, so the bisection after it stays within one rise of the power.
+_CASE_GRID = sorted({round(1.1 ** k) for k in range(int(math.log(MAX_CASES, 1.1)) + 1)} | {MAX_CASES})
 
 
 @dataclass(frozen=True)
@@ -47,10 +53,11 @@ class Components:
     rest_share: float = 0.0
     per_seed_var: float | None = None   # that sample variance (None: take σ²_seed + rest_share)
 
-    def variance(self, seeds: int, cases: float) -> tuple[float, float]:
+    def variance(self, seeds: float, cases: float) -> tuple[float, float]:
         """(total variance of the mean difference, the part the seeds estimate) with ``seeds`` seeds and ``cases``
         per group. The second is what sd²/S estimates, on S − 1 degrees of freedom: the training runs' spread and
-        each run's own noise on its cases (σ²_rest); it sets the test's Welch–Satterthwaite df."""
+        each run's own noise on its cases (σ²_rest); it sets the test's Welch–Satterthwaite df. Either may be
+        ``math.inf``: the limit the power bounds read."""
         rest = self.rest / (self.groups * seeds * cases)
         seed_part = self.seed / seeds + rest
         return seed_part + self.case / (self.groups * cases), seed_part
@@ -66,6 +73,13 @@ class Components:
         lo = df * v / stats.chi2.ppf(0.5 + level / 2, df) - self.rest_share
         hi = df * v / stats.chi2.ppf(0.5 - level / 2, df) - self.rest_share
         return max(float(lo), 0.0), max(float(hi), 0.0)
+
+    @property
+    def seed_estimable(self) -> bool:
+        """Whether the per-seed values differ at all. When every seed gives the same difference (two seeds can, by
+        chance) their variance, 0, says nothing of σ²_seed: its interval would be [0, 0], not merely loose."""
+        v = self.per_seed_var if self.per_seed_var is not None else self.seed + self.rest_share
+        return v > EQUAL_VARIANCE
 
     def with_seed(self, seed: float) -> Components:
         return Components(seed, self.case, self.rest, self.groups, self.seeds, self.cases, self.observed,
@@ -134,11 +148,12 @@ def group_components(a: Replicates, b: Replicates, group: str) -> Components:
 
 
 def iid_components(a: Replicates, b: Replicates) -> Components:
-    """Components of Δs_iid over the D_test examples (one 'group')."""
+    """Components of Δs_iid over the D_test examples (one 'group'), in the task's i.i.d. metric: each example's
+    linearised contribution to it (``IidParts.pseudo_values``; a mean metric's own scores, accuracy's 0/1)."""
     a, b = aligned(a, b)
     if a.iid is None or b.iid is None:
         raise ValueError("a cell without D_test predictions")
-    d = a.iid - b.iid
+    d = a.iid.pseudo_values() - b.iid.pseudo_values()
     case, rest = _anova(d)
     per_seed = d.mean(axis=1)
     seed, share, var = _seed_part(per_seed, rest / d.shape[1])
@@ -159,23 +174,65 @@ def power(variance: float, seed_part: float, seeds: int, effect: float, alpha: f
     """Power of the two-sided two-stage t test (Welch–Satterthwaite df) to detect ``effect``."""
     if variance <= 0:
         return 1.0 if effect else alpha
-    se = np.sqrt(variance)
-    df = np.inf if seed_part <= 0 or seeds < 2 else variance ** 2 * (seeds - 1) / seed_part ** 2
-    ncp = abs(effect) / se
-    if not np.isfinite(df):
+    df = math.inf if seed_part <= 0 or seeds < 2 else variance ** 2 * (seeds - 1) / seed_part ** 2
+    return _t_power(abs(effect) / math.sqrt(variance), df, alpha)
+
+
+def _t_power(ncp: float, df: float, alpha: float) -> float:
+    """P(|T| > t_crit) for T noncentral t (normal when df is infinite); it rises with ncp and with df."""
+    if not math.isfinite(df):
         z = stats.norm.ppf(1 - alpha / 2)
         return float(stats.norm.sf(z - ncp) + stats.norm.cdf(-z - ncp))
     crit = stats.t.ppf(1 - alpha / 2, df)
-    return float(stats.nct.sf(crit, df, ncp) + stats.nct.cdf(-crit, df, ncp))
+    # The lower tail as the upper tail of −ncp: scipy's nct.cdf far in the lower tail returns NaN (e.g. df 2, ncp 8),
+    # and a NaN power compares below every target.
+    return float(stats.nct.sf(crit, df, ncp) + stats.nct.sf(crit, df, -ncp))
 
 
-VarianceFn = Callable[[int, float], tuple[float, float]]
+# (seeds, cases per group) → (total variance, the part the seeds estimate). Both fall, or stay, as either count grows:
+# the power bounds below rest on it.
+VarianceFn = Callable[[float, float], tuple[float, float]]
+
+
+def power_bound_over_cases(variance: VarianceFn, seeds: int, effect: float, alpha: float = 0.05) -> float:
+    """An upper bound on the power any number of cases per group gives with ``seeds``: below the target, no number
+    of cases reaches it (the training runs' spread at this many seeds is too large).
+
+    Not the power at infinitely many cases: more cases shrink the variance, but the test's df falls with the share
+    the cases estimate, to S − 1 at the limit, so the power can peak at a finite count. Between two counts n₁ < n₂
+    the noncentrality is at most its value at n₂ and the df at most (S − 1)·(total(n₁) / seed part(n₂))², since
+    both parts fall with n; the power at those two bounds the power anywhere between. The largest such bound over
+    the scan's grid and the tail from MAX_CASES to the limit bounds it everywhere."""
+    if seeds < 2:
+        total, _ = variance(seeds, math.inf)
+        return power(total, 0.0, seeds, effect, alpha)
+    parts = [variance(seeds, float(n)) for n in _CASE_GRID] + [variance(seeds, math.inf)]
+    best = 0.0
+    for (total_1, _), (total_2, seed_2) in itertools.pairwise(parts):
+        if total_2 <= 0:
+            return power(total_2, seed_2, seeds, effect, alpha)
+        df = math.inf if seed_2 <= 0 else (seeds - 1) * (total_1 / seed_2) ** 2
+        best = max(best, _t_power(abs(effect) / math.sqrt(total_2), df, alpha))
+    return best
+
+
+def power_bound_over_seeds(variance: VarianceFn, cases: float, effect: float, alpha: float = 0.05) -> float:
+    """An upper bound on the power any number of seeds gives with ``cases`` per group: the normal test at the
+    variance's limit at infinitely many seeds (what the cases contribute, mean_g σ²_case,g / (G n), and for G
+    D_test's part). No count of seeds has a smaller variance, and the t's finite df only lowers the power; as the
+    seeds grow the df grows too, so the power approaches this bound: above the target, enough seeds reach it."""
+    total, _ = variance(math.inf, cases)
+    return power(total, 0.0, MAX_SEEDS, effect, alpha)
 
 
 def seeds_needed(variance: VarianceFn, cases: float, effect: float, target: float = 0.8,
                  alpha: float = 0.05) -> int | None:
-    """The fewest seeds (≥ 2) that reach ``target`` power with ``cases`` per group; None beyond MAX_SEEDS."""
-    for s in range(2, MAX_SEEDS + 1):
+    """The fewest seeds (≥ HIERARCHICAL_MIN_SEEDS: with fewer the verdicts are the seed-level t's, not this test's)
+    that reach ``target`` power with ``cases`` per group; None when none up to MAX_SEEDS does
+    (``power_bound_over_seeds`` says whether any number could)."""
+    if power_bound_over_seeds(variance, cases, effect, alpha) < target:
+        return None
+    for s in range(max(2, HIERARCHICAL_MIN_SEEDS), MAX_SEEDS + 1):
         total, seed_part = variance(s, cases)
         if power(total, seed_part, s, effect, alpha) >= target:
             return s
@@ -184,20 +241,34 @@ def seeds_needed(variance: VarianceFn, cases: float, effect: float, target: floa
 
 def cases_needed(variance: VarianceFn, seeds: int, effect: float, target: float = 0.8,
                  alpha: float = 0.05) -> int | None:
-    """The fewest T_test cases per group that reach ``target`` power with ``seeds``; None when more cases cannot
-    (the seed component alone is too large) or beyond MAX_CASES."""
-    total, seed_part = variance(seeds, float(MAX_CASES))
-    if power(total, seed_part, seeds, effect, alpha) < target:
+    """The fewest T_test cases per group that reach ``target`` power with ``seeds``; None when none up to MAX_CASES
+    does (``power_bound_over_cases`` says whether any number could).
+
+    The power is not monotone in the cases: more cases shrink the variance, but also the share of it the cases
+    estimate, so the test's df falls towards S − 1 and its critical value rises. It can pass the target at a few
+    hundred cases and fall below it again by MAX_CASES; a bisection over [1, MAX_CASES] would miss that. So a
+    geometric scan finds the first grid point that reaches the target, and a bisection the first count since the
+    grid point before."""
+    if power_bound_over_cases(variance, seeds, effect, alpha) < target:
         return None
-    lo, hi = 1, MAX_CASES
-    while lo < hi:
-        mid = (lo + hi) // 2
-        total, seed_part = variance(seeds, float(mid))
-        if power(total, seed_part, seeds, effect, alpha) >= target:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+
+    def reaches(n: int) -> bool:
+        total, seed_part = variance(seeds, float(n))
+        return power(total, seed_part, seeds, effect, alpha) >= target
+
+    before = 0
+    for n in _CASE_GRID:
+        if reaches(n):
+            lo, hi = before + 1, n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if reaches(mid):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return lo
+        before = n
+    return None
 
 
 def g_variance(suite: Components, iid: Components, s_suite: float, s_iid: float) -> VarianceFn:
@@ -206,7 +277,7 @@ def g_variance(suite: Components, iid: Components, s_suite: float, s_iid: float)
     den = (s_suite + s_iid) ** 2
     ga, gb = (2 * s_iid ** 2 / den, 2 * s_suite ** 2 / den) if den else (0.0, 0.0)
 
-    def variance(seeds: int, cases: float) -> tuple[float, float]:
+    def variance(seeds: float, cases: float) -> tuple[float, float]:
         vs, ss = suite.variance(seeds, cases)
         vi, si = iid.variance(seeds, iid.cases)
         return ga ** 2 * vs + gb ** 2 * vi, ga ** 2 * ss + gb ** 2 * si

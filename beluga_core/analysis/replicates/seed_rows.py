@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from beluga_core.analysis.replicates.intervals import Replicates
+from beluga_core.analysis.replicates.intervals import IidParts, Replicates
+from beluga_core.evaluation.metric_forms import MEAN, MetricForm, model_parts, stored_form
 
 CELL_COLUMNS = ("task", "suite", "model_name", "config", "method", "variant", "scenario", "split_seed")
 
@@ -97,12 +98,14 @@ def load_parts(con: duckdb.DuckDBPyConnection, cells: Iterable[Cell],
             JOIN models m ON m.status = 'done' AND {_SAME.replace('m.split_seed IS', 'm.split_seed::VARCHAR IS')}
             JOIN ({SOURCES[source]}) s ON s.model_id = m.model_id""").fetchall()
         iid = con.execute(f"""
-            SELECT {', '.join(f'k.{c}' for c in CELL_COLUMNS)}, i.seed, p.example_idx, p.correct
+            SELECT {', '.join(f'k.{c}' for c in CELL_COLUMNS)}, i.seed, p.example_idx, p.correct, p.gold, p.pred,
+                   i.metric, i.s_iid, h.labels::VARCHAR, h.task IS NOT NULL
             FROM _beluga_cells k
             JOIN iid_scores i ON i.task = k.task AND i.suite IS NOT DISTINCT FROM k.suite
              AND i.model_name IS NOT DISTINCT FROM k.model_name AND i.config = k.config AND i.method = k.method
              AND i.variant = k.variant AND i.split_seed::VARCHAR IS NOT DISTINCT FROM k.split_seed
-            JOIN iid_predictions p ON p.model_id = i.model_id AND p.split = 'test'""").fetchall()
+            JOIN iid_predictions p ON p.model_id = i.model_id AND p.split = 'test'
+            LEFT JOIN task_heads h ON h.task = k.task AND h.suite = k.suite""").fetchall()
     finally:
         con.execute("DROP TABLE IF EXISTS _beluga_cells")
     return build_cells(wanted, outcomes, iid)
@@ -117,7 +120,8 @@ def _text(c: Cell) -> tuple[str | None, ...]:
 def build_cells(cells: list[Cell], outcomes: list[tuple[object, ...]],
                 iid: list[tuple[object, ...]]) -> dict[tuple[Cell, str], Replicates]:
     """Assemble ``Replicates`` from (cell columns…, seed, case_id, group, outcome, excluded, part) outcome rows and
-    (cell columns…, seed, example_idx, correct) i.i.d. rows; cell columns as text, as the query returns them."""
+    (cell columns…, seed, example_idx, correct[, gold, pred, metric, stored s_iid, head labels JSON, head known])
+    i.i.d. rows; cell columns as text, as the query returns them. Without the metric columns, s_iid is accuracy."""
     as_text = {_text(c): c for c in cells}
     per: dict[tuple[Cell, str], list[tuple[object, ...]]] = defaultdict(list)
     for r in outcomes:
@@ -142,17 +146,51 @@ def _replicates(rows: list[tuple[object, ...]], iid: list[tuple[object, ...]]) -
         i, j = seed_index[seed], case_index[str(cid)]
         passed[i, j] = outcome == "pass"
         evaluable[i, j] = outcome != "skip"
-    examples = sorted({int(r[1]) for r in iid if r[0] in seed_index})  # type: ignore[call-overload]
-    iid_matrix = None
-    if examples:
-        ex_index = {e: i for i, e in enumerate(examples)}
-        iid_matrix = np.full((len(seeds), len(examples)), np.nan)
-        for seed, idx, correct in iid:
-            if seed in seed_index:
-                iid_matrix[seed_index[seed], ex_index[int(idx)]] = bool(correct)  # type: ignore[call-overload]
-        if np.isnan(iid_matrix).any():   # a seed without the same D_test: no i.i.d. score for the cell
-            iid_matrix = None
     index = {g: i for i, g in enumerate(groups)}
     return Replicates(tuple(seeds), tuple(groups),  # type: ignore[arg-type]
                       np.array([index[g] for g, _ in cases], dtype=np.int64), passed, evaluable,
-                      iid_matrix, np.array([g not in excluded for g in groups]), tuple(c for _, c in cases))
+                      iid_parts(seeds, [r for r in iid if r[0] in seed_index]),
+                      np.array([g not in excluded for g in groups]), tuple(c for _, c in cases))
+
+
+def iid_parts(seeds: list[object], rows: list[tuple[object, ...]]) -> IidParts | None:
+    """Every seed's D_test parts of the task's i.i.d. metric from its (seed, example_idx, correct[, gold, pred,
+    metric, stored value, head labels, head known]) rows; None (no s_iid, and so no G, over seeds) where a seed
+    lacks the others' examples, or the metric is one beluga cannot resample or does not reproduce from the rows: an
+    interval of another metric is never given in its place."""
+    if not rows:
+        return None
+    per_seed: dict[object, list[tuple[object, ...]]] = defaultdict(list)
+    for r in rows:
+        per_seed[r[0]].append(r)
+    examples = sorted({int(r[1]) for r in rows})  # type: ignore[call-overload]
+    with_metric = len(rows[0]) > 5   # rows without their metric: correctness, accuracy
+    metrics = {str(r[5]) for r in rows} if with_metric else {"accuracy"}
+    if len(metrics) != 1 or set(per_seed) != set(seeds):
+        return None
+    metric = metrics.pop()
+    form = (stored_form(metric, _opt(rows[0][7]), bool(rows[0][8]), [x for r in rows for x in (_opt(r[3]), _opt(r[4]))
+                                                                      if x is not None])
+            if with_metric else MetricForm(MEAN))
+    if form is None:
+        return None
+    out = np.zeros((len(seeds), len(examples), form.width))
+    for i, seed in enumerate(seeds):
+        mine = sorted(per_seed[seed], key=lambda r: int(r[1]))  # type: ignore[call-overload]
+        if [int(r[1]) for r in mine] != examples:  # type: ignore[call-overload]
+            return None   # a seed without the same D_test
+        correct = [bool(r[2]) for r in mine]
+        if not with_metric:
+            out[i] = np.asarray(correct, dtype=float)[:, None]
+            continue
+        stored = mine[0][6]
+        parts = model_parts(form, metric, [_opt(r[3]) for r in mine], [_opt(r[4]) for r in mine], correct,
+                            None if stored is None else float(stored))  # type: ignore[arg-type]
+        if parts is None:
+            return None
+        out[i] = parts
+    return IidParts(out, form)
+
+
+def _opt(v: object) -> str | None:
+    return None if v is None else str(v)

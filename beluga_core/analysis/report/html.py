@@ -24,7 +24,7 @@ from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.figures import MatrixFigure
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.seeds import SeedFigure
-from beluga_core.analysis.report.table3 import AVG, IID, Cell, interval_notes
+from beluga_core.analysis.report.table3 import AVG, IID, Cell, difference_rule, interval_notes
 from beluga_core.core.constants import BASELINE
 
 STYLE = """
@@ -156,8 +156,8 @@ def render_html(content: ReportContent) -> str:
     d, t = content.data, content.table
     parts = [f"<h1>beluga report: {escape(d.store.name)}</h1>", f"<p>Store <code>{escape(str(d.store))}</code>.</p>"]
     parts += [f'<p class="note">{escape(line)}</p>' for line in content.status_lines()]
-    rule = ("with two or more seeds, the 95 % interval of the difference paired by seed (seeds, then cases) "
-            "excludes 0 (docs/method.md, 'Replicates')" if t.n_seeds >= 2 else
+    rule = (f"with two or more seeds, {escape(difference_rule(t))} (docs/method.md, 'Replicates')"
+            if t.n_seeds >= 2 else
             "p &lt; 0.05: two-tailed binomial sign test for i.i.d., paired approximate randomization for G "
             "(docs/method.md, 'Significance')")
     parts += ["<h2>i.i.d. score and G per scenario (%) — Table 3</h2>",

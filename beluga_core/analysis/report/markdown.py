@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS
 from beluga_core.analysis.report.alignment import ALIGNMENT_NOTE, SIDES, interval_text
 from beluga_core.analysis.report.attribution_tables import ATTRIBUTION_NOTE, word_list
 from beluga_core.analysis.report.content import (
@@ -26,8 +27,9 @@ SIGNIFICANCE_LEGEND = ("▲ / ▼: significantly better / worse than the IID bas
                        "approximate randomization for G (docs/method.md, 'Significance'). **Bold**: best in the "
                        "column.")
 SEED_LEGEND = ("▲ / ▼: better / worse than the IID baseline (first row; its suite columns are G_standard): with two "
-               "or more seeds, the 95 % interval of the difference paired by seed (seeds, then cases) excludes 0 "
-               "(docs/method.md, 'Replicates'). **Bold**: best in the column.")
+               "or more seeds, the 95 % interval of the difference paired by seed (seeds, then cases; the seed-level "
+               f"t with fewer than {HIERARCHICAL_MIN_SEEDS}, where the hierarchical interval covers below 93.5 %) "
+               "excludes 0 (docs/method.md, 'Replicates'). **Bold**: best in the column.")
 
 
 def _esc(text: object) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from beluga_core.analysis.regression.flips import count_interval, rng_for
+from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS
 from beluga_core.analysis.report.figures import MatrixFigure, slug
 from beluga_core.core.constants import pair_order, scenario_order
 
@@ -20,7 +21,8 @@ REGRESSION_NOTE = ("Each model against its old model: its recorded parent (an II
                    "(held-out folds only with score_folds_on_iid_test); suite: T_test cases, skipped ones left out. "
                    "Replicates pooled; 95 % intervals from 2,000 seeded bootstrap rounds over the items, except the "
                    "suite rates of a cell with two or more seeds: their mean over seeds, with the interval over "
-                   "seeds, then cases (docs/method.md, 'Replicates').")
+                   f"seeds, then cases (the seed-level t with fewer than {HIERARCHICAL_MIN_SEEDS} seeds, where that "
+                   "one covers below 93.5 %; docs/method.md, 'Replicates').")
 VOTE_NOTE = ("† a vote ensemble: its probability vectors are vote shares, which INV and DIR expectations read as "
              "confidences.")
 

@@ -14,6 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, SEED_T_WHY
 from beluga_core.analysis.report.report_data import ReportData
 from beluga_core.core.constants import BASELINE, pair_order, scenario_order
 
@@ -187,14 +188,41 @@ def significance_marks(rows: list[dict[str, Any]] | None) -> dict[tuple[str | No
     return out
 
 
+def _span(seeds: list[int]) -> str:
+    return "–".join(map(str, sorted({seeds[0], seeds[-1]})))
+
+
+def difference_rule(table: Table3) -> str:
+    """What decides a ▲ / ▼ over seeds, for the legends: the difference's interval paired by seed, hierarchical
+    from HIERARCHICAL_MIN_SEEDS seeds on, the seed-level t below (and why)."""
+    seeds = [c.n_seeds for c in table.cells.values() if c.n_seeds >= 2]
+    head = "the 95 % interval of the difference, paired by seed"
+    if not seeds or min(seeds) >= HIERARCHICAL_MIN_SEEDS:
+        return f"{head} (seeds, then cases), excludes 0"
+    if max(seeds) < HIERARCHICAL_MIN_SEEDS:
+        return f"{head} (the seed-level t: {SEED_T_WHY}), excludes 0"
+    return (f"{head} (seeds, then cases; the seed-level t with fewer than {HIERARCHICAL_MIN_SEEDS} seeds: "
+            f"{SEED_T_WHY}), excludes 0")
+
+
 def interval_notes(table: Table3) -> list[str]:
-    """What the ± of Table 3 is (docs/method.md, "Replicates"), and, for one training run, that it is one draw."""
+    """What the ± of Table 3 is (docs/method.md, "Replicates"): over seeds then cases, the seed-level t where there
+    are too few seeds for that (and why), and, for one training run, that it is one draw."""
     seeds = sorted({c.n_seeds for c in table.cells.values() if c.pm is not None})
     if not seeds:
         return []
     if seeds[-1] >= 2:
-        return [f"±: half the 95 % interval over {'–'.join(map(str, sorted({seeds[0], seeds[-1]})))} seeds, then the "
-                "cases within them (the mean over seeds is shown)."]
+        hier = [s for s in seeds if s >= HIERARCHICAL_MIN_SEEDS]
+        t_only = [s for s in seeds if 2 <= s < HIERARCHICAL_MIN_SEEDS]
+        notes = []
+        if hier:
+            notes.append(f"±: half the 95 % interval over {_span(hier)} seeds, then the cases within them (the mean "
+                         "over seeds is shown).")
+        if t_only:
+            notes.append(f"±{' with ' + _span(t_only) + ' seeds' if hier else ''}: half the seed-level t interval "
+                         f"over {_span(t_only)} seeds (the mean over seeds is shown), and ▲ / ▼ are its verdicts: "
+                         f"{SEED_T_WHY}.")
+        return notes
     return ["±: half the 95 % interval of one training run: case variation only. One seed is one draw: its "
             "orderings can flip with another seed (benchmarks/quick-seeds.toml runs three; docs/method.md, "
             "\"Replicates\")."]

@@ -48,6 +48,7 @@ from beluga_core.analysis.report.table3 import (
     Pair,
     Table3,
     build_table3,
+    difference_rule,
     interval_notes,
 )
 from beluga_core.core.constants import BASELINE, STANDARD, pair_order
@@ -227,8 +228,7 @@ def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) ->
     notes += interval_notes(table)
     if any(c.mark for c in cells):
         notes.append("▲ / ▼: better / worse than the IID baseline: " + (
-            "the 95 % interval of the difference, paired by seed (seeds, then cases), excludes 0." if
-            table.n_seeds >= 2 else "randomization test, p < 0.05."))
+            f"{difference_rule(table)}." if table.n_seeds >= 2 else "randomization test, p < 0.05."))
     if any(c.partial for c in cells):
         notes.append(f"{PARTIAL} {PARTIAL_NOTE}")
     for note in notes:

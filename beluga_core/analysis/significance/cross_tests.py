@@ -15,9 +15,11 @@ from typing import Any
 
 import duckdb
 
+from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.analysis.significance.comparisons import BASELINE, Arm
 from beluga_core.analysis.significance.paired_counts import iid_counts
 from beluga_core.analysis.significance.tests_on_counts import (
+    TEST_ESTIMATOR,
     IidCounts,
     Stratum,
     SuiteCounts,
@@ -33,7 +35,7 @@ _KEY = ("task", "suite", "model_name", "seed", "split_seed", "variant", "config"
 
 def _comparisons(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     cur = con.execute("""SELECT c.*, t.inputs_digest AS stored_digest, t.rounds AS stored_rounds,
-                                t.rng_seed AS stored_seed
+                                t.rng_seed AS stored_seed, split_part(t.beluga_version, '+', 2) AS stored_estimator
                          FROM cross_comparisons c
                          LEFT JOIN cross_significance_tests t ON t.comparison_id = c.comparison_id
                          ORDER BY c.comparison_id""")
@@ -91,7 +93,8 @@ def _test(r: dict[str, Any], suite: SuiteCounts, iid: IidCounts | None, rounds: 
             "n_cases_differ": suite.n_differ, "s_cross": finite(result.s_suite_a[0]),
             "base_s_cross": finite(result.s_suite_b[0]), "g": finite(result.g_a[0]), "base_g": finite(result.g_b[0]),
             "delta_g": finite(result.delta_g), "p_g": result.p_g if iid is not None else None, "rounds": rounds,
-            "rng_seed": seed, "inputs_digest": r["inputs_digest"]}
+            "rng_seed": seed, "inputs_digest": r["inputs_digest"],
+            "beluga_version": f"{BELUGA_VERSION}+{TEST_ESTIMATOR}"}
 
 
 def analyze_cross(path: str | Path, *, rounds: int, seed: int, force: bool = False) -> tuple[int, int]:
@@ -99,8 +102,9 @@ def analyze_cross(path: str | Path, *, rounds: int, seed: int, force: bool = Fal
     with ``force``); returns (computed and kept, already current)."""
     with open_store(path) as con:
         rows = _comparisons(con)
-        todo = [r for r in rows if force or (r["stored_digest"], r["stored_rounds"], r["stored_seed"])
-                != (r["inputs_digest"], rounds, seed)]
+        current = ("inputs_digest", rounds, seed, TEST_ESTIMATOR)
+        todo = [r for r in rows if force or (r["stored_digest"], r["stored_rounds"], r["stored_seed"],
+                                             r["stored_estimator"]) != (r[current[0]], *current[1:])]
         if not todo:
             return 0, len(rows)
         suites = _suite_counts(con, todo)

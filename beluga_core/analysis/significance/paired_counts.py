@@ -16,6 +16,7 @@ import duckdb
 
 from beluga_core.analysis.significance.comparisons import Arm
 from beluga_core.analysis.significance.tests_on_counts import IidCounts, SuiteCounts
+from beluga_core.evaluation.metric_forms import model_parts, stored_form
 
 
 def _same_key(alias: str) -> str:
@@ -75,13 +76,16 @@ def suite_counts(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[Arm, Arm]
 
 def iid_counts(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[Arm, Arm]]) -> list[IidCounts | None]:
     """The D_test 2×2 table of the s_iid models of every (A, B) arm pair, in order; None when either arm has
-    no s_iid model or they share no D_test example."""
+    no s_iid model or they share no D_test example. Where the task's i.i.d. metric is not the correct share, the
+    table carries both models' per-example parts of it (``metric_forms``), paired by example; a metric beluga
+    cannot resample, or one the rows do not reproduce, gives None: no test of another metric in its place."""
     if not pairs:
         return []
     with _pairs_table(con, "_beluga_sig_iid_pairs", pairs):
         result = con.execute(f"""
             WITH ids AS (
-                SELECT p.pair_id, ia.model_id AS a_model, ib.model_id AS b_model
+                SELECT p.pair_id, p.task, p.suite, ia.model_id AS a_model, ib.model_id AS b_model,
+                       ia.metric AS a_metric, ib.metric AS b_metric, ia.s_iid AS a_value, ib.s_iid AS b_value
                 FROM _beluga_sig_iid_pairs p
                 JOIN iid_scores ia ON {_same_key('ia')}
                                   AND ia.config = p.a_config AND ia.method = p.a_method
@@ -92,11 +96,48 @@ def iid_counts(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[Arm, Arm]])
                    count(*) FILTER (WHERE pa.correct AND pb.correct),
                    count(*) FILTER (WHERE pa.correct AND NOT pb.correct),
                    count(*) FILTER (WHERE NOT pa.correct AND pb.correct),
-                   count(*) FILTER (WHERE NOT pa.correct AND NOT pb.correct)
+                   count(*) FILTER (WHERE NOT pa.correct AND NOT pb.correct),
+                   any_value(ids.a_model), any_value(ids.b_model), any_value(ids.a_metric), any_value(ids.b_metric),
+                   any_value(ids.a_value), any_value(ids.b_value), any_value(h.labels)::VARCHAR,
+                   bool_or(h.task IS NOT NULL)
             FROM ids
             JOIN iid_predictions pa ON pa.model_id = ids.a_model AND pa.split = 'test'
             JOIN iid_predictions pb ON pb.model_id = ids.b_model AND pb.split = 'test'
                                    AND pb.example_idx = pa.example_idx
+            LEFT JOIN task_heads h ON h.task = ids.task AND h.suite = ids.suite
             GROUP BY ids.pair_id""").fetchall()
-    found = {r[0]: IidCounts(*(int(x) for x in r[1:])) for r in result}
+        found: dict[int, IidCounts | None] = {}
+        for r in result:
+            counts = IidCounts(int(r[1]), int(r[2]), int(r[3]), int(r[4]))
+            a_model, b_model, a_metric, b_metric, a_value, b_value, labels, known = r[5:]
+            if a_metric in ACCURACY_LIKE and b_metric == a_metric:
+                found[r[0]] = counts
+            elif a_metric != b_metric:
+                found[r[0]] = None
+            else:
+                found[r[0]] = _with_parts(con, counts, str(a_metric), labels, bool(known), (a_model, a_value),
+                                          (b_model, b_value))
     return [found.get(i) for i in range(len(pairs))]
+
+
+# Metrics that are the share of correct examples: the 2×2 table is all their test needs.
+ACCURACY_LIKE = ("accuracy", "exact_match")
+
+
+def _with_parts(con: duckdb.DuckDBPyConnection, counts: IidCounts, metric: str, labels: str | None, known: bool,
+                a: tuple[str, float | None], b: tuple[str, float | None]) -> IidCounts | None:
+    """``counts`` with both models' parts of ``metric`` on their shared D_test examples."""
+    rows = con.execute("""
+        SELECT pa.gold, pa.pred, pa.correct, pb.gold, pb.pred, pb.correct
+        FROM iid_predictions pa
+        JOIN iid_predictions pb ON pb.model_id = ? AND pb.split = 'test' AND pb.example_idx = pa.example_idx
+        WHERE pa.model_id = ? AND pa.split = 'test'
+        ORDER BY pa.example_idx""", [b[0], a[0]]).fetchall()
+    form = stored_form(metric, labels, known, [x for r in rows for x in (r[0], r[1], r[3], r[4]) if x is not None])
+    if form is None:
+        return None
+    parts = [model_parts(form, metric, [r[k] for r in rows], [r[k + 1] for r in rows], [bool(r[k + 2]) for r in rows],
+                         value) for k, value in ((0, a[1]), (3, b[1]))]
+    if parts[0] is None or parts[1] is None:
+        return None
+    return IidCounts(counts.n11, counts.n10, counts.n01, counts.n00, form, parts[0], parts[1])

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.analysis.significance.comparisons import (
     Arm,
     Comparison,
@@ -28,6 +29,7 @@ from beluga_core.analysis.significance.comparisons import (
 from beluga_core.analysis.significance.cross_tests import analyze_cross
 from beluga_core.analysis.significance.paired_counts import iid_counts, suite_counts
 from beluga_core.analysis.significance.tests_on_counts import (
+    TEST_ESTIMATOR,
     IidCounts,
     Stratum,
     SuiteCounts,
@@ -109,7 +111,7 @@ def _run_one(c: Comparison, arms: dict[Arm, str], suite_of: dict[tuple[Arm, Arm]
     result = randomization_test(iid, strata, rounds=rounds, rng=comparison_rng(seed, c.comparison_id),
                                 iid_weights=w_iid)
     has_iid = all(u is not None and u.n > 0 for u in unit_counts)
-    if len(iid) == 1:
+    if len(iid) == 1 and not iid[0].of_metric:
         iid_test, p_iid = "binomial", (iid[0].sign_test() if has_iid else None)
     else:
         iid_test, p_iid = "randomization", (result.p_iid if has_iid else None)
@@ -137,6 +139,7 @@ def _run_one(c: Comparison, arms: dict[Arm, str], suite_of: dict[tuple[Arm, Arm]
         "s_suite": wmean(result.s_suite_a, w), "base_s_suite": wmean(result.s_suite_b, w),
         "g": wmean(result.g_a, w), "base_g": wmean(result.g_b, w), "delta_g": finite(result.delta_g),
         "p_g": result.p_g, "rounds": rounds, "rng_seed": seed, "inputs_digest": c.digest(arms),
+        "beluga_version": f"{BELUGA_VERSION}+{TEST_ESTIMATOR}",
     }
 
 
@@ -156,9 +159,10 @@ def analyze_store(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: int =
         arms = load_arms(con)
         comparisons = plan_comparisons(arms, pairs, baseline=baseline)
         stored = {r[0]: r[1:] for r in con.execute(
-            "SELECT comparison_id, inputs_digest, rounds, rng_seed FROM significance_tests").fetchall()}
+            "SELECT comparison_id, inputs_digest, rounds, rng_seed, split_part(beluga_version, '+', 2) "
+            "FROM significance_tests").fetchall()}
         todo = [c for c in comparisons
-                if force or stored.get(c.comparison_id) != (c.digest(arms), rounds, seed)]
+                if force or stored.get(c.comparison_id) != (c.digest(arms), rounds, seed, TEST_ESTIMATOR)]
         rows = run_comparisons(con, todo, arms, rounds=rounds, seed=seed) if todo else []
     kept, dropped = writer.write(rows)
     summary.n_cross_computed, summary.n_cross_kept = analyze_cross(path, rounds=rounds, seed=seed, force=force)

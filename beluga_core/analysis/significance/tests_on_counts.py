@@ -1,6 +1,8 @@
 """The two tests of docs/method.md, "Significance", on paired counts (no store access here).
 
-- i.i.d.: the exact two-tailed binomial sign test on discordant examples (scipy's ``binomtest``).
+- i.i.d.: the exact two-tailed binomial sign test on discordant examples (scipy's ``binomtest``) where s_iid is
+  accuracy or exact match; for any other metric (macro-F1, a class's F1, micro-F1, reading's F1), the paired
+  randomization test of that metric, swapping each example's two predictions (the same draws as the G test).
 - G: the paired approximate randomization test. Swapping a pair of outcomes with probability 1/2 only
   matters where they differ, and every differing case of one (group, outcome pair) type moves the pass and
   evaluable counts by the same amount; so the number of swapped cases of a type is Binomial(n, 1/2), and a
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import binomtest
 
+from beluga_core.evaluation.metric_forms import MetricForm
+
 OUTCOMES = ("pass", "fail", "skip")
 # Ordered (A's outcome, B's outcome) pairs that differ: a swap gives A the second and B the first.
 DIFFERING = tuple((a, b) for a in OUTCOMES for b in OUTCOMES if a != b)
@@ -29,6 +33,10 @@ _IS_EVAL = {"pass": 1, "fail": 1, "skip": 0}
 # Change of A's pass count and evaluable count when a case of that type is swapped (B's is the negative).
 _D_PASS = np.array([_IS_PASS[b] - _IS_PASS[a] for a, b in DIFFERING], dtype=np.int64)
 _D_EVAL = np.array([_IS_EVAL[b] - _IS_EVAL[a] for a, b in DIFFERING], dtype=np.int64)
+
+# Which test computed a stored row (after a '+' in its beluga_version): rows of another are recomputed, as stale
+# ones are. metric1: s_iid in the task's configured metric (it was the correct share for every metric).
+TEST_ESTIMATOR = "metric1"
 
 # Rounds whose |statistic| is within this of the observed one count as "at least as extreme": recomputing
 # the same G through other arithmetic may differ in the last bits, and e.g. identical models must give p = 1.
@@ -54,12 +62,18 @@ def harmonic(s_suite: np.ndarray | float, s_iid: np.ndarray | float) -> np.ndarr
 
 @dataclass(frozen=True)
 class IidCounts:
-    """Paired per-example correctness of A and B on D_test: n11 both right, n10 only A, n01 only B, n00 none."""
+    """Paired per-example correctness of A and B on D_test: n11 both right, n10 only A, n01 only B, n00 none.
+
+    Where the task's i.i.d. metric is not accuracy (or exact match), ``parts_a`` / ``parts_b`` are A's and B's
+    per-example parts of it (``metric_forms``; N × form.width, paired by example) and s_iid is that metric."""
 
     n11: int = 0
     n10: int = 0
     n01: int = 0
     n00: int = 0
+    form: MetricForm | None = None
+    parts_a: np.ndarray | None = field(default=None, compare=False, repr=False)
+    parts_b: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def n(self) -> int:
@@ -67,11 +81,20 @@ class IidCounts:
 
     @property
     def s_a(self) -> float:
+        if self.form is not None and self.parts_a is not None:
+            return float(self.form.value(self.parts_a.sum(axis=0), float(len(self.parts_a))))
         return (self.n11 + self.n10) / self.n if self.n else float("nan")
 
     @property
     def s_b(self) -> float:
+        if self.form is not None and self.parts_b is not None:
+            return float(self.form.value(self.parts_b.sum(axis=0), float(len(self.parts_b))))
         return (self.n11 + self.n01) / self.n if self.n else float("nan")
+
+    @property
+    def of_metric(self) -> bool:
+        """Whether s_iid is a metric other than the correct share (so the sign test is not its test)."""
+        return self.form is not None and self.parts_a is not None and self.parts_b is not None
 
     def sign_test(self) -> float:
         return sign_test(self.n10, self.n10 + self.n01)
@@ -156,6 +179,9 @@ def _iid_draws(units: Sequence[IidCounts], rounds: int,
     s_a = np.empty((rounds + 1, len(units)))
     s_b = np.empty_like(s_a)
     for u, c in enumerate(units):
+        if c.of_metric:
+            s_a[:, u], s_b[:, u] = _metric_draws(c, rounds, rng)
+            continue
         if c.n == 0:
             s_a[:, u] = s_b[:, u] = np.nan
             continue
@@ -166,6 +192,23 @@ def _iid_draws(units: Sequence[IidCounts], rounds: int,
         s_a[:, u] = (c.n11 + c.n10 + shift) / c.n
         s_b[:, u] = (c.n11 + c.n01 - shift) / c.n
     return s_a, s_b
+
+
+def _metric_draws(c: IidCounts, rounds: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(rounds + 1,) s_iid of A and B in the task's metric, swapping each example's pair of predictions with
+    probability 1/2. As for the suite: examples whose (A parts, B parts) are the same swap alike, so a round draws
+    how many of each such type swap, Binomial(n, 1/2), and the metric is computed from the shifted sums."""
+    assert c.form is not None and c.parts_a is not None and c.parts_b is not None
+    a, b = c.parts_a, c.parts_b
+    differ = np.any(a != b, axis=1)
+    width = a.shape[1]
+    types, counts = np.unique(np.concatenate([a[differ], b[differ]], axis=1), axis=0, return_counts=True)
+    swapped = np.zeros((rounds + 1, len(counts)))
+    if len(counts):
+        swapped[1:] = rng.binomial(counts, 0.5, size=(rounds, len(counts)))
+    shift = swapped @ (types[:, width:] - types[:, :width])        # (rounds + 1, width): B's parts in, A's out
+    n = float(len(a))
+    return (c.form.value(a.sum(axis=0) + shift, n), c.form.value(b.sum(axis=0) - shift, n))
 
 
 def _suite_draws(counts: SuiteCounts, rounds: int,

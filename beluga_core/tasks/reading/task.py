@@ -46,9 +46,9 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import Example, IIDData
 from beluga_core.data.iid.squad import SquadExample, load_squad_iid
 from beluga_core.data.suite.suite_schema import Case, Input, SuiteHeader
+from beluga_core.evaluation.squad_metrics import squad_scores
 from beluga_core.tasks.reading.decode import predict_answers, token_accuracy
 from beluga_core.tasks.reading.reading_encode import ReadingEncoder, ReadingInput, Window, reading_input
-from beluga_core.tasks.reading.reading_metrics import squad_scores
 from beluga_core.tasks.reading.span_loss import aligned_weights
 from beluga_core.training.precision import autocast
 from beluga_core.training.trainset import PairUnit, SingleUnit, TrainSet, loss_kind

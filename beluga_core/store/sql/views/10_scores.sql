@@ -12,43 +12,77 @@
 -- held-out group otherwise). Only models with status 'done' count. Key columns may be NULL (e.g. seed of an
 -- external evaluation), hence the IS NOT DISTINCT FROM joins.
 
--- Pass rate of every scoring group, per scenario key (docs/method.md, "Scores"). Skips are left out of the rate; a
--- group whose cases all skipped has pass_rate NULL. `excluded` marks groups in g_exclusions.
-CREATE OR REPLACE VIEW pass_rates AS
-WITH counts AS (
+-- The crossing levels held out in a task's suite (docs/method.md, "Scenarios and folds"): a held-out scenario's level
+-- at which some of the suite's cases have no group (the header's crossing_levels; a held-out scenario is named after
+-- its level). That scenario scores only the cases with a group at its level, so every figure set beside it is computed
+-- on those cases too: the `*_on_cases` views below give the seen and standard scenarios' figures on them, and the
+-- significance view pairs each scenario with the IID baseline on the cases both have.
+CREATE OR REPLACE VIEW crossing_levels AS
+SELECT DISTINCT m.task, m.suite, m.heldout_level AS level
+FROM models m
+WHERE m.status = 'done' AND m.heldout_level IS NOT NULL
+  AND EXISTS (SELECT 1 FROM cases c
+              WHERE c.suite = m.suite AND case_group(c.test_type, c.groups, m.heldout_level) IS NULL);
+
+-- Pass rate of every scoring group, per scenario key and set of cases (docs/method.md, "Scores"). `cases_of` NULL:
+-- every case the key has an outcome for (the rows of `pass_rates`); a crossing level L (crossing_levels): a seen or
+-- standard key of L's task and suite on the cases with a group at L only, the cases L's scenario scores. Skips are
+-- left out of the rate; a group whose cases all skipped has pass_rate NULL. `excluded` marks groups in g_exclusions.
+CREATE OR REPLACE VIEW pass_rates_on_cases AS
+WITH scored AS (
     SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant,
-           c.scoring_group,
-           count(*) FILTER (WHERE o.outcome = 'pass') AS n_pass,
-           count(*) FILTER (WHERE o.outcome = 'fail') AS n_fail,
-           count(*) FILTER (WHERE o.outcome = 'skip') AS n_skip,
-           count(DISTINCT o.model_id) AS n_models
+           c.scoring_group, o.outcome, o.model_id, NULL::VARCHAR AS cases_of
     FROM outcomes o
     JOIN models m ON m.model_id = o.model_id
     JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
     WHERE m.status = 'done'
-    GROUP BY m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant,
-             c.scoring_group
+    UNION ALL
+    SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant,
+           c.scoring_group, o.outcome, o.model_id, x.level
+    FROM outcomes o
+    JOIN models m ON m.model_id = o.model_id
+    JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
+    JOIN crossing_levels x ON x.task = m.task AND x.suite = o.suite
+    WHERE m.status = 'done' AND m.scenario IN ('seen', 'standard')
+      AND case_group(c.test_type, c.groups, x.level) IS NOT NULL
+), counts AS (
+    SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, scoring_group, cases_of,
+           count(*) FILTER (WHERE outcome = 'pass') AS n_pass,
+           count(*) FILTER (WHERE outcome = 'fail') AS n_fail,
+           count(*) FILTER (WHERE outcome = 'skip') AS n_skip,
+           count(DISTINCT model_id) AS n_models
+    FROM scored
+    GROUP BY task, suite, model_name, config, method, scenario, seed, split_seed, variant, scoring_group, cases_of
 )
 SELECT k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed, k.variant, k.scoring_group,
        k.n_pass, k.n_fail, k.n_skip,
        pass_rate(k.n_pass, k.n_fail) AS pass_rate,
        (x.scoring_group IS NOT NULL) AS excluded,
-       k.n_models
+       k.n_models, k.cases_of
 FROM counts k
 LEFT JOIN g_exclusions x ON x.task = k.task AND x.scoring_group = k.scoring_group;
 
--- s_T per scenario key: unweighted mean of the pass rates of the groups that are neither excluded nor
--- without an evaluable case. n_cases lets a reader spot an incomplete held-out scenario (a fold not yet
--- done or failed): it should equal the seen / standard scenario's n_cases.
-CREATE OR REPLACE VIEW suite_scores AS
+-- Pass rate of every scoring group, per scenario key: pass_rates_on_cases on every case the key has.
+CREATE OR REPLACE VIEW pass_rates AS
+SELECT * EXCLUDE (cases_of) FROM pass_rates_on_cases WHERE cases_of IS NULL;
+
+-- s_T per scenario key and set of cases (`cases_of`, as pass_rates_on_cases): unweighted mean of the pass rates of
+-- the groups that are neither excluded nor without an evaluable case. n_cases lets a reader spot an incomplete
+-- held-out scenario (a fold not yet done or failed): it should equal the seen / standard scenario's n_cases.
+CREATE OR REPLACE VIEW suite_scores_on_cases AS
 SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant,
        suite_score(pass_rate, excluded) AS s_suite,
        count(*) FILTER (WHERE NOT excluded AND pass_rate IS NOT NULL) AS n_groups,
        count(*) FILTER (WHERE NOT excluded AND pass_rate IS NULL) AS n_groups_no_evaluable,
        count(*) FILTER (WHERE excluded) AS n_groups_excluded,
-       sum(n_pass + n_fail + n_skip)::BIGINT AS n_cases
-FROM pass_rates
-GROUP BY task, suite, model_name, config, method, scenario, seed, split_seed, variant;
+       sum(n_pass + n_fail + n_skip)::BIGINT AS n_cases,
+       cases_of
+FROM pass_rates_on_cases
+GROUP BY task, suite, model_name, config, method, scenario, seed, split_seed, variant, cases_of;
+
+-- s_T per scenario key, on every case it has.
+CREATE OR REPLACE VIEW suite_scores AS
+SELECT * EXCLUDE (cases_of) FROM suite_scores_on_cases WHERE cases_of IS NULL;
 
 -- Every done model's primary i.i.d. metric on D_test (fold models included).
 CREATE OR REPLACE VIEW model_iid_scores AS
@@ -73,15 +107,15 @@ FROM (
 ) AS ranked
 WHERE rank_ = 1;
 
--- G per scenario key: g_score(s_T, s_iid) = 2·s_T·s_iid / (s_T + s_iid) (0 when both are 0; NULL when either is
--- missing).
-CREATE OR REPLACE VIEW g_scores AS
+-- G per scenario key and set of cases (`cases_of`, as pass_rates_on_cases): g_score(s_T, s_iid) = 2·s_T·s_iid /
+-- (s_T + s_iid) (0 when both are 0; NULL when either is missing). s_iid does not depend on the cases.
+CREATE OR REPLACE VIEW g_scores_on_cases AS
 SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.split_seed, s.variant,
        s.s_suite, i.s_iid,
        g_score(s.s_suite, i.s_iid) AS g,
        i.metric AS iid_metric, i.model_id AS iid_model_id,
-       s.n_groups, s.n_groups_no_evaluable, s.n_groups_excluded, s.n_cases
-FROM suite_scores s
+       s.n_groups, s.n_groups_no_evaluable, s.n_groups_excluded, s.n_cases, s.cases_of
+FROM suite_scores_on_cases s
 LEFT JOIN iid_scores i
        ON i.task = s.task
       AND i.suite IS NOT DISTINCT FROM s.suite
@@ -91,11 +125,15 @@ LEFT JOIN iid_scores i
       AND i.seed IS NOT DISTINCT FROM s.seed
       AND i.split_seed IS NOT DISTINCT FROM s.split_seed AND i.variant = s.variant;
 
--- Mean and spread of the g_scores rows over replicates (seeds and split seeds) of one variant. n_incomplete:
--- replicates of a held-out scenario with fewer cases than their seen (or standard) scenario, i.e. folds not done
--- yet or failed; at a crossing level the kept T_test cases with no group there are no fold's, so they are not
--- expected.
-CREATE OR REPLACE VIEW g_summary AS
+-- G per scenario key, on every case it has.
+CREATE OR REPLACE VIEW g_scores AS
+SELECT * EXCLUDE (cases_of) FROM g_scores_on_cases WHERE cases_of IS NULL;
+
+-- Mean and spread of the g_scores_on_cases rows over replicates (seeds and split seeds) of one variant and set of
+-- cases. n_incomplete: replicates of a held-out scenario with fewer cases than their seen (or standard) scenario,
+-- i.e. folds not done yet or failed; at a crossing level the kept T_test cases with no group there are no fold's, so
+-- they are not expected.
+CREATE OR REPLACE VIEW g_summary_on_cases AS
 WITH reference AS (
     SELECT task, suite, model_name, config, method, seed, split_seed, variant, max(n_cases) AS n_cases
     FROM g_scores
@@ -123,8 +161,9 @@ SELECT g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario,
        avg(g.s_suite) AS s_suite_mean,
        avg(g.s_iid) AS s_iid_mean,
        count(*) FILTER (WHERE g.scenario NOT IN ('seen', 'standard')
-                          AND g.n_cases < r.n_cases - coalesce(u.n_cases, 0)) AS n_incomplete
-FROM g_scores g
+                          AND g.n_cases < r.n_cases - coalesce(u.n_cases, 0)) AS n_incomplete,
+       g.cases_of
+FROM g_scores_on_cases g
 LEFT JOIN reference r
        ON r.task = g.task
       AND r.suite IS NOT DISTINCT FROM g.suite
@@ -142,7 +181,11 @@ LEFT JOIN ungrouped u
       AND u.scenario = g.scenario
       AND u.seed IS NOT DISTINCT FROM g.seed
       AND u.split_seed IS NOT DISTINCT FROM g.split_seed AND u.variant = g.variant
-GROUP BY g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario;
+GROUP BY g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario, g.cases_of;
+
+-- g_summary_on_cases on every case a scenario key has.
+CREATE OR REPLACE VIEW g_summary AS
+SELECT * EXCLUDE (cases_of) FROM g_summary_on_cases WHERE cases_of IS NULL;
 
 -- Progress of a run: models done / failed per scenario key. Failed models (status 'failed', kept with their error)
 -- count in n_failed and are left out of every score view: failed_groups names the held-out groups they lack.

@@ -4,32 +4,44 @@
 -- model names (and suites) are then averaged with equal weight, as the significance view does.
 -- =============================================================================================================
 
--- g_summary per (task, suite, config, method, variant, scenario): the mean over model names of their means over
--- replicates; n_replicates and n_incomplete summed over the model names.
-CREATE OR REPLACE VIEW scenario_summary AS
+-- g_summary_on_cases per (task, suite, config, method, variant, scenario, cases_of): the mean over model names of
+-- their means over replicates; n_replicates and n_incomplete summed over the model names. `cases_of`: NULL for every
+-- case, a crossing level for the seen and standard scenarios on the cases with a group there (pass_rates_on_cases).
+CREATE OR REPLACE VIEW scenario_summary_on_cases AS
 SELECT task, suite, config, method, variant, scenario,
        avg(g_mean) AS g,
        avg(s_suite_mean) AS s_suite,
        avg(s_iid_mean) AS s_iid,
        sum(n_replicates)::BIGINT AS n_replicates,
        sum(n_incomplete)::BIGINT AS n_incomplete,
-       count(*) AS n_model_names
-FROM g_summary
-GROUP BY task, suite, config, method, variant, scenario;
+       count(*) AS n_model_names,
+       cases_of
+FROM g_summary_on_cases
+GROUP BY task, suite, config, method, variant, scenario, cases_of;
 
--- pass_rates averaged the same way: per (task, suite, config, method, variant, scenario, scoring_group), the mean over
--- model names of the mean pass rate over replicates (NULL where no case of the group was evaluable).
-CREATE OR REPLACE VIEW pass_rate_summary AS
+-- scenario_summary_on_cases on every case.
+CREATE OR REPLACE VIEW scenario_summary AS
+SELECT * EXCLUDE (cases_of) FROM scenario_summary_on_cases WHERE cases_of IS NULL;
+
+-- pass_rates_on_cases averaged the same way: per (task, suite, config, method, variant, scenario, scoring_group,
+-- cases_of), the mean over model names of the mean pass rate over replicates (NULL where no case of the group was
+-- evaluable).
+CREATE OR REPLACE VIEW pass_rate_summary_on_cases AS
 WITH per_model_name AS (
-    SELECT task, suite, model_name, config, method, variant, scenario, scoring_group,
+    SELECT task, suite, model_name, config, method, variant, scenario, scoring_group, cases_of,
            avg(pass_rate) AS pass_rate, bool_or(excluded) AS excluded, count(*) AS n_replicates
-    FROM pass_rates
-    GROUP BY task, suite, model_name, config, method, variant, scenario, scoring_group
+    FROM pass_rates_on_cases
+    GROUP BY task, suite, model_name, config, method, variant, scenario, scoring_group, cases_of
 )
 SELECT task, suite, config, method, variant, scenario, scoring_group,
-       avg(pass_rate) AS pass_rate, bool_or(excluded) AS excluded, sum(n_replicates)::BIGINT AS n_replicates
+       avg(pass_rate) AS pass_rate, bool_or(excluded) AS excluded, sum(n_replicates)::BIGINT AS n_replicates,
+       cases_of
 FROM per_model_name
-GROUP BY task, suite, config, method, variant, scenario, scoring_group;
+GROUP BY task, suite, config, method, variant, scenario, scoring_group, cases_of;
+
+-- pass_rate_summary_on_cases on every case.
+CREATE OR REPLACE VIEW pass_rate_summary AS
+SELECT * EXCLUDE (cases_of) FROM pass_rate_summary_on_cases WHERE cases_of IS NULL;
 
 -- The scenario columns of the report, per (task, suite): every scenario but standard (standard where it is the
 -- only one). One row per column and configuration-method with data there; `source_scenario` is the scenario
@@ -60,19 +72,37 @@ JOIN present x
 
 -- The paper's Table 3: one row per cell. kind 'iid': a configuration-method's i.i.d. score in a task (iid_scores:
 -- the mean over replicates per model name, then over model names); kind 'g': its G in a task's scenario column
--- (report_columns, scenario_summary; `partial` when some replicate's held-out folds are incomplete); kind 'avg':
--- the Avg. column, the mean over tasks of the mean G over the task's scenario columns (a task with a column
--- without G left out). n_replicates: how many replicates the cell rests on (seeds × split seeds, × model names
--- for 'iid' and 'g'); `best`: the highest value of its column.
+-- (report_columns, scenario_summary_on_cases; `partial` when some replicate's held-out folds are incomplete; in a
+-- crossing level's column a configuration-method shown from its standard scenario, as the IID baseline, is on the
+-- cases with a group at the level, the cases that column scores); kind 'cases': beside a crossing level's column
+-- (`scenario` names the level), every configuration-method's seen scenario (its standard one where it has no other)
+-- on those cases, so that the figures set beside each other are on the same cases; kind 'avg': the Avg. column, the
+-- mean over tasks of the mean G over the task's scenario columns (a task with a column without G left out).
+-- n_replicates: how many replicates the cell rests on (seeds × split seeds, × model names for 'iid', 'g' and
+-- 'cases'); `best`: the highest value of its column.
 CREATE OR REPLACE VIEW table3 AS
-WITH g_cells AS (
+WITH columns_ AS (
+    SELECT c.*, x.level AS crossing
+    FROM report_columns c
+    LEFT JOIN crossing_levels x ON x.task = c.task AND x.suite IS NOT DISTINCT FROM c.suite AND x.level = c.scenario
+), g_cells AS (
     SELECT c.task, c.config, c.method, c.variant, c.scenario, any_value(c.source_scenario) AS source_scenario,
            avg(s.g) AS value, avg(s.s_suite) AS s_suite, sum(s.n_replicates)::BIGINT AS n_replicates,
            sum(s.n_incomplete) > 0 AS partial
-    FROM report_columns c
-    JOIN scenario_summary s
+    FROM columns_ c
+    JOIN scenario_summary_on_cases s
       ON s.task = c.task AND s.suite IS NOT DISTINCT FROM c.suite AND s.config = c.config
      AND s.method = c.method AND s.variant = c.variant AND s.scenario = c.source_scenario
+     AND s.cases_of IS NOT DISTINCT FROM (CASE WHEN c.source_scenario <> c.scenario THEN c.crossing END)
+    GROUP BY c.task, c.config, c.method, c.variant, c.scenario
+), cases_cells AS (
+    SELECT c.task, c.config, c.method, c.variant, c.scenario, any_value(s.scenario) AS source_scenario,
+           avg(s.g) AS value, avg(s.s_suite) AS s_suite, sum(s.n_replicates)::BIGINT AS n_replicates
+    FROM columns_ c
+    JOIN scenario_summary_on_cases s
+      ON s.task = c.task AND s.suite IS NOT DISTINCT FROM c.suite AND s.config = c.config
+     AND s.method = c.method AND s.variant = c.variant AND s.cases_of = c.crossing
+     AND s.scenario = CASE WHEN c.source_scenario = c.scenario THEN 'seen' ELSE c.source_scenario END
     GROUP BY c.task, c.config, c.method, c.variant, c.scenario
 ), iid_per_model_name AS (
     SELECT task, suite, model_name, config, method, variant, avg(s_iid) AS s_iid, count(*) AS n_replicates
@@ -104,6 +134,9 @@ WITH g_cells AS (
     SELECT 'g', task, config, method, variant, scenario, source_scenario, value, s_suite, n_replicates, partial
     FROM g_cells
     UNION ALL
+    SELECT 'cases', task, config, method, variant, scenario, source_scenario, value, s_suite, n_replicates, false
+    FROM cases_cells
+    UNION ALL
     SELECT 'avg', NULL, config, method, variant, NULL, NULL, value, NULL, n_replicates, false
     FROM avg_cells
 )
@@ -111,17 +144,22 @@ SELECT kind, task, config, method, variant, scenario, source_scenario, value, s_
        coalesce(value = max(value) OVER (PARTITION BY kind, task, scenario), false) AS best
 FROM cells;
 
--- The worst scoring group per (task, suite, config, method, variant, scenario): the lowest pass_rate_summary among the
--- groups that are neither excluded nor without an evaluable case (ties: the first group name).
-CREATE OR REPLACE VIEW worst_groups AS
-SELECT task, suite, config, method, variant, scenario, scoring_group, pass_rate
+-- The worst scoring group per (task, suite, config, method, variant, scenario, cases_of): the lowest
+-- pass_rate_summary_on_cases among the groups that are neither excluded nor without an evaluable case (ties: the first
+-- group name).
+CREATE OR REPLACE VIEW worst_groups_on_cases AS
+SELECT task, suite, config, method, variant, scenario, scoring_group, pass_rate, cases_of
 FROM (
-    SELECT *, row_number() OVER (PARTITION BY task, suite, config, method, variant, scenario
+    SELECT *, row_number() OVER (PARTITION BY task, suite, config, method, variant, scenario, cases_of
                                  ORDER BY pass_rate, scoring_group) AS rank_
-    FROM pass_rate_summary
+    FROM pass_rate_summary_on_cases
     WHERE NOT excluded AND pass_rate IS NOT NULL
 ) AS ranked
 WHERE rank_ = 1;
+
+-- worst_groups_on_cases on every case.
+CREATE OR REPLACE VIEW worst_groups AS
+SELECT * EXCLUDE (cases_of) FROM worst_groups_on_cases WHERE cases_of IS NULL;
 
 -- The degeneracy check as the report shows it: per (task, suite, config, method, variant, scenario) and prediction set
 -- (D_test, or the MFT cases' first inputs), one row per label (a predicted label, or a gold one other than
