@@ -32,9 +32,12 @@ where it is defined (the seed-level t has none when the seeds' values are equal)
 shown. The bootstrap over seeds × cases is not one of beluga's intervals: it is shown for comparison.
 
 Three settings of the components: seed-dominated (training runs differ more than cases do), case-dominated,
-and quick-like (the spread of the two one-seed IID→T draws in benchmarks/RESULTS.md). The lowest hierarchical
-coverage at each seed count decides ``HIERARCHICAL_MIN_SEEDS`` (intervals.py): below 93.5 % beluga gives no
-verdict from the hierarchical interval at that seed count, but the seed-level t's.
+and quick-like (the spread of the two one-seed IID→T draws in benchmarks/RESULTS.md). The last lines say, per
+seed count, the lowest hierarchical coverage and how many rows are below 93.5 %, by their point estimate and beyond
+two binomial standard errors (``below_floor``). A seed count with a row below beyond noise is one where beluga gives
+no verdict from the hierarchical interval, but the seed-level t's: ``HIERARCHICAL_MIN_SEEDS`` (intervals.py) is the
+first seed count from which none is (5, from this table and ``--seeds 4``; benchmarks/RESULTS.md). Over 18 rows at
+1,000 stores, one or two point estimates below 93.5 % are what near-nominal coverage gives by chance.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from scipy.stats import norm
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from beluga_core.analysis.replicates.intervals import (
+    IidParts,
     Interval,
     Replicates,
     cell_intervals,
@@ -82,10 +86,11 @@ FLOOR = 0.935
 
 def _replicates(passed: np.ndarray, correct: np.ndarray) -> Replicates:
     """One cell as `beluga analyze` builds it: per seed, every case's outcome (all evaluable) and every D_test
-    example's correctness. The one place the benchmark constructs ``Replicates``."""
+    example's correctness (s_iid accuracy: a mean metric's parts). The one place the benchmark constructs
+    ``Replicates``."""
     group = np.repeat(np.arange(GROUPS), CASES)
     return Replicates(tuple(range(passed.shape[0])), tuple(f"g{i}" for i in range(GROUPS)), group, passed,
-                      np.ones_like(passed), correct)
+                      np.ones_like(passed), IidParts.of_scores(correct))
 
 
 def _cell(rng: np.random.Generator, case: np.ndarray, example: np.ndarray, seeds: int, shift: float,
@@ -102,7 +107,8 @@ def _cell(rng: np.random.Generator, case: np.ndarray, example: np.ndarray, seeds
 def truths(sd: tuple[float, float, float, float], rng: np.random.Generator,
            runs: int = TRUTH_RUNS) -> dict[str, tuple[float, float, float]]:
     """statistic → (truth of A, truth of A − B, Monte-Carlo standard error of the latter; 0 for a closed form).
-    Also "g_of_means" → harmonic(true s_T, true s_iid) of A and of A − B, for the record."""
+    Also "g_of_means" → harmonic(true s_T, true s_iid) of A and of A − B, for the record, and "g_se" → (the
+    Monte-Carlo standard error of G's truth of A, 0, 0)."""
     s_seed, s_sg, s_case, s_rest = sd
     t_total = np.sqrt(s_seed ** 2 + s_sg ** 2 + s_case ** 2 + s_rest ** 2)
     i_total = np.sqrt(s_seed ** 2 + SD_EXAMPLE ** 2 + SD_IID_REST ** 2)
@@ -126,7 +132,8 @@ def truths(sd: tuple[float, float, float, float], rng: np.random.Generator,
     hm = float(harmonic(st_a, si_a)), float(harmonic(st_b, si_b))
     return {"s_suite": (st_a, st_a - st_b, 0.0), "s_iid": (si_a, si_a - si_b, 0.0),
             "g": (float(ga_all.mean()), float(gd_all.mean()), float(gd_all.std(ddof=1) / np.sqrt(runs))),
-            "g_of_means": (hm[0], hm[0] - hm[1], 0.0)}
+            "g_of_means": (hm[0], hm[0] - hm[1], 0.0),
+            "g_se": (float(ga_all.std(ddof=1) / np.sqrt(runs)), 0.0, 0.0)}
 
 
 Tally = dict[str, dict[str, list]]
@@ -215,8 +222,9 @@ def main() -> None:
     truth = {s[0]: truths((s[1], s[2], s[3], s[4]), truth_rng) for s in SETTINGS}
     for name, t in truth.items():
         print(f"truth, {name}: s_T {t['s_suite'][0]:.4f} (A − B {t['s_suite'][1]:+.4f}), s_iid {t['s_iid'][0]:.4f} "
-              f"(A − B {t['s_iid'][1]:+.4f}), G = E over runs of G(run) {t['g'][0]:.4f} (A − B {t['g'][1]:+.4f}, "
-              f"Monte-Carlo se {t['g'][2]:.1e} over {TRUTH_RUNS:,} runs); G of the true s_T and s_iid "
+              f"(A − B {t['s_iid'][1]:+.4f}), G = E over runs of G(run) {t['g'][0]:.4f} (A − B {t['g'][1]:+.4f}; "
+              f"Monte-Carlo se {t['g_se'][0]:.1e} and {t['g'][2]:.1e} over {TRUTH_RUNS:,} runs); G of the true s_T "
+              "and s_iid "
               f"{t['g_of_means'][0]:.4f} (A − B {t['g_of_means'][1]:+.4f}), not the target")
     print()
     print("| components (σ seed, seed×group, case, rest) | seeds | figure | seed-level t | bootstrap over seeds × "
@@ -235,10 +243,11 @@ def main() -> None:
                         f"{c['width:cases']:.3f} |", flush=True)
     print()
     for seeds, rows in worst.items():
-        c, n, where = min(rows)
+        lowest, n, where = min(rows)
         low = [r for r in rows if r[0] < FLOOR]
         beyond = [r for r in rows if below_floor(r[0], r[1])]
-        print(f"{seeds} seeds: hierarchical lowest {100 * c:.1f} % ± {100 * np.sqrt(c * (1 - c) / n):.1f} ({where}); "
+        print(f"{seeds} seeds: hierarchical lowest {100 * lowest:.1f} % ± "
+              f"{100 * np.sqrt(lowest * (1 - lowest) / n):.1f} ({where}); "
               f"{len(low)} of {len(rows)} rows below {100 * FLOOR:.1f} %, {len(beyond)} beyond two standard errors")
     print(f"wall time {time.perf_counter() - started:.0f} s; precision float64 (numpy: no model computes) · "
           f"{machine_line(None, torch.device('cpu'))}")

@@ -103,6 +103,18 @@ def relation_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def paraphrase_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/data/tiny-paraphrase.toml run once: the paraphrase task end to end (tests/test_pipeline_tasks.py), and a
+    store whose i.i.d. metric is the duplicate class's F1 (tests/test_verdicts_recomputed.py). Tests must not write
+    to it."""
+    from helpers import DATA, run_benchmark
+
+    store = tmp_path_factory.mktemp("paraphrase") / "p.duckdb"
+    run_benchmark(DATA / "tiny-paraphrase.toml", store)
+    return store
+
+
+@pytest.fixture(scope="session")
 def executors_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/data/tiny-executors.toml run with the local executor (one torch thread): the reference that the
     parallel executors and a killed-and-resumed run must equal, and the own-levels end-to-end store (the shipped

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from beluga_core.execution.results import IIDResult, JobResult, ModelRecord, Outcomes
-from beluga_core.store.rows import CaseRow, SuiteRow
+from beluga_core.store.rows import CaseRow, SplitRows, SuiteRow
 from beluga_core.store.writer import StoreWriter
 
 SUITE = "toy"
@@ -57,6 +57,8 @@ def crossing_suite_row(suite: str = CROSSING_SUITE) -> SuiteRow:
 class StoreBuilder:
     """Writes models of one suite; a held-out scenario is split into one fold model per group."""
 
+    split_id: str | None = None   # the split the models written name (record_test_split), else none
+
     def __init__(self, path: Path, cases: Sequence[CaseRow] | None = None, *, suite: str = SUITE,
                  row: SuiteRow | None = None) -> None:
         """``row``: the suite's header (default: the toy suite's levels under the name ``suite``)."""
@@ -66,6 +68,13 @@ class StoreBuilder:
         self.writer = StoreWriter(path)
         self.writer.ensure_suite(row if row is not None else suite_row(suite), self.cases)
         self.clock = datetime(2024, 6, 1)
+
+    def record_test_split(self, split_id: str = "all-test") -> None:
+        """Record a split that keeps every case in T_test, and give it to the models written from now on (the views
+        read it to tell a crossing level's cases without a group from a fold not done)."""
+        self.writer.record_split(SplitRows(split_id, self.suite, 1, (0.0, 0.0, 1.0), {},
+                                           [(c.case_id, "test", True) for c in self.cases]))
+        self.split_id = split_id
 
     def _tick(self) -> datetime:
         self.clock += timedelta(seconds=1)
@@ -103,7 +112,7 @@ class StoreBuilder:
             record = ModelRecord(model_id=mid, task=task, suite=self.suite, model_name=model_name, config=config,
                                  method=method, scenario=scenario, heldout_group=group,
                                  heldout_level=None if group is None else scenario, seed=seed,
-                                 split_seed=split_seed, finished_at=self._tick())
+                                 split_seed=split_seed, split_id=self.split_id, finished_at=self._tick())
             result = JobResult(record, Outcomes.of(cids, [outcomes[c] for c in cids],
                                                    [(case_preds or {}).get(c) for c in cids]), iid)
             self.writer.commit(result)

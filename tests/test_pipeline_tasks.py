@@ -14,13 +14,6 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def paraphrase_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    store = tmp_path_factory.mktemp("paraphrase") / "p.duckdb"
-    run_benchmark(DATA / "tiny-paraphrase.toml", store)
-    return store
-
-
-@pytest.fixture(scope="module")
 def reading_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("reading") / "r.duckdb"
     run_benchmark(DATA / "tiny-reading.toml", store)

@@ -115,12 +115,15 @@ def _first_seeds(comp: Components, cases: float, effect: float) -> int | None:
 
 
 def test_a_seed_variance_of_zero_is_not_an_estimate() -> None:
-    base = {"case": 0.01, "rest": 0.2, "groups": 5, "seeds": 2, "cases": 20.0, "observed": 0.3}
-    assert not Components(seed=0.0, rest_share=0.002, per_seed_var=0.0, **base).seed_estimable  # type: ignore[arg-type]
-    # Equal but for rounding (one ulp of a rate): still equal.
-    assert not Components(seed=0.0, rest_share=0.002, per_seed_var=1e-33, **base).seed_estimable  # type: ignore[arg-type]
+    def seeds_varying(per_seed_var: float) -> Components:
+        return Components(seed=0.0, case=0.01, rest=0.2, groups=5, seeds=2, cases=20.0, observed=0.3,
+                          rest_share=0.002, per_seed_var=per_seed_var)
+
+    assert not seeds_varying(0.0).seed_estimable
+    # Equal but for rounding (a few ulps of a rate): still equal.
+    assert not seeds_varying(1e-33).seed_estimable
     # Spread less than the seeds' own noise explains: σ²_seed cut to 0, but measured.
-    assert Components(seed=0.0, rest_share=0.002, per_seed_var=1e-4, **base).seed_estimable  # type: ignore[arg-type]
+    assert seeds_varying(1e-4).seed_estimable
 
 
 # --- `beluga power` on hand-built stores ---------------------------------------------------------------------------
@@ -282,3 +285,17 @@ def test_power_of_an_unreachable_effect(tmp_path: Path, capsys: pytest.CaptureFi
     for s in [*range(2, 200), *(10 ** k for k in range(3, 10))]:
         assert power(*comp.variance(s, 4.0), s, 0.05) <= at_most
     assert power_bound_over_cases(comp.variance, 3, 0.05) >= 0.8
+
+
+def test_power_beyond_the_search_is_not_unreachable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The training runs disagree and the effect is 2 points: more than 1,000 seeds at 20 cases per group, at the
+    # estimate and at both ends of σ²_seed's interval; but enough seeds would, so it is not "unreachable" (and the
+    # bracketed figures are printed, not swallowed as a rich style tag).
+    store = _spread_seeds_store(tmp_path / "spread.duckdb")
+    code, out, err = run_cli(capsys, "power", store, "--effect", "0.02")
+    assert code == 0, err
+    text = _line(out)
+    assert "seeds needed at 20 cases per group: more than 1,000 [more than 1,000, more than 1,000];" in text
+    comp = _components(store, 3)
+    assert seeds_needed(comp.variance, 20.0, 0.02) is None
+    assert power_bound_over_seeds(comp.variance, 20.0, 0.02) >= 0.8

@@ -23,7 +23,8 @@ VIEW = Path(beluga_core.__file__).parent / "store" / "sql" / "views" / "55_repli
 def test_the_view_and_python_agree_on_the_minimum_seed_count() -> None:
     (number,) = re.findall(r"SELECT (\d+) AS min_seeds\s+-- HIERARCHICAL_MIN_SEEDS", VIEW.read_text())
     assert int(number) == HIERARCHICAL_MIN_SEEDS
-    assert HIERARCHICAL_MIN_SEEDS > 2   # the coverage table puts 2 seeds below 93.5 %
+    # The coverage table (benchmarks/RESULTS.md) puts 2, 3 and 4 seeds below 93.5 % beyond binomial noise, 5 and 10 not.
+    assert HIERARCHICAL_MIN_SEEDS == 5
     assert [default_kind(s) for s in (1, 2, HIERARCHICAL_MIN_SEEDS - 1, HIERARCHICAL_MIN_SEEDS)] == \
         ["cases", "seed", "seed", "hierarchical"]
 

@@ -61,9 +61,9 @@ def _print_seed_rows(console: Console, rows: list[dict]) -> None:
 
     one_task = _tasks(rows) <= 1
     table = Table(title="Against the IID baseline over seeds, paired by seed (percentage points): the mean, the "
-                        "seed-level and the hierarchical 95 % intervals, and whether the one verdicts come from (the "
-                        f"hierarchical from {HIERARCHICAL_MIN_SEEDS} seeds on, the seed-level t below) resolves the "
-                        "difference (excludes 0)" + (f" ({rows[0]['task']})" if one_task and rows else ""),
+                        "seed-level and the hierarchical 95 % intervals, and whether the interval the verdict comes "
+                        f"from (the hierarchical one from {HIERARCHICAL_MIN_SEEDS} seeds on, the seed-level t below) "
+                        "resolves the difference (excludes 0)" + (f" ({rows[0]['task']})" if one_task and rows else ""),
                   title_justify="left")
     for col in (*([] if one_task else ["task"]), "configuration/method", "scenario", "figure", "seeds", "Δ",
                 "seed-level", "hierarchical", "ordering"):
@@ -80,6 +80,16 @@ def _print_seed_rows(console: Console, rows: list[dict]) -> None:
     if any(r["default_kind"] == "seed" for r in rows):
         console.print(f"(seed-level t): the ordering is the seed-level t interval's, not the hierarchical one's: "
                       f"{SEED_T_WHY}.", style="dim", highlight=False)
+
+
+def crossing_note(rows: list[dict], crossing: set[tuple[str, str]]) -> str | None:
+    """What the rows of a crossing level's scenario compare (docs/method.md, "Scenarios and folds")."""
+    levels = sorted({r["scenario"] for r in rows if (r["task"], r["scenario"]) in crossing}
+                    | {lv for t, lv in crossing for r in rows if r["task"] is None and r["scenario"] == lv})
+    if not levels:
+        return None
+    return (f"{', '.join(levels)}: a crossing level, whose scenario scores only the cases with a group at it: its Δ, "
+            "test and interval against the IID baseline are on those cases, the baseline's figures too.")
 
 
 def _mark(row: dict, p: str, delta: str) -> str | None:
@@ -134,6 +144,7 @@ def analyze(
                              ORDER BY task, config, method, variant, scenario, statistic""")
         names = [d[0] for d in cur.description]
         seed_rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        crossing = {(t, lv) for t, lv in con.execute("SELECT DISTINCT task, level FROM crossing_levels").fetchall()}
         pair_rows: list[dict] = []
         if pairs:
             (a, b), = pairs
@@ -151,6 +162,9 @@ def analyze(
                              "better / worse (p < 0.05)", baseline_rows)
     if seed_rows:
         _print_seed_rows(console, seed_rows)
+    note = crossing_note([*baseline_rows, *seed_rows], crossing)
+    if note:
+        console.print(note, style="dim", highlight=False)
     if pairs:
         for r in pair_rows:
             r["iid_mark"], r["g_mark"] = _mark(r, "p_iid", "delta_iid"), _mark(r, "p_g", "delta_g")

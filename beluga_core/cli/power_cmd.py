@@ -92,7 +92,7 @@ def power_line(ra: Replicates, rb: Replicates, statistic: str, group: str | None
                alpha: float, suite_sizes: Mapping[str, int] | None = None) -> str:
     """What ``beluga power`` says of one comparison: observed difference, components, power now, sizes needed.
     ``suite_sizes``: the suite's cases per scoring group, in all (default: the cases the cells have outcomes for)."""
-    from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, SEED_T_WHY
+    from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, SEED_T_WHY, aligned
     from beluga_core.analysis.replicates.power import (
         cases_needed,
         g_variance,
@@ -121,8 +121,11 @@ def power_line(ra: Replicates, rb: Replicates, statistic: str, group: str | None
         if not iid.seed_estimable:
             flat.append("s_iid")
             iid = iid.with_seed(0.0)
-        s_suite, s_iid = float(ra.per_seed("s_suite").mean()), float(ra.per_seed("s_iid").mean())
-        observed = float((ra.per_seed("g") - rb.per_seed("g")).mean())
+        # On the seeds and cases both cells have, as the components are: a crossing level's scenario scores only the
+        # cases with a group there, and its G is compared with the baseline's on those (issue 52).
+        pa, pb = aligned(ra, rb)
+        s_suite, s_iid = float(pa.per_seed("s_suite").mean()), float(pa.per_seed("s_iid").mean())
+        observed = float((pa.per_seed("g") - pb.per_seed("g")).mean())
 
         def make(c: Components) -> VarianceFn:
             return g_variance(c, iid, s_suite, s_iid)
@@ -193,8 +196,11 @@ def _fits(n: int, in_all: list[int], here: list[int]) -> str:
     notes = []
     if n > min(in_all):
         notes.append(f"more than some of the suite's groups hold: {_span(in_all)} cases in all")
+    # Reachable with this suite, but T_test here is smaller (its share of the split, or [sizes]' caps).
     if n > max(here):
-        notes.append(f"more than T_test holds here, {_span(here)} per group: a larger share of the suite in T_test")
+        notes.append(f"more than T_test holds here, {_span(here)} per group")
+    elif n > min(here):
+        notes.append(f"more than some groups hold in T_test here, {_span(here)} per group")
     return f"{n:,}" + (f" ({'; '.join(notes)})" if notes else "")
 
 

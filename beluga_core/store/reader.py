@@ -24,10 +24,12 @@ from beluga_core.store.connection import (
 from beluga_core.store.migrations import SCHEMA_VERSION, upgrade
 from beluga_core.store.rows import TABLES
 
-VIEWS = ("pass_rates", "suite_scores", "model_iid_scores", "iid_scores", "g_scores", "g_summary",
+VIEWS = ("crossing_levels", "pass_rates_on_cases", "pass_rates", "suite_scores_on_cases", "suite_scores",
+         "model_iid_scores", "iid_scores", "g_scores_on_cases", "g_scores", "g_summary_on_cases", "g_summary",
          "models_status", "duplicate_outcomes", "label_names", "label_distribution", "degeneracy",
          "iid_confusion", "iid_class_scores", "model_training_cases", "training_leaks", "grid_pass_rates",
-         "grid_test_type_scores", "grid_scores", "scenario_summary", "pass_rate_summary", "report_columns", "table3",
+         "grid_test_type_scores", "grid_scores", "scenario_summary_on_cases", "scenario_summary",
+         "pass_rate_summary_on_cases", "pass_rate_summary", "report_columns", "table3", "worst_groups_on_cases",
          "worst_groups", "degeneracy_labels", "significance_inputs", "significance_pairs", "significance",
          "cross_case_bases", "cross_pass_rates", "cross_alignment_cases", "cross_alignment", "cross_scores",
          "cross_summary", "cross_pass_rate_summary",

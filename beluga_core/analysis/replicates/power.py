@@ -14,7 +14,10 @@ difference of s_T (or of the group's pass rate) less what the rest contributes g
 
 and the test is the two-stage t of the hierarchical interval (Welch–Satterthwaite df): power = P(|T| > t_crit)
 for T noncentral t with ncp = d / SE. σ²_seed rests on S − 1 degrees of freedom, so the recommendation is given
-at its estimate and at the ends of its 95 % chi-square interval.
+at its estimate and at the ends of its 95 % chi-square interval; when the per-seed differences are all equal it is
+not estimable at all (``Components.seed_estimable``). A search that finds no count up to MAX_SEEDS or MAX_CASES is
+not a proof that none does: ``power_bound_over_seeds`` and ``power_bound_over_cases`` bound the power over every
+count, and only a bound below the target means unreachable.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def replicate_rows(cells: dict[Cell, Replicates], digests: dict[Cell, str], *, r
         rng = comparison_rng(seed, interval_id(cell, base, "difference", ""))
         try:
             diffs = difference_intervals(rep, cells[base], _statistics(rep, cells[base]), rounds, rng)
-        except ValueError:   # no common seed: nothing to pair
+        except ValueError:   # no common seed, or no case both have: nothing to pair
             continue
         digest = _pair_digest(digests[cell], digests[base])
         for name, kinds in diffs.items():

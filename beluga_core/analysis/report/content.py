@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -99,13 +100,17 @@ def worst_groups_of(data: ReportData, maps: list[Heatmap]) -> dict[tuple[str, st
                                                                    dict[tuple[str, str], WorstGroup]]:
     """(task, suite, scenario) → pair → its worst group (the ``worst_groups`` view), for every heatmap and row of
     ``maps`` (in their order); the Markdown / HTML reports' table and the result site's alike."""
-    worst = {(r["task"], r["suite"], r["config"], r["method"], r["scenario"]): r for r in data.worst_groups}
+    worst: dict[tuple[str, str, str, str, str, str | None], dict[str, Any]] = {
+        (r["task"], r["suite"], r["config"], r["method"], r["scenario"], None): r for r in data.worst_groups}
+    worst |= {(r["task"], r["suite"], r["config"], r["method"], r["scenario"], r["cases_of"]): r
+              for r in data.crossing_worst_groups}
     out: dict[tuple[str, str, str], dict[tuple[str, str], WorstGroup]] = {}
     for h in maps:
         numbers = {g.name: g.number for g in h.layout.groups}
         per_pair = {}
         for pair in h.rows:
-            r = worst.get((h.task, h.suite, *pair, h.shown_from.get(pair, h.scenario)))
+            shown = h.shown_from.get(pair)
+            r = worst.get((h.task, h.suite, *pair, shown or h.scenario, h.cases_of if shown else None))
             per_pair[pair] = WorstGroup(None, None) if r is None else \
                 WorstGroup(r["pass_rate"], numbers.get(r["scoring_group"]))
         out[(h.task, h.suite, h.scenario)] = per_pair

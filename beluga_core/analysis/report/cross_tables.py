@@ -24,7 +24,7 @@ class CrossCell:
     s: float | None
     mark: str | None = None
     shown_from: str | None = None        # the baseline: its standard scenario on this column's cases
-    pm: float | None = None              # G: half its 95 % interval over seeds (two or more seeds)
+    pm: float | None = None              # G: half its 95 % interval over seeds (replicate_summary's default kind)
 
 
 @dataclass

@@ -51,6 +51,9 @@ class Heatmap:
     values: np.ndarray           # (n_rows, 1 + n_groups), fractions; NaN where not evaluable / not run
     excluded: set[str]
     shown_from: dict[tuple[str, str], str] = field(default_factory=dict)  # rows showing another scenario
+    # A crossing level's heatmap: the rows shown from another scenario (the IID baseline's standard) are on the cases
+    # with a group at this level, the cases the scenario scores.
+    cases_of: str | None = None
 
     @property
     def slug(self) -> str:
@@ -59,12 +62,20 @@ class Heatmap:
 
 def heatmaps(data: ReportData) -> list[Heatmap]:
     """One Heatmap per (task, suite) and scenario column of ``report_columns``: its configuration-methods (those
-    evaluated in the standard scenario only, as the IID baseline, show their standard scenario), s_T from
-    ``scenario_summary`` and the group pass rates from ``pass_rate_summary``."""
-    s_t = {(r["task"], r["suite"], r["config"], r["method"], r["scenario"]): r["s_suite"]
-           for r in data.scenario_scores}
-    rates = {(r["task"], r["suite"], r["config"], r["method"], r["scenario"], r["scoring_group"]): r["pass_rate"]
-             for r in data.pass_rates}
+    evaluated in the standard scenario only, as the IID baseline, show their standard scenario: in a crossing level's
+    column on the cases with a group at the level), s_T from ``scenario_summary`` and the group pass rates from
+    ``pass_rate_summary`` (their ``_on_cases`` rows in a crossing level's column)."""
+    s_t: dict[tuple[str, str, str, str, str, str | None], float | None] = {
+        (r["task"], r["suite"], r["config"], r["method"], r["scenario"], None): r["s_suite"]
+        for r in data.scenario_scores}
+    s_t |= {(r["task"], r["suite"], r["config"], r["method"], r["scenario"], r["cases_of"]): r["s_suite"]
+            for r in data.crossing_scores}
+    rates: dict[tuple[str, str, str, str, str, str | None, str], float | None] = {
+        (r["task"], r["suite"], r["config"], r["method"], r["scenario"], None, r["scoring_group"]): r["pass_rate"]
+        for r in data.pass_rates}
+    rates |= {(r["task"], r["suite"], r["config"], r["method"], r["scenario"], r["cases_of"], r["scoring_group"]):
+              r["pass_rate"] for r in data.crossing_pass_rates}
+    crossing = {(r["task"], r["suite"], r["cases_of"]) for r in data.crossing_scores}
     excluded: dict[tuple[str, str], set[str]] = defaultdict(set)
     for r in data.pass_rates:
         if r["excluded"]:
@@ -80,14 +91,20 @@ def heatmaps(data: ReportData) -> list[Heatmap]:
             sources = columns[(task, suite, scenario)]
             pairs = pair_order(set(sources))
             values = np.full((len(pairs), 1 + len(layout.groups)), np.nan)
+            cases_of = scenario if (task, suite, scenario) in crossing else None
             for i, pair in enumerate(pairs):
-                key = (task, suite, *pair, sources[pair])
+                key = (task, suite, *pair, sources[pair], cases_of if sources[pair] != scenario else None)
                 values[i, 0] = _value(s_t.get(key))
                 for j, g in enumerate(layout.groups):
                     values[i, 1 + j] = _value(rates.get((*key, g.name)))
             out.append(Heatmap(task, suite, scenario, pairs, layout, values, excluded[(task, suite)],
-                               {p: sc for p, sc in sources.items() if sc != scenario}))
+                               {p: sc for p, sc in sources.items() if sc != scenario}, cases_of))
     return out
+
+
+def shown_on(h: Heatmap) -> str:
+    """How a row shown from another scenario is labelled beyond that scenario's name: on which cases."""
+    return f", {h.cases_of} cases" if h.cases_of else ""
 
 
 def _value(v: float | None) -> float:
@@ -115,8 +132,8 @@ def draw_heatmap(h: Heatmap) -> Figure:
                         color="white" if v < 0.2 or v > 0.85 else "black")
 
     type_order = list(dict.fromkeys(g.test_type for g in groups))
-    ax.set_yticks(range(n_rows), [f"{c} / {m}" + (f" ({h.shown_from[(c, m)]})" if (c, m) in h.shown_from else "")
-                                  for c, m in h.rows])
+    ax.set_yticks(range(n_rows), [f"{c} / {m}" + (f" ({h.shown_from[(c, m)]}{shown_on(h)})" if (c, m) in h.shown_from
+                                                   else "") for c, m in h.rows])
     ax.set_ylabel("configuration / method")
     ax.tick_params(axis="x", labelbottom=False, bottom=False)
     ax.set_title(f"{h.task} ({h.suite}): pass rates (%), scenario '{h.scenario}'", loc="left", fontsize=10)

@@ -24,7 +24,7 @@ from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.figures import MatrixFigure
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.seeds import SeedFigure
-from beluga_core.analysis.report.table3 import AVG, IID, Cell, difference_rule, interval_notes
+from beluga_core.analysis.report.table3 import AVG, Cell, crossing_notes, difference_rule, interval_notes
 from beluga_core.core.constants import BASELINE
 
 STYLE = """
@@ -69,8 +69,7 @@ def _table3(content: ReportContent) -> str:
         head1.append(f'<th colspan="{n}">{escape(task)}</th>')
     if any(c.scenario == AVG for c in t.columns):
         head1.append(f'<th rowspan="2">{AVG}</th>')
-    head2 = [f"<th>{escape(IID if c.scenario == IID else 'G ' + c.scenario)}</th>" for c in t.columns
-             if c.scenario != AVG]
+    head2 = [f"<th>{escape(c.label)}</th>" for c in t.columns if c.scenario != AVG]
     body = []
     for i, p in enumerate(t.rows):
         cells = "".join(_num_cell(t.cell(p, c)) for c in t.columns)
@@ -164,7 +163,8 @@ def render_html(content: ReportContent) -> str:
               '<p class="note">Scores significantly above / below the IID baseline (first row; its suite columns '
               'are G_standard) in <span class="better">green ▲</span> / <span class="worse">red ▼</span>, '
               f"{rule}. <b>Bold</b>: best in the column. Avg.: mean G over all tasks and generalization "
-              "scenarios.</p>", *(f'<p class="note">{escape(n)}</p>' for n in interval_notes(t)), _table3(content)]
+              "scenarios.</p>", *(f'<p class="note">{escape(n)}</p>' for n in [*interval_notes(t), *crossing_notes(t)]),
+              _table3(content)]
 
     worst = content.worst_groups()
     if worst:

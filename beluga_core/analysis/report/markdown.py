@@ -20,7 +20,7 @@ from beluga_core.analysis.report.cross_tables import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
 from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
-from beluga_core.analysis.report.table3 import AVG, IID, Cell, Column, interval_notes
+from beluga_core.analysis.report.table3 import AVG, Cell, Column, crossing_notes, interval_notes
 
 SIGNIFICANCE_LEGEND = ("▲ / ▼: significantly better / worse than the IID baseline (first row; its suite "
                        "columns are G_standard), p < 0.05: two-tailed binomial sign test for i.i.d., paired "
@@ -52,7 +52,7 @@ def _cell(cell: Cell) -> str:
 def _col_label(col: Column, several_tasks: bool) -> str:
     if col.scenario == AVG:
         return AVG
-    label = IID if col.scenario == IID else f"G {col.scenario}"
+    label = col.label
     return f"{col.task}: {label}" if several_tasks else label
 
 
@@ -135,7 +135,7 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
     lines += ["", *content.status_lines()]
     several = len(t.tasks) > 1
     lines += ["", "## i.i.d. score and G per scenario (%) — Table 3", "",
-              SEED_LEGEND if t.n_seeds >= 2 else SIGNIFICANCE_LEGEND, *interval_notes(t),
+              SEED_LEGEND if t.n_seeds >= 2 else SIGNIFICANCE_LEGEND, *interval_notes(t), *crossing_notes(t),
               "Avg.: mean G over all tasks and generalization scenarios.", ""]
     if not t.rows:
         lines.append("No finished models yet.")

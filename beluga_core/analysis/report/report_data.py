@@ -77,6 +77,10 @@ class ReportData:
     scenario_scores: list[dict[str, Any]] = field(default_factory=list)    # scenario_summary
     pass_rates: list[dict[str, Any]] = field(default_factory=list)         # pass_rate_summary
     worst_groups: list[dict[str, Any]] = field(default_factory=list)       # worst_groups
+    # The same three on a crossing level's cases (`cases_of`): the seen and standard scenarios beside its column.
+    crossing_scores: list[dict[str, Any]] = field(default_factory=list)    # scenario_summary_on_cases
+    crossing_pass_rates: list[dict[str, Any]] = field(default_factory=list)  # pass_rate_summary_on_cases
+    crossing_worst_groups: list[dict[str, Any]] = field(default_factory=list)  # worst_groups_on_cases
     layouts: dict[str, SuiteLayout] = field(default_factory=dict)
     cross_summary: list[dict[str, Any]] = field(default_factory=list)        # cross-suite evaluation
     cross_significance: list[dict[str, Any]] = field(default_factory=list)
@@ -254,6 +258,13 @@ def read_report_data(store: str | Path, *, figures: bool = True, variant: str | 
             data.scenario_scores = rows("SELECT * FROM scenario_summary ORDER BY ALL")
             data.pass_rates = rows("SELECT * FROM pass_rate_summary ORDER BY ALL")
             data.worst_groups = rows("SELECT * FROM worst_groups ORDER BY ALL")
+            if "worst_groups_on_cases" in table_names(con):   # views a writer of this beluga has created
+                data.crossing_scores = rows("SELECT * FROM scenario_summary_on_cases WHERE cases_of IS NOT NULL "
+                                            "ORDER BY ALL")
+                data.crossing_pass_rates = rows("SELECT * FROM pass_rate_summary_on_cases "
+                                                "WHERE cases_of IS NOT NULL ORDER BY ALL")
+                data.crossing_worst_groups = rows("SELECT * FROM worst_groups_on_cases WHERE cases_of IS NOT NULL "
+                                                  "ORDER BY ALL")
             data.seed_scores = rows("SELECT task, config, method, variant, scenario, seed, g FROM g_scores "
                                     "ORDER BY ALL")
             data.layouts = suite_layouts(con)

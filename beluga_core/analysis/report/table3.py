@@ -32,10 +32,16 @@ PARTIAL_NOTE = ("a held-out scenario with fewer T_test cases than its seen scena
 class Column:
     task: str | None        # None for Avg.
     scenario: str           # IID, a scenario name, or AVG
+    cases_of: str | None = None   # the seen scenario on a crossing level's cases, beside that level's column
+
+    @property
+    def name(self) -> str:
+        """The scenario as headers show it: 'seen (target cases)' for the seen scenario on a crossing level's cases."""
+        return f"{self.scenario} ({self.cases_of} cases)" if self.cases_of else self.scenario
 
     @property
     def label(self) -> str:
-        return self.scenario if self.scenario in (IID, AVG) else f"G {self.scenario}"
+        return self.scenario if self.scenario in (IID, AVG) else f"G {self.name}"
 
     @property
     def is_g(self) -> bool:
@@ -89,7 +95,20 @@ def _column(row: dict[str, Any]) -> Column:
         return Column(row["task"], IID)
     if kind == "avg":
         return Column(None, AVG)
+    if kind == "cases":
+        return Column(row["task"], "seen", cases_of=row["scenario"])
     return Column(row["task"], row["scenario"])
+
+
+def crossing_notes(table: Table3) -> list[str]:
+    """What a crossing level's column compares, for every report's legend (docs/method.md, "Scenarios and folds")."""
+    levels = sorted({c.cases_of for c in table.columns if c.cases_of})
+    pm = " (without ±: the stored intervals are over every case)" if any(c.pm is not None for c in
+                                                                         table.cells.values()) else ""
+    return [f"{level}: a crossing level, whose scenario scores only the cases with a group at {level}. In its column "
+            f"the IID baseline's row (its standard scenario) is on those cases too, and 'seen ({level} cases)' is "
+            f"every configuration-method's seen scenario on them{pm}: the figures set side by side are on the same "
+            "cases, as are the test and the interval against the baseline." for level in levels]
 
 
 def build_table3(data: ReportData) -> Table3:
@@ -99,7 +118,9 @@ def build_table3(data: ReportData) -> Table3:
     columns = []
     for task in tasks:
         scenarios = scenario_order({r["scenario"] for r in rows if r["kind"] == "g" and r["task"] == task})
-        columns += [Column(task, IID), *[Column(task, s) for s in scenarios]]
+        crossing = {r["scenario"] for r in rows if r["kind"] == "cases" and r["task"] == task}
+        columns += [Column(task, IID), *[c for s in scenarios for c in
+                                         (Column(task, s), *([Column(task, "seen", s)] if s in crossing else []))]]
     if any(r["kind"] == "avg" for r in rows):
         columns.append(Column(None, AVG))
     table = Table3(tasks, columns, pairs, has_significance=data.n_tests > 0)
@@ -108,24 +129,43 @@ def build_table3(data: ReportData) -> Table3:
     for r in rows:
         pair, col = (r["config"], r["method"]), _column(r)
         # The baseline is the reference of every test; a column showing another scenario's value has no test.
-        tested = pair != BASELINE and not (col.is_g and r["source_scenario"] != col.scenario)
+        restricted = col.cases_of is not None or (r["kind"] == "g" and r["source_scenario"] != col.scenario
+                                                  and any(c.cases_of == col.scenario and c.task == col.task
+                                                          for c in columns))
+        tested = pair != BASELINE and not (col.is_g and r["source_scenario"] != col.scenario) and not col.cases_of
         mark = agreed(marks.get((col.task, pair, col.scenario), []), r["n_replicates"]) if tested else None
         shown_from = r["source_scenario"] if col.is_g and r["source_scenario"] != col.scenario else None
         scenario = r["source_scenario"] if col.is_g else None
         task = col.task
-        interval = own.get((task, pair, scenario)) if task is not None else None
+        # A figure on a crossing level's cases only has no stored interval (those are over every case).
+        interval = own.get((task, pair, scenario)) if task is not None and not restricted else None
         n_seeds = int(interval["n_seeds"]) if interval else 0
         if tested and n_seeds >= 2 and task is not None:
             # Seeds are replicates: the mark is the interval of the difference from the baseline (paired by seed).
             d = diff.get((task, pair, scenario))
             mark = None if d is None else {"A > B": "better", "A < B": "worse"}.get(d["ordering"])
-        s_interval = own.get((task, pair, f"s_T:{scenario}")) if task is not None and col.is_g else None
+        s_interval = own.get((task, pair, f"s_T:{scenario}")) if task is not None and col.is_g and not restricted \
+            else None
         table.n_seeds = max(table.n_seeds, n_seeds)
         table.cells[(pair, col)] = Cell(r["value"], mark, bool(r["best"]), bool(r["partial"]), r["s_suite"],
                                         shown_from, half_width(interval), n_seeds, half_width(s_interval))
+    _agree_with_the_baseline(table)
     for r in data.significance or []:
         table.significance_status[r["status"]] = table.significance_status.get(r["status"], 0) + 1
     return table
+
+
+def _agree_with_the_baseline(table: Table3) -> None:
+    """Keep a mark only where the figures set side by side bear it out: its direction is the sign of the cell's value
+    minus the IID baseline's in the same column. They do wherever the test's cases are the column's (every complete
+    scenario, crossing levels included); a held-out scenario with folds missing (†) is tested on the cases it has,
+    while its column's baseline figure covers all of the level's, and a mark the two figures contradict is dropped."""
+    for (_, col), cell in table.cells.items():
+        base = table.cells.get((BASELINE, col))
+        if cell.mark is None or base is None or base.value is None or cell.value is None:
+            continue
+        if (cell.value > base.value) != (cell.mark == "better") or cell.value == base.value:
+            cell.mark = None
 
 
 ReplicateKey = tuple[str, Pair, str | None]
@@ -200,9 +240,9 @@ def difference_rule(table: Table3) -> str:
     if not seeds or min(seeds) >= HIERARCHICAL_MIN_SEEDS:
         return f"{head} (seeds, then cases), excludes 0"
     if max(seeds) < HIERARCHICAL_MIN_SEEDS:
-        return f"{head} (the seed-level t: {SEED_T_WHY}), excludes 0"
-    return (f"{head} (seeds, then cases; the seed-level t with fewer than {HIERARCHICAL_MIN_SEEDS} seeds: "
-            f"{SEED_T_WHY}), excludes 0")
+        return f"{head}, excludes 0: the seed-level t, since {SEED_T_WHY}"
+    return (f"{head}, excludes 0: seeds, then cases, or the seed-level t with fewer than {HIERARCHICAL_MIN_SEEDS} "
+            f"seeds, since {SEED_T_WHY}")
 
 
 def interval_notes(table: Table3) -> list[str]:
@@ -220,8 +260,8 @@ def interval_notes(table: Table3) -> list[str]:
                          "over seeds is shown).")
         if t_only:
             notes.append(f"±{' with ' + _span(t_only) + ' seeds' if hier else ''}: half the seed-level t interval "
-                         f"over {_span(t_only)} seeds (the mean over seeds is shown), and ▲ / ▼ are its verdicts: "
-                         f"{SEED_T_WHY}.")
+                         f"over {_span(t_only)} seeds (the mean over seeds is shown), which also decides the marks "
+                         f"against the IID baseline: {SEED_T_WHY}.")
         return notes
     return ["±: half the 95 % interval of one training run: case variation only. One seed is one draw: its "
             "orderings can flip with another seed (benchmarks/quick-seeds.toml runs three; docs/method.md, "

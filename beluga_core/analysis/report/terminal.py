@@ -48,6 +48,7 @@ from beluga_core.analysis.report.table3 import (
     Pair,
     Table3,
     build_table3,
+    crossing_notes,
     difference_rule,
     interval_notes,
 )
@@ -189,12 +190,12 @@ def print_table3(table: Table3, console: Console) -> None:
         methods = sorted({m for _, m in rows})
         labels = _labels(rows, show_method=len(methods) > 1)
         g_columns = [c for c in columns if c.is_g]
-        short_names = _abbreviations([c.scenario for c in g_columns])
+        short_names = _abbreviations([c.name for c in g_columns])
         shown = columns + ([avg] if avg is not None and not several else [])
-        g_table = [_ValueColumn(c.scenario, short_names.get(c.scenario, c.scenario),
+        g_table = [_ValueColumn(c.name, short_names.get(c.name, c.name),
                                 [_value_text(table.cell(p, c).value, table.cell(p, c)) for p in rows])
                    for c in shown]
-        s_table = [_ValueColumn(c.scenario, short_names[c.scenario],
+        s_table = [_ValueColumn(c.name, short_names[c.name],
                                 [_value_text(table.cell(p, c).s_suite, Cell(None, pm=table.cell(p, c).s_pm))
                                  for p in rows]) for c in g_columns]
         method_note = f"; method {methods[0]}" if len(methods) == 1 else ""
@@ -225,6 +226,7 @@ def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) ->
         notes.append(", ".join(f"{c}/{m}" for c, m in standard_only) + ": evaluated in the standard scenario "
                      "only, shown in every scenario column.")
     cells = table.cells.values()
+    notes += crossing_notes(table)
     notes += interval_notes(table)
     if any(c.mark for c in cells):
         notes.append("▲ / ▼: better / worse than the IID baseline: " + (

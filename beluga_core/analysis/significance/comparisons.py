@@ -94,6 +94,14 @@ class Comparison:
         """(task, suite, model_name) whose D_test pairing the strata use; s_iid does not depend on scenario."""
         return sorted({(a.task, a.suite, a.model_name) for a, _ in self.strata}, key=lambda u: json.dumps(u))
 
+    @property
+    def iid_key(self) -> str:
+        """The key of the comparison's i.i.d. randomization test: the models it compares (A's and B's s_iid models of
+        its units and replicate), not the scenario, so that every scenario row of the same two models has one test."""
+        return json.dumps(["iid", self.seed, self.split_seed, self.config, self.method, self.base_config,
+                           self.base_method, self.iid_units(), *([self.variant] if self.variant else [])],
+                          ensure_ascii=False)
+
     def iid_weights(self) -> list[float]:
         units = self.iid_units()
         per_task: dict[str, int] = defaultdict(int)

@@ -114,7 +114,11 @@ def _run_one(c: Comparison, arms: dict[Arm, str], suite_of: dict[tuple[Arm, Arm]
     if len(iid) == 1 and not iid[0].of_metric:
         iid_test, p_iid = "binomial", (iid[0].sign_test() if has_iid else None)
     else:
-        iid_test, p_iid = "randomization", (result.p_iid if has_iid else None)
+        # The same two models in every scenario row of a replicate: one test, drawn from the models' key (c.iid_key),
+        # not from this comparison's draws, which the G test pairs with one scenario's cases (issue 52: the rows of
+        # one pair of models gave several p and marks, and the report's i.i.d. column took one of them).
+        alone = randomization_test(iid, [], rounds=rounds, rng=comparison_rng(seed, c.iid_key), iid_weights=w_iid)
+        iid_test, p_iid = "randomization", (alone.p_iid if has_iid else None)
     w = np.asarray(c.weights())
 
     def wmean(values: Sequence[float], weights: Sequence[float] | np.ndarray) -> float | None:

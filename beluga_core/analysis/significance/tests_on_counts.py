@@ -2,7 +2,8 @@
 
 - i.i.d.: the exact two-tailed binomial sign test on discordant examples (scipy's ``binomtest``) where s_iid is
   accuracy or exact match; for any other metric (macro-F1, a class's F1, micro-F1, reading's F1), the paired
-  randomization test of that metric, swapping each example's two predictions (the same draws as the G test).
+  randomization test of that metric, swapping each example's two predictions (drawn once per pair of models, so
+  every scenario row of a replicate has the same test; ``Comparison.iid_key``).
 - G: the paired approximate randomization test. Swapping a pair of outcomes with probability 1/2 only
   matters where they differ, and every differing case of one (group, outcome pair) type moves the pass and
   evaluable counts by the same amount; so the number of swapped cases of a type is Binomial(n, 1/2), and a
@@ -35,8 +36,9 @@ _D_PASS = np.array([_IS_PASS[b] - _IS_PASS[a] for a, b in DIFFERING], dtype=np.i
 _D_EVAL = np.array([_IS_EVAL[b] - _IS_EVAL[a] for a, b in DIFFERING], dtype=np.int64)
 
 # Which test computed a stored row (after a '+' in its beluga_version): rows of another are recomputed, as stale
-# ones are. metric1: s_iid in the task's configured metric (it was the correct share for every metric).
-TEST_ESTIMATOR = "metric1"
+# ones are. metric1: s_iid in the task's configured metric (it was the correct share for every metric). metric2: a
+# non-accuracy metric's i.i.d. test drawn once per pair of models (it was redrawn per scenario).
+TEST_ESTIMATOR = "metric2"
 
 # Rounds whose |statistic| is within this of the observed one count as "at least as extreme": recomputing
 # the same G through other arithmetic may differ in the last bits, and e.g. identical models must give p = 1.

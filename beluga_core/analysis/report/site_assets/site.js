@@ -217,7 +217,7 @@ window.BELUGA = window.BELUGA || {};
           String(num) + (h.excluded.indexOf(h.names[j]) >= 0 ? "*" : ""));
       }));
     const rows = h.rows.map(function (r) {
-      const label = r.config + " / " + r.method + (r.from ? " (" + r.from + ")" : "");
+      const label = r.config + " / " + r.method + (r.from ? " (" + r.from + (r.on ? ", " + r.on + " cases" : "") + ")" : "");
       return el("tr", null,
         el("th", { class: "rowlabel" }, link(label, route(["scenario", st, h.task, r.config, r.method, r.from || h.scenario]))),
         r.v.map(function (v, j) {
@@ -502,7 +502,7 @@ window.BELUGA = window.BELUGA || {};
       }).map(function (r) { return s.stores.length > 1 ? r : r.slice(1); });
       const head = ["configuration", "method", "scenario", "pass rate %", "95 % interval", "interval", "replicates"];
       append(main, [el("h2", null, "Pass rate"), note("The report's pass rate of the group (mean over replicates), with the interval " +
-        "`beluga analyze` stored (over seeds, then cases)."), table(s.stores.length > 1 ? ["store"].concat(head) : head, rows, s.stores.length > 1 ? 4 : 3)]);
+        "`beluga analyze` stored (over seeds, then cases; with 2–4 seeds the seed-level t, as the interval column says)."), table(s.stores.length > 1 ? ["store"].concat(head) : head, rows, s.stores.length > 1 ? 4 : 3)]);
       const perArm = sh.pass_rates.filter(function (r) { return r[1] === gi; }).map(function (r) {
         return [[s.arms[r[0]].label, route(parts, { arm: r[0], fail: "1" })], String(r[2]), String(r[3]), String(r[4]), pctText(r[5])];
       });

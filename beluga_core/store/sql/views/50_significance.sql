@@ -70,21 +70,68 @@ LEFT JOIN current_inputs c ON c.comparison_id = t.comparison_id;
 
 -- Every configuration-method (and scenario) against the IID baseline (config 'iid', method 'vanilla',
 -- scenario 'standard': its G_standard), per replicate and as the mean over tasks. Scores and deltas are
--- live (from g_scores); p-values come from significance_tests. status: 'current', 'stale' (inputs
--- changed since; run `beluga analyze`), 'missing' (never computed). A cell is marked 'better' / 'worse'
--- only for a current test with p < 0.05 (docs/method.md, "Significance"), in the direction of the difference it tested.
+-- live (from the outcomes and g_scores' s_iid), each side's s_T on the T_test cases both have an outcome for, as
+-- the randomization test pairs them: a crossing level's scenario (crossing_levels) scores only the cases with a
+-- group at its level, and the baseline's G it is compared with is on those cases too. p-values come from
+-- significance_tests. status: 'current', 'stale' (inputs changed since; run `beluga analyze`), 'missing' (never
+-- computed). A cell is marked 'better' / 'worse' only for a current test with p < 0.05 (docs/method.md,
+-- "Significance"), in the direction of the difference it tested, which is that of the difference shown.
 CREATE OR REPLACE VIEW significance AS
 WITH baseline AS (
     SELECT * FROM g_scores WHERE config = 'iid' AND method = 'vanilla' AND scenario = 'standard'
-), live AS (
+), arms AS (
     SELECT g.task, g.suite, g.model_name, g.config, g.method, g.scenario, g.seed, g.split_seed, g.variant,
-           g.s_iid, b.s_iid AS base_s_iid, g.g, b.g AS base_g
+           g.s_iid, b.s_iid AS base_s_iid
     FROM g_scores g
     JOIN baseline b
       ON b.task = g.task AND b.suite IS NOT DISTINCT FROM g.suite
      AND b.model_name IS NOT DISTINCT FROM g.model_name
      AND b.seed IS NOT DISTINCT FROM g.seed AND b.split_seed IS NOT DISTINCT FROM g.split_seed AND b.variant = g.variant
     WHERE NOT (g.config = 'iid' AND g.method = 'vanilla' AND g.scenario = 'standard')
+), arm_outcomes AS (
+    SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant,
+           o.suite AS case_suite, o.case_id, o.outcome
+    FROM arms a
+    JOIN models m
+      ON m.status = 'done' AND m.task = a.task AND m.suite IS NOT DISTINCT FROM a.suite
+     AND m.model_name IS NOT DISTINCT FROM a.model_name AND m.config = a.config AND m.method = a.method
+     AND m.scenario = a.scenario AND m.seed IS NOT DISTINCT FROM a.seed
+     AND m.split_seed IS NOT DISTINCT FROM a.split_seed AND m.variant = a.variant
+    JOIN outcomes o ON o.model_id = m.model_id
+), base_outcomes AS (
+    SELECT m.task, m.suite, m.model_name, m.seed, m.split_seed, m.variant, o.suite AS case_suite, o.case_id, o.outcome
+    FROM models m
+    JOIN outcomes o ON o.model_id = m.model_id
+    WHERE m.status = 'done' AND m.config = 'iid' AND m.method = 'vanilla' AND m.scenario = 'standard'
+), shared_counts AS (
+    -- Per arm and scoring group: both sides' passes and fails over the cases both have an outcome for.
+    SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant,
+           c.scoring_group,
+           count(*) FILTER (WHERE a.outcome = 'pass') AS n_pass, count(*) FILTER (WHERE a.outcome = 'fail') AS n_fail,
+           count(*) FILTER (WHERE b.outcome = 'pass') AS base_n_pass,
+           count(*) FILTER (WHERE b.outcome = 'fail') AS base_n_fail
+    FROM arm_outcomes a
+    JOIN base_outcomes b
+      ON b.task = a.task AND b.suite IS NOT DISTINCT FROM a.suite AND b.model_name IS NOT DISTINCT FROM a.model_name
+     AND b.seed IS NOT DISTINCT FROM a.seed AND b.split_seed IS NOT DISTINCT FROM a.split_seed
+     AND b.variant = a.variant AND b.case_suite = a.case_suite AND b.case_id = a.case_id
+    JOIN cases c ON c.suite = a.case_suite AND c.case_id = a.case_id
+    GROUP BY ALL
+), shared AS (
+    SELECT k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed, k.variant,
+           suite_score(pass_rate(k.n_pass, k.n_fail), x.scoring_group IS NOT NULL) AS s_suite,
+           suite_score(pass_rate(k.base_n_pass, k.base_n_fail), x.scoring_group IS NOT NULL) AS base_s_suite
+    FROM shared_counts k
+    LEFT JOIN g_exclusions x ON x.task = k.task AND x.scoring_group = k.scoring_group
+    GROUP BY k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed, k.variant
+), live AS (
+    SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant,
+           a.s_iid, a.base_s_iid, g_score(s.s_suite, a.s_iid) AS g, g_score(s.base_s_suite, a.base_s_iid) AS base_g
+    FROM arms a
+    LEFT JOIN shared s
+      ON s.task = a.task AND s.suite IS NOT DISTINCT FROM a.suite AND s.model_name IS NOT DISTINCT FROM a.model_name
+     AND s.config = a.config AND s.method = a.method AND s.scenario = a.scenario AND s.seed IS NOT DISTINCT FROM a.seed
+     AND s.split_seed IS NOT DISTINCT FROM a.split_seed AND s.variant = a.variant
 ), per_task AS (
     -- Within a task: mean over its strata (model names; and scenarios for the Avg. row, scenario NULL, which
     -- pools the generalization scenarios, not the only:LEVEL=g models).
@@ -131,9 +178,11 @@ WITH baseline AS (
 SELECT scope, task, suite, model_name, config, method, scenario, seed, split_seed, variant, n_tasks,
        s_iid, base_s_iid, s_iid - base_s_iid AS delta_iid, p_iid, iid_test, n_discordant, k_better,
        CASE WHEN stale IS DISTINCT FROM false OR p_iid IS NULL OR p_iid >= 0.05 OR tested_delta_iid = 0
+                 OR sign(s_iid - base_s_iid) IS DISTINCT FROM sign(tested_delta_iid)
             THEN NULL WHEN tested_delta_iid > 0 THEN 'better' ELSE 'worse' END AS iid_mark,
        g, base_g, g - base_g AS delta_g, p_g,
        CASE WHEN stale IS DISTINCT FROM false OR p_g IS NULL OR p_g >= 0.05 OR tested_delta_g = 0
+                 OR sign(g - base_g) IS DISTINCT FROM sign(tested_delta_g)
             THEN NULL WHEN tested_delta_g > 0 THEN 'better' ELSE 'worse' END AS g_mark,
        CASE WHEN comparison_id IS NULL THEN 'missing' WHEN stale THEN 'stale' ELSE 'current' END AS status,
        rounds, rng_seed, computed_at, comparison_id

@@ -31,7 +31,7 @@ WITH current_inputs AS (
           AND b.method = r.base_method AND b.variant = r.variant AND b.scenario = r.base_scenario
           AND b.split_seed IS NOT DISTINCT FROM r.split_seed
 ), rule AS (
-    SELECT 3 AS min_seeds   -- HIERARCHICAL_MIN_SEEDS
+    SELECT 5 AS min_seeds   -- HIERARCHICAL_MIN_SEEDS
 ), kinds AS (
     SELECT r.*,
            CASE WHEN r.n_seeds >= rule.min_seeds THEN 'hierarchical' WHEN r.n_seeds >= 2 THEN 'seed'

@@ -173,12 +173,13 @@ WHERE (a.mapped_level IS NULL OR a.mapped_level = a.scenario)
   AND NOT (a.config = 'iid' AND a.method = 'vanilla' AND a.scenario = 'standard');
 
 -- Every cross-suite comparison with its stored test: status 'current', 'stale' (inputs changed since; run
--- `beluga analyze`) or 'missing'; g_mark 'better' / 'worse' only for a current test with p < 0.05.
+-- `beluga analyze`) or 'missing'; g_mark 'better' / 'worse' only for a current test with p < 0.05, in the direction
+-- it tested, which must be that of the difference shown (delta_g).
 CREATE OR REPLACE VIEW cross_significance AS
 SELECT c.task, c.suite, c.model_name, c.seed, c.split_seed, c.variant, c.config, c.method, c.scenario, c.eval_suite,
        c.mapped_level, c.s_cross, c.base_s_cross, c.g, c.base_g, c.g - c.base_g AS delta_g, t.p_g,
        CASE WHEN t.comparison_id IS NULL OR t.inputs_digest <> c.inputs_digest OR t.p_g IS NULL
-                 OR t.p_g >= 0.05 OR t.delta_g = 0 THEN NULL
+                 OR t.p_g >= 0.05 OR t.delta_g = 0 OR sign(c.g - c.base_g) IS DISTINCT FROM sign(t.delta_g) THEN NULL
             WHEN t.delta_g > 0 THEN 'better' ELSE 'worse' END AS g_mark,
        CASE WHEN t.comparison_id IS NULL THEN 'missing'
             WHEN t.inputs_digest <> c.inputs_digest THEN 'stale' ELSE 'current' END AS status,
