@@ -150,8 +150,8 @@ def test_a_macro_f1_store_gives_macro_f1_over_seeds_and_in_every_test(tmp_path: 
         values = [f1[(config, s)] for s in (1, 2)]
         mean, sd = float(np.mean(values)), float(np.std(values, ddof=1))
         half = stats.t.ppf(0.975, 1) * sd / math.sqrt(2)
-        ((m, lo, hi),) = query(store, f"""SELECT mean, seed_lo, seed_hi FROM replicate_intervals WHERE config = '{config}'
-                                          AND statistic = 's_iid' AND base_config IS NULL""")
+        ((m, lo, hi),) = query(store, f"""SELECT mean, seed_lo, seed_hi FROM replicate_intervals
+                                          WHERE config = '{config}' AND statistic = 's_iid' AND base_config IS NULL""")
         assert (m, lo, hi) == pytest.approx((mean, mean - half, mean + half), abs=1e-12)
     diffs = [f1[("iid-then-t", s)] - f1[("iid", s)] for s in (1, 2)]
     ((m,),) = query(store, """SELECT mean FROM replicate_intervals WHERE config = 'iid-then-t' AND statistic = 's_iid'
@@ -178,3 +178,33 @@ def test_a_metric_the_rows_do_not_reproduce_gets_no_interval_of_another(tmp_path
     stats_ = {r[0] for r in query(store, "SELECT DISTINCT statistic FROM replicate_intervals WHERE grp = ''")}
     assert "s_suite" in stats_ and not stats_ & {"s_iid", "g"}
     assert {r[0] for r in query(store, "SELECT p_iid FROM significance_tests WHERE scope = 'replicate'")} == {None}
+
+
+@pytest.mark.parametrize(("golden", "metric"), [("tiny-reading", "f1"), ("tiny-reading", "exact_match"),
+                                                ("tiny-relation", "micro_f1"), ("tiny-relation", "macro_f1"),
+                                                ("tiny-paraphrase", "f1"), ("tiny-classification", "macro_f1")])
+def test_the_parts_of_real_runs_reproduce_their_stored_metric(golden: str, metric: str) -> None:
+    """Every model of a shipped tiny run (the golden raw rows): the parts made from its stored D_test rows give the
+    metric its task computed and stored, to 1e-9 (reading's F1 from the stored answers' text)."""
+    from beluga_core.evaluation.metric_forms import model_parts, stored_form
+
+    root = Path(__file__).parent / "data" / "golden" / golden
+    con = duckdb.connect()
+    try:
+        heads = dict(con.execute(f"SELECT task, labels::VARCHAR FROM read_parquet('{root}/task_heads.parquet')")
+                     .fetchall())
+        rows = con.execute(f"""
+            SELECT m.task, p.model_id, list(p.gold ORDER BY p.example_idx), list(p.pred ORDER BY p.example_idx),
+                   list(p.correct ORDER BY p.example_idx), any_value(x.value)
+            FROM read_parquet('{root}/iid_predictions.parquet') p
+            JOIN read_parquet('{root}/models.parquet') m USING (model_id)
+            JOIN read_parquet('{root}/iid_metrics.parquet') x
+              ON x.model_id = p.model_id AND x.split = p.split AND x.metric = '{metric}'
+            WHERE p.split = 'test' GROUP BY ALL""").fetchall()
+    finally:
+        con.close()
+    assert rows
+    for task, _, gold, pred, correct, value in rows:
+        form = stored_form(metric, heads[task], True)
+        assert form is not None
+        assert model_parts(form, metric, gold, pred, correct, value) is not None

@@ -559,13 +559,22 @@ def generator(seed: int, key: str) -> np.random.Generator:
 # ------------------------------------------------------------------------------------------------ intervals
 
 
+# Per-seed values whose standard error is below this share of their size are equal but for float rounding (the same
+# rational computed in another order): no spread between seeds.
+SAME = 1e-12
+
+
+def no_spread(v: np.ndarray) -> bool:
+    return len(v) < 2 or v.std(ddof=1) / math.sqrt(len(v)) <= SAME * max(1.0, float(np.abs(v).max()))
+
+
 def seed_interval(values: np.ndarray) -> dict[str, float | None]:
     """mean ± t(S−1) sd/√S; no bounds with one seed or no spread."""
     v = values[np.isfinite(values)]
     if not len(v):
         return {"mean": None, "seed_lo": None, "seed_hi": None}
     mean = float(v.mean())
-    if len(v) < 2 or v.std(ddof=1) == 0:
+    if no_spread(v):
         return {"mean": mean, "seed_lo": None, "seed_hi": None}
     half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v))
     return {"mean": mean, "seed_lo": mean - half, "seed_hi": mean + half}
@@ -595,7 +604,7 @@ def hierarchical_interval(values: np.ndarray, draws: np.ndarray) -> dict[str, fl
     if not len(v) or not math.isfinite(v_case):
         return none
     mean = float(v.mean())
-    seed_var = float(v.var(ddof=1)) / len(v) if len(v) > 1 else 0.0
+    seed_var = 0.0 if no_spread(v) else float(v.var(ddof=1)) / len(v)
     total = seed_var + v_case
     if total == 0:
         return none
@@ -691,12 +700,24 @@ def close(a: Any, b: Any, tol: float = 1e-9) -> bool:
 # ------------------------------------------------------------------------------------------------ printing
 
 
+def signed(x: float) -> str:
+    """A difference in points as printed ("+0.9", "-2.4"); a zero is "+0.0" whatever the sign of its rounding noise
+    (a difference that is 0 may be computed as −1e-17 here and +1e-17 there)."""
+    text = f"{100 * x:+.1f}"
+    return "+0.0" if text == "-0.0" else text
+
+
 def pct(v: float | None) -> str:
-    return "—" if v is None else f"{100 * v:+.1f}"
+    return "—" if v is None else signed(v)
 
 
 def bracket(lo: float | None, hi: float | None) -> str:
-    return "—" if lo is None or hi is None else f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    return "—" if lo is None or hi is None else f"[{signed(lo)}, {signed(hi)}]"
+
+
+def unsigned_zero(text: str) -> str:
+    """Printed text with "-0.0" read as "+0.0" (see ``signed``)."""
+    return re.sub(r"-0\.0(?![0-9])", "+0.0", text)
 
 
 def mark_of(lo: float | None, hi: float | None) -> str:
@@ -715,7 +736,7 @@ def rich_rows(text: str, title: str) -> list[list[str]]:
         if line.startswith("└"):
             break
         if line.startswith("│"):
-            rows.append([c.strip() for c in line.strip().strip("│").split("│")])
+            rows.append([unsigned_zero(c.strip()) for c in line.strip().strip("│").split("│")])
     return rows
 
 
@@ -1239,8 +1260,8 @@ def test_power_prints_the_recomputed_components_and_answers(crossing: Study) -> 
             line, f = lines[f"{key[0]}/{key[1]}@{key[2]}"], power_figures(rec, key, statistic)
             where = (statistic, key, line)
             cases_word = "case" if round(f.cases) == 1 else "cases"
-            assert line.startswith(f"observed {100 * f.observed:+.1f} points over {f.seeds} seeds × {f.cases:.0f} "
-                                   f"{cases_word} per group"), (where, f.observed)
+            assert unsigned_zero(line).startswith(f"observed {signed(f.observed)} points over {f.seeds} seeds × "
+                                                  f"{f.cases:.0f} {cases_word} per group"), (where, f.observed)
             if f.total_now == 0:
                 assert "no variation between the seeds or the cases" in line, where
                 continue

@@ -94,7 +94,8 @@ def t_interval(values: Sequence[float | None] | np.ndarray, level: float = LEVEL
 # Which estimator computed a stored interval (kept with it in replicate_intervals.beluga_version): intervals of an
 # earlier estimator are recomputed as stale. 2: the case part is the seeds' shared case-resampling variance. 3: s_iid
 # (and G) is the task's configured i.i.d. metric, resampled as that metric (it was accuracy). 4: case draws that move
-# no seed's figure give no case variance (np.cov's rounding made a zero-width interval of them).
+# no seed's figure give no case variance, and seeds equal but for rounding no seed variance (float rounding made a
+# zero-width interval of them).
 ESTIMATOR = "hier4"
 
 
@@ -134,6 +135,8 @@ def two_stage_interval(values: Sequence[float | None] | np.ndarray, case_draws: 
         return Interval(float(v.mean()) if len(v) else None, None, None)
     mean = float(v.mean())
     seed_var = float(v.var(ddof=1)) / len(v) if len(v) > 1 else 0.0
+    if seed_var ** 0.5 <= SAME_VALUE * max(1.0, float(np.abs(v).max())):
+        seed_var = 0.0   # seeds equal but for float rounding, as t_interval counts them: no spread between seeds
     total = seed_var + v_case
     if total == 0:  # no seed and no case varies (a degenerate model, one case per group): nothing to resolve with
         return Interval(mean, None, None)
