@@ -16,9 +16,12 @@ as the views do, and reported as their mean over seeds, with
   seed, the only interval there is: "one training run: case variation only").
 
 ``benchmarks/bench_coverage.py`` measures how often each covers the truth; it also shows why the hierarchical
-interval is not the percentile interval of a bootstrap over seeds and cases: with 3 seeds that one covers 75–80 %.
+interval is not the percentile interval of a bootstrap over seeds and cases: with 3 seeds that one covers 75–87 %.
 A difference between two cells (a configuration against the IID baseline) pairs them by seed and resamples both
 with the same draws. Nothing here reads a store.
+
+Long: the three interval kinds share one resampling plan and its draws (cells, differences, the i.i.d. metric's
+parts), and the rule of which kind gives verdicts at a seed count; split, each piece would import the others.
 """
 
 from __future__ import annotations
