@@ -3,7 +3,7 @@
     python benchmarks/bench_methods_smoke.py [--store PATH] [--keep]
 
 Prints the wall time, the trainings per second, and G per configuration, method and scenario; exits 1 if
-any of the 8 methods × 3 suite configurations lacks a G score in a scenario (tests/test_methods_pipeline.py
+any of the 8 methods × 3 suite configurations lacks a G score in a scenario (tests/e2e/test_methods_pipeline.py
 runs the CI-sized slice of the same grid).
 """
 

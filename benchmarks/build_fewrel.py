@@ -8,7 +8,7 @@ and ``pool.jsonl.xz`` (OpenNRE JSON Lines from ``write_opennre``), ``relation_na
 
 Every output is a function of the source bytes and the seed only: instances sorted by relation id, then FewRel
 index; Python's ``lzma`` with fixed settings (preset 9 | extreme, CRC64; the xz format stores no timestamp);
-PROVENANCE.md generated here, never edited by hand. ``tests/test_relation_data.py`` rebuilds into a temporary
+PROVENANCE.md generated here, never edited by hand. ``tests/unit/data/test_relation_data.py`` rebuilds into a temporary
 folder and compares the bytes.
 
     python benchmarks/build_fewrel.py            # (beluga installed) rewrites beluga_core/data/builtin/fewrel16/

@@ -3,8 +3,8 @@
     python benchmarks/build_s2lct_suite.py           # writes beluga_core/data/builtin/suites/s2lct-sentiment.jsonl.gz
     python benchmarks/build_s2lct_suite.py --check   # writes nothing; exit 1 when the shipped file differs
 
-It is one ``beluga suite generate`` command (``COMMAND``; tests/test_s2lct.py runs the same and compares the
-sha256 of the decompressed text with the shipped file):
+It is one ``beluga suite generate`` command (``COMMAND``; tests/unit/generators/test_s2lct.py runs the same and
+compares the sha256 of the decompressed text with the shipped file):
 
 - source ``builtin:sst3#heldout``: SST's official test split (2,210 sentences with SST's sentiment scores, labels
   by the 0.4 / 0.6 cut-offs), which no run reads: no model trained on builtin:sst2 / sst3 / sst5 saw a seed;

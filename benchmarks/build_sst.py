@@ -20,7 +20,7 @@ disagree anywhere.
 
 The ``.xz`` files are written by Python's ``lzma`` with fixed settings (preset 9 | extreme, CRC64 check; the
 format stores no timestamp), so the same input and liblzma give byte-identical output.
-``tests/test_sst_data.py`` reruns ``convert`` in memory and compares with the shipped files.
+``tests/unit/data/test_sst_data.py`` reruns ``convert`` in memory and compares with the shipped files.
 
     python benchmarks/build_sst.py          # rewrites beluga_core/data/builtin/sst/*.tsv.xz
     python benchmarks/build_sst.py --check  # writes nothing; exit 1 when the shipped files differ

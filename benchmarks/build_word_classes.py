@@ -17,7 +17,7 @@ One row per word in either source, sorted by word: ``word<TAB>pos<TAB>polarity``
 (empty for a VADER token WordNet lacks), polarity ``positive`` (mean valence > 0), ``negative`` (< 0) or
 ``neutral`` (0, or not in VADER). The ``.xz`` is written by Python's ``lzma`` with fixed settings (preset 9 |
 extreme, CRC64; the format stores no timestamp), so the same inputs and liblzma give byte-identical output.
-``tests/test_lexicon.py`` rebuilds it with ``build()`` and compares checksums.
+``tests/unit/generators/test_lexicon.py`` rebuilds it with ``build()`` and compares checksums.
 
     python benchmarks/build_word_classes.py          # rewrites the table, prints what PROVENANCE.md records
     python benchmarks/build_word_classes.py --check  # writes nothing; exit 1 when the shipped file differs

@@ -2,7 +2,7 @@
 
 Debian's `chromium` and `chromium-driver` (apt-get install -y chromium chromium-driver; `.ci/run` installs them)
 at explicit paths, with selenium; nothing is downloaded. Shared by benchmarks/bench_site.py (page-load times, the
-screenshots in docs/images/site/) and tests/test_site.py (the walk from a heatmap cell down to a failing case).
+screenshots in docs/images/site/) and tests/e2e/test_site.py (the walk from a heatmap cell down to a failing case).
 """
 
 from __future__ import annotations

@@ -6,36 +6,19 @@ users do not have it, so tests that need it skip with a clear reason when it is 
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from helpers import require_shared
+from toy_model import toy_model
 
 if TYPE_CHECKING:
     from helpers import ShippedTinyRuns
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def shared_root() -> Path | None:
-    """The shared data folder, or ``None`` when it is not on this machine."""
-    env = os.environ.get("BELUGA_SHARED")
-    candidate = Path(env) if env else REPO_ROOT.parent / "shared"
-    return candidate if (candidate / "data").is_dir() else None
-
-
-def require_shared(*parts: str) -> Path:
-    """Path under the shared folder; skips the calling test when it is missing."""
-    root = shared_root()
-    if root is None:
-        pytest.skip("shared data folder not found (set BELUGA_SHARED, or put it at ../shared by the repo)")
-    path = root.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared data file missing: {path}")
-    return path
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -75,6 +58,16 @@ def one_thread() -> Iterator[None]:
     torch.set_num_threads(threads)
 
 
+# The shipped configs whose tiny run keeps embedded:minilm (the rest train the toy model): the README's main job,
+# on the real architecture end to end (docs/project/development.md lists every test that keeps MiniLM).
+MINILM_TINY_RUNS = frozenset({"quick.toml"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The toy model's folder exists before any test (or config under tests/data) names it."""
+    toy_model()
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     return require_shared()
@@ -104,9 +97,9 @@ def relation_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def paraphrase_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """tests/data/tiny-paraphrase.toml run once: the paraphrase task end to end (tests/test_pipeline_tasks.py), and a
-    store whose i.i.d. metric is the duplicate class's F1 (tests/test_verdicts_recomputed.py). Tests must not write
-    to it."""
+    """tests/data/tiny-paraphrase.toml run once: the paraphrase task end to end (tests/e2e/test_pipeline_tasks.py), and
+    a store whose i.i.d. metric is the duplicate class's F1 (tests/e2e/test_verdicts_recomputed.py). Tests must not
+    write to it."""
     from helpers import DATA, run_benchmark
 
     store = tmp_path_factory.mktemp("paraphrase") / "p.duckdb"
@@ -137,4 +130,4 @@ def shipped_tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> ShippedTinyRu
         if not config.name.startswith("."):   # a benchmark script's forced copy, not a shipped config
             shutil.copy(config, work / "benchmarks")
     (work / "runs").mkdir()
-    return ShippedTinyRuns(work)
+    return ShippedTinyRuns(work, toy_model(), MINILM_TINY_RUNS)

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,24 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
+
+
+def shared_root() -> Path | None:
+    """The shared data folder, or ``None`` when it is not on this machine."""
+    env = os.environ.get("BELUGA_SHARED")
+    candidate = Path(env) if env else REPO.parent / "shared"
+    return candidate if (candidate / "data").is_dir() else None
+
+
+def require_shared(*parts: str) -> Path:
+    """Path under the shared folder; skips the calling test when it is missing."""
+    root = shared_root()
+    if root is None:
+        pytest.skip("shared data folder not found (set BELUGA_SHARED, or put it at ../shared by the repo)")
+    path = root.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data file missing: {path}")
+    return path
 
 
 def shipped_configs() -> list[Path]:
@@ -72,10 +91,18 @@ def results(store: Path) -> dict[str, list[tuple[Any, ...]]]:
     }
 
 
+def config_text(config: Path) -> str:
+    """A config of tests/data, with the toy model's path (relative to tests/data) made absolute: the text of a copy
+    that may be written anywhere."""
+    from toy_model import TOY_DIR, TOY_NAME
+
+    return config.read_text(encoding="utf-8").replace(f'name = "{TOY_NAME}"', f'name = "{TOY_DIR.as_posix()}"')
+
+
 def config_with(base: Path, tmp: Path, replace: dict[str, str] | None = None, append: str = "",
                 name: str = "config.toml") -> Path:
     """A copy of the config ``base`` with text replaced and appended, written to ``tmp``."""
-    text = base.read_text(encoding="utf-8")
+    text = config_text(base)
     for old, new in (replace or {}).items():
         assert old in text, f"{old!r} not in {base}"
         text = text.replace(old, new)
@@ -191,6 +218,10 @@ class ShippedTinyRuns:
     all, and the result site's browser test walks the quick config's store without training it again."""
 
     work: Path
+    # The model every model name of a tiny run becomes (tests/toy_model.py), but for the configs in ``minilm``: a
+    # test-only override of --tiny's model, which users never get (their tiny runs keep embedded:minilm).
+    model: Path
+    minilm: frozenset[str] = frozenset()
     _done: dict[str, TinyRun] = field(default_factory=dict)
 
     def get(self, name: str, *extra: str) -> TinyRun:
@@ -212,7 +243,7 @@ class ShippedTinyRuns:
         os.environ["COLUMNS"] = "200"   # wide rich output: assertions on printed text do not depend on the terminal
         os.chdir(self.work)
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), self._toy_model(name):
                 main(["run", str(path), "--tiny", *extra])
         except SystemExit as exc:
             code = int(exc.code or 0)
@@ -226,3 +257,26 @@ class ShippedTinyRuns:
         store = Path(tiny_store_path(load_config(path).store_spec.path))
         return TinyRun(code, out.getvalue(), err.getvalue(),
                        store if store.is_absolute() else (path.parent / store).resolve())
+
+    @contextlib.contextmanager
+    def _toy_model(self, name: str) -> Iterator[None]:
+        """``beluga run --tiny`` with every model name replaced by ``self.model`` (unless ``name`` keeps MiniLM)."""
+        from beluga_core.cli import run_cmd
+
+        if name in self.minilm:
+            yield
+            return
+        real = run_cmd.tiny_config
+        toy = str(self.model)
+
+        def tiny_with_toy_model(cfg: Any) -> Any:
+            tiny, notes = real(cfg)
+            model = tiny.model.model_copy(update={"name": toy,
+                                                  "task_models": dict.fromkeys(tiny.model.task_models, toy)})
+            return tiny.model_copy(update={"model": model}), notes
+
+        run_cmd.tiny_config = tiny_with_toy_model   # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            run_cmd.tiny_config = real   # type: ignore[assignment]

@@ -8,7 +8,7 @@ the base (``ClassificationTask``, ``PairLoss``, ``PerInputKind``, …) are liste
 implement.
 
 The table stands between two marker lines in the package's docstring (``beluga_core/api/__init__.py``) and in
-the plugin guide (``docs/guides/extending.md``); ``tests/test_api_kinds.py`` fails when either differs from
+the plugin guide (``docs/guides/extending.md``); ``tests/unit/api/test_api_kinds.py`` fails when either differs from
 ``table()``. To rewrite both:
 
     python -m beluga_core.api.kinds_table

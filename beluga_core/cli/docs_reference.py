@@ -6,7 +6,7 @@
   plugin derives from or receives (the kind's base, its other bases, the ``Trainer``, batches, contexts, …), with
   signatures as written in the source and the docstrings (an attribute's doc is the comment block above it).
 
-``tests/test_docs.py`` fails when a committed page differs from what this module renders. To rewrite both:
+``tests/unit/project/test_docs.py`` fails when a committed page differs from what this module renders. To rewrite both:
 
     python -m beluga_core.cli.docs_reference
 

@@ -13,7 +13,7 @@ kit is cut into parts carried in consecutive calls (a machine keeps a call's ign
   checked against the sha256 its package's RECORD holds.
 
 Only the package registry is used (``pip download``). The dry mode needs nothing but this checkout and its
-environment: CI runs it (tests/test_gpu_kit.py).
+environment: CI runs it (tests/e2e/test_gpu_kit.py).
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ NOT_CARRIED = {
     "mypy": "static checks run in CI, not on the GPU machine",
     "ray": "the Ray executor test runs in CI on a local cluster; Ray's wheel alone is ~70 MB",
     "mkdocs": "the docs site is built in CI; nothing of it needs a GPU",
-    "import-linter": "the layering check is static: CI runs it (tests/test_layout.py skips its lint runs without it)",
+    "import-linter": ("the layering check is static: CI runs it (tests/e2e/test_layout.py skips its lint runs "
+                      "without it)"),
     "selenium": "the result site's browser tests drive Chromium, which the image lacks; they skip there",
 }
 # The machine the wheels are for: the image's interpreter (README, "The image").

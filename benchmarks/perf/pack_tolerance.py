@@ -12,7 +12,7 @@ LoRA's):
 
 Distances are the largest absolute difference between the updates training made (trained minus start weights,
 each run against its own start), and between the logits of 64 held-out sentences. The equivalence tests
-(tests/test_packs.py) require packed-vs-sequential to be within 4× the one-ulp drift of the updates, measured in
+(tests/e2e/test_packs.py) require packed-vs-sequential to be within 4× the one-ulp drift of the updates, measured in
 the test itself on its own (smaller) setup.
 
     python benchmarks/perf/pack_tolerance.py

@@ -7,7 +7,7 @@ comparison pairs arm A with arm B of the same (task, suite, model_name, seed, sp
 and scenario — or all scenarios, the paper's Avg. — with each task weighing the same.
 
 The strata rule and the digest here must match the ``significance_pairs`` view (significance.sql), which
-re-derives them to mark stale rows; tests/test_significance.py checks that they agree.
+re-derives them to mark stale rows; tests/unit/analysis/test_significance.py checks that they agree.
 """
 
 from __future__ import annotations

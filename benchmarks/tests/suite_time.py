@@ -1,0 +1,66 @@
+"""Where the test suite's time goes: per module and per test, from a pytest JUnit XML report
+(``pytest --junitxml=FILE``). pytest charges a fixture's set-up to the first test that uses it, so a module's
+total includes the stores it trains; ``--setup`` splits each test into set-up and call where the report has
+``--durations=0`` lines beside it.
+
+Usage: python benchmarks/tests/suite_time.py REPORT.xml [--top 30] [--tier]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+
+def _machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor() or "unknown CPU")
+    import os
+
+    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("report", type=Path)
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args()
+    root = ET.parse(args.report).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    modules: dict[str, float] = defaultdict(float)
+    tiers: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    tests: list[tuple[float, str]] = []
+    wall = sum(float(s.get("time", 0)) for s in suites)
+    for case in root.iter("testcase"):
+        seconds = float(case.get("time", 0))
+        parts = case.get("classname", "").split(".")
+        # tests[.TIER[.LAYER]].test_module[.TestClass]: the module ends at its test_ part.
+        end = next((i for i, part in enumerate(parts) if part.startswith("test_")), len(parts) - 1)
+        module = ".".join(parts[:end + 1])
+        modules[module] += seconds
+        tier = parts[1] if end >= 2 else "(one folder)"
+        tiers[tier] += seconds
+        counts[tier] += 1
+        status = "skipped" if case.find("skipped") is not None else (
+            "failed" if case.find("failure") is not None or case.find("error") is not None else "passed")
+        tests.append((seconds, f"{case.get('classname')}::{case.get('name')} [{status}]"))
+    print(f"machine: {_machine()}")
+    print(f"report: {args.report}; {len(tests)} tests; sum of test times {sum(t for t, _ in tests):.0f} s; "
+          f"suite wall time (pytest's own) {wall:.0f} s")
+    print("\nby tier:")
+    for tier, seconds in sorted(tiers.items(), key=lambda kv: -kv[1]):
+        print(f"  {seconds:8.1f} s  {counts[tier]:5d} tests  {tier}")
+    print("\nby module (set-up of module and session fixtures included where first used):")
+    for module, seconds in sorted(modules.items(), key=lambda kv: -kv[1])[:args.top]:
+        print(f"  {seconds:8.1f} s  {module}")
+    print(f"\nslowest {args.top} tests:")
+    for seconds, name in sorted(tests, reverse=True)[:args.top]:
+        print(f"  {seconds:8.1f} s  {name}")
+
+
+if __name__ == "__main__":
+    main()

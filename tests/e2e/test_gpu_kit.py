@@ -1,0 +1,88 @@
+"""The GPU check kit's dry mode (benchmarks/gpu/README.md): what is carried fits the calls, every carried wheel's
+requirements are met, the lock covers what beluga needs today, and run.sh's steps fit its budget."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import REPO
+
+ROOT = REPO
+KIT = ROOT / "benchmarks" / "gpu"
+
+
+def _prepare() -> Any:
+    if "gpu_prepare" not in sys.modules:  # a dataclass needs its module registered while it is defined
+        spec = importlib.util.spec_from_file_location("gpu_prepare", KIT / "prepare.py")
+        assert spec and spec.loader
+        sys.modules["gpu_prepare"] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules["gpu_prepare"]
+
+
+def test_the_dry_mode_passes_on_this_checkout() -> None:
+    done = subprocess.run([sys.executable, str(KIT / "prepare.py"), str(ROOT / ".gpu"), "--dry"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "part3" in done.stdout and "problem" not in done.stdout
+    plan = subprocess.run(["bash", str(KIT / "run.sh"), ".gpu", "--dry"], capture_output=True, text=True,
+                          timeout=30)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "profile check: budget 540 s; the caps add up to 540 s" in plan.stdout, plan.stdout
+    assert "profile packs: budget 540 s; the caps add up to 530 s" in plan.stdout, plan.stdout
+    unknown = subprocess.run(["bash", str(KIT / "run.sh"), ".gpu", "--dry"], capture_output=True, text=True,
+                             timeout=30, env={"PATH": "/usr/bin:/bin", "BELUGA_GPU_PROFILE": "fast"})
+    assert unknown.returncode == 2, unknown.stderr
+    assert "BELUGA_GPU_PROFILE=fast: no such profile; the profiles are: check,packs" in unknown.stderr
+
+
+def test_requirements_are_checked_against_the_image_and_the_kit() -> None:
+    prep = _prepare()
+    image = {"numpy": "2.5.2", "torch": None}
+    lock = {"captum": prep.Locked("captum", "0.9.0", "c.whl", 1, "x", ["numpy>=3", "torch", "tqdm",
+                                                                       "sphinx; extra == 'dev'"]),
+            "pydantic": prep.Locked("pydantic", "2.14.4", "p.whl", 1, "x", ["pydantic-core==2.50.5"])}
+    problems = prep.requirement_problems(lock, image)
+    assert problems == ["captum 0.9.0 needs numpy>=3; the image has numpy 2.5.2",
+                        "captum 0.9.0 needs tqdm: neither the image nor the kit has tqdm",
+                        "pydantic 2.14.4 needs pydantic-core==2.50.5: neither the image nor the kit has "
+                        "pydantic-core"]
+    lock["pydantic-core"] = prep.Locked("pydantic_core", "2.50.4", "pc.whl", 1, "x", [])
+    assert prep.requirement_problems(lock, image)[-1] == ("pydantic 2.14.4 needs pydantic-core==2.50.5; the kit "
+                                                          "carries pydantic-core 2.50.4")
+
+
+def test_parts_fit_a_call_beside_the_tree() -> None:
+    prep = _prepare()
+    mib = 1 << 20
+    # 40 MiB of wheels and project, 87 MiB of weights, a 14 MiB tree: 64 − 14 − 2 = 48 MiB of room per call.
+    parts = prep.plan_parts(40 * mib, 87 * mib, 14 * mib)
+    assert [p for p, _ in parts] == ["part1", "part2", "part3"]
+    assert sum(s for _, s in parts[1:]) == 87 * mib and all(s <= 48 * mib for _, s in parts)
+    with pytest.raises(SystemExit, match="over the 64 MiB"):
+        prep.plan_parts(49 * mib, 87 * mib, 14 * mib)
+
+
+def test_a_budget_over_nine_minutes_or_a_missing_step_is_refused(tmp_path: Path) -> None:
+    prep = _prepare()
+    script = (KIT / "run.sh").read_text()
+    assert prep.budget_problems(KIT / "run.sh") == []
+    over = tmp_path / "run.sh"
+    over.write_text(script.replace("step suite 145 ", "step suite 400 ").replace("step suite-eval 45 ", "true "))
+    problems = prep.budget_problems(over)
+    assert any("lacks the steps suite-eval" in p for p in problems)
+    assert any("profile check: the steps' caps add up to 750 s, over the 540 s budget" in p for p in problems)
+    assert any("profile check names steps it lacks: suite-eval" in p for p in problems)
+
+
+def test_the_lock_names_one_version_of_each_wheel() -> None:
+    rows = json.loads((KIT / "wheels.lock").read_text())
+    names = [r["name"].lower().replace("_", "-") for r in rows]
+    assert len(names) == len(set(names)) and all(r["filename"].endswith(".whl") for r in rows)
+    assert all("cp312" in r["filename"] or "py3" in r["filename"] or "py312" in r["filename"] for r in rows)

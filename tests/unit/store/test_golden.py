@@ -1,0 +1,73 @@
+"""What a refactoring must not change, held against records made before it (benchmarks/build_golden.py):
+every shipped config's job ids, and every view of each tiny config's store, recomputed by the current code over
+the raw rows the earlier code wrote.
+
+The raw tables, not retrained numbers, are what is compared: a run on another CPU trains other numbers, while the
+views of the same rows must come out the same. A refactoring that changes a plan or a view on purpose records the
+goldens again (``python benchmarks/build_golden.py ids|stores``) and says why in its commit."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from helpers import REPO, shipped_configs, tiny_configs
+
+GOLDEN = REPO / "tests" / "data" / "golden"
+sys.path.insert(0, str(REPO / "benchmarks"))
+import build_golden  # noqa: E402 - the recorder and this test share one definition of "a view's rows"
+
+from beluga_core.store.writer import StoreWriter  # noqa: E402
+
+RECORDED_IDS: dict[str, Any] = json.loads(gzip.decompress((GOLDEN / "job_ids.json.gz").read_bytes()))
+STORES = sorted(p for p in GOLDEN.iterdir() if p.is_dir())
+
+
+def test_the_goldens_cover_every_shipped_and_tiny_config() -> None:
+    configs = {str(p.relative_to(REPO)) for p in [*shipped_configs(), *tiny_configs()]}
+    assert set(RECORDED_IDS) == configs   # a new config is recorded with the code it came with
+    assert {p.name for p in STORES} == {Path(c).stem for c in configs if c.startswith("tests/")}
+
+
+@pytest.mark.parametrize("config", sorted(RECORDED_IDS))
+def test_job_ids_are_those_recorded(config: str) -> None:
+    recorded = RECORDED_IDS[config]
+    now = build_golden.job_ids(REPO / config)
+    if "error" in recorded:   # a config whose data a run makes first (its suite file); the error must stay the same
+        assert "error" in now and now["error"] == recorded["error"]
+        return
+    assert now == recorded, f"{config}: {len(set(now.get('jobs', [])) ^ set(recorded['jobs']))} ids differ"
+
+
+@pytest.fixture(scope="module")
+def empty_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Today's schema with no rows, made once: creating it (tables, views, macros) is a fifth of each comparison."""
+    store = tmp_path_factory.mktemp("golden") / "empty.duckdb"
+    StoreWriter(store)   # each writer call opens and closes the file, so the copy below is whole
+    return store
+
+
+@pytest.mark.parametrize("golden", STORES, ids=[p.name for p in STORES])
+def test_every_view_is_what_it_was_over_the_same_rows(golden: Path, empty_store: Path, tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    shutil.copyfile(empty_store, store)
+    con = duckdb.connect(str(store))
+    try:
+        con.execute("DELETE FROM beluga_meta")
+        for parquet in sorted(golden.glob("*.parquet")):
+            con.execute(f"INSERT INTO {parquet.stem} BY NAME SELECT * FROM read_parquet('{parquet}')")
+        views = build_golden.view_rows(con)
+    finally:
+        con.close()
+    recorded = json.loads(gzip.decompress((golden / "views.json.gz").read_bytes()))
+    assert set(views) == set(recorded)
+    for view, rows in recorded.items():
+        now = json.loads(json.dumps(views[view], default=str))   # the recorder's own JSON round trip
+        assert now["columns"] == rows["columns"], view
+        assert now["rows"] == rows["rows"], f"{golden.name}: view {view} differs"
