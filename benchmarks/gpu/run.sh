@@ -93,7 +93,7 @@ setup() {
         echo "note: the kit was prepared at $commit; the checkout here is at another commit (tests run the checkout)"
     rm -rf "$SITE"
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" \
-        "$KIT"/part1/wheels/*.whl "$KIT"/part1/project/*.whl || return 1
+        "$KIT"/part*/wheels/*.whl "$KIT"/part1/project/*.whl || return 1
     cp -r "$KIT"/part1/model/. "$SITE"/
     # Registered with the image's interpreter rather than through PYTHONPATH: tests start subprocesses with
     # their own environment, or isolated (-I), and those must find beluga and its packages too. The checkout
@@ -111,8 +111,8 @@ m = manifest["model"]
 target = site / m["file"]
 h = hashlib.sha256()
 with target.open("wb") as out:
-    for part, chunk in zip(manifest["parts"][1:], m["chunks"], strict=True):
-        data = (kit / part / chunk).read_bytes()
+    for chunk in m["chunks"]:  # each "partN/model.safetensors.NNN", in order
+        data = (kit / chunk).read_bytes()
         h.update(data)
         out.write(data)
 if h.hexdigest() != m["sha256"] or target.stat().st_size != m["size"]:

@@ -3,12 +3,15 @@
 total includes the stores it trains; ``--setup`` splits each test into set-up and call where the report has
 ``--durations=0`` lines beside it.
 
-Usage: python benchmarks/tests/suite_time.py REPORT.xml [--top 30] [--tier]
+Usage: python benchmarks/tests/suite_time.py REPORT.xml[.gz] [--top 30]
+
+The committed reports are gzipped: the GPU kit carries the working tree in every call (64 MiB in all).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import platform
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -28,7 +31,8 @@ def main() -> None:
     parser.add_argument("report", type=Path)
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args()
-    root = ET.parse(args.report).getroot()
+    with (gzip.open if args.report.suffix == ".gz" else open)(args.report, "rb") as f:
+        root = ET.parse(f).getroot()
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
     modules: dict[str, float] = defaultdict(float)
     tiers: dict[str, float] = defaultdict(float)

@@ -30,7 +30,7 @@ def test_the_dry_mode_passes_on_this_checkout() -> None:
     done = subprocess.run([sys.executable, str(KIT / "prepare.py"), str(ROOT / ".gpu"), "--dry"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "part3" in done.stdout and "problem" not in done.stdout
+    assert "weights' chunk" in done.stdout and "problem" not in done.stdout
     plan = subprocess.run(["bash", str(KIT / "run.sh"), ".gpu", "--dry"], capture_output=True, text=True,
                           timeout=30)
     assert plan.returncode == 0, plan.stdout + plan.stderr
@@ -61,12 +61,41 @@ def test_requirements_are_checked_against_the_image_and_the_kit() -> None:
 def test_parts_fit_a_call_beside_the_tree() -> None:
     prep = _prepare()
     mib = 1 << 20
-    # 40 MiB of wheels and project, 87 MiB of weights, a 14 MiB tree: 64 − 14 − 2 = 48 MiB of room per call.
-    parts = prep.plan_parts(40 * mib, 87 * mib, 14 * mib)
-    assert [p for p, _ in parts] == ["part1", "part2", "part3"]
-    assert sum(s for _, s in parts[1:]) == 87 * mib and all(s <= 48 * mib for _, s in parts)
+    wheels = {"duckdb": 24 * mib, "pydantic-core": 2 * mib, "nltk": 2 * mib, "tiny": mib // 2}
+    # 12 MiB of project and model files, 87 MiB of weights, a 14 MiB tree: 64 − 14 − 2 = 48 MiB of room per call.
+    parts = prep.plan_parts(12 * mib, wheels, 87 * mib, 14 * mib)
+    assert [(p.name, p.wheels, p.weights) for p in parts] == [
+        ("part1", ("tiny", "nltk", "pydantic-core", "duckdb"), False), ("part2", (), True), ("part3", (), True)]
+    assert parts[0].size == 40 * mib + mib // 2
+    assert sum(p.size for p in parts[1:]) == 87 * mib and all(p.size <= 48 * mib for p in parts)
+    # The tree grew by 10 MiB: 38 MiB of room, so duckdb spills into a part of its own, before the weights.
+    grown = prep.plan_parts(12 * mib, wheels, 87 * mib, 24 * mib)
+    assert [(p.name, p.wheels, p.weights) for p in grown] == [
+        ("part1", ("tiny", "nltk", "pydantic-core"), False), ("part2", ("duckdb",), False),
+        ("part3", (), True), ("part4", (), True), ("part5", (), True)]
+    assert all(p.size <= 38 * mib for p in grown) and sum(p.size for p in grown[2:]) == 87 * mib
     with pytest.raises(SystemExit, match="over the 64 MiB"):
-        prep.plan_parts(49 * mib, 87 * mib, 14 * mib)
+        prep.plan_parts(49 * mib, {}, 87 * mib, 14 * mib)
+    with pytest.raises(SystemExit, match=r"the wheel duckdb .* is larger than"):
+        prep.plan_parts(12 * mib, wheels, 87 * mib, 40 * mib)
+
+
+def test_spilled_wheels_and_chunks_land_where_the_manifest_says(tmp_path: Path) -> None:
+    prep = _prepare()
+    (tmp_path / "part1" / "wheels").mkdir(parents=True)
+    locked = {n: prep.Locked(n, "1", f"{n}-1-py3-none-any.whl", 1, "x", []) for n in ("a", "b")}
+    for w in locked.values():
+        (tmp_path / "part1" / "wheels" / w.filename).write_bytes(b"w")
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(bytes(range(10)))
+    parts = [prep.Part("part1", 1, ("a",)), prep.Part("part2", 1, ("b",)), prep.Part("part3", 6, (), True),
+             prep.Part("part4", 4, (), True)]
+    prep.spill_wheels(parts, locked, tmp_path)
+    chunks = prep.split(weights, parts, tmp_path)
+    assert sorted(p.name for p in (tmp_path / "part1" / "wheels").iterdir()) == ["a-1-py3-none-any.whl"]
+    assert sorted(p.name for p in (tmp_path / "part2" / "wheels").iterdir()) == ["b-1-py3-none-any.whl"]
+    assert chunks == ["part3/model.safetensors.000", "part4/model.safetensors.001"]
+    assert b"".join((tmp_path / c).read_bytes() for c in chunks) == bytes(range(10))
 
 
 def test_a_budget_over_nine_minutes_or_a_missing_step_is_refused(tmp_path: Path) -> None:
