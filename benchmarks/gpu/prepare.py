@@ -187,7 +187,9 @@ def plan_parts(base: int, wheels: dict[str, int], weights: int, tree: int) -> li
     if base > room:
         raise SystemExit(f"part1 would carry {base / MIB:.1f} MiB beside a {tree / MIB:.1f} MiB working tree: "
                          f"over the {CALL_LIMIT // MIB} MiB a call carries")
-    first, size, spilled = [], base, []
+    first: list[str] = []
+    spilled: list[str] = []
+    size = base
     for name, n in sorted(wheels.items(), key=lambda kv: (kv[1], kv[0])):
         if size + n <= room and not spilled:
             first.append(name)
