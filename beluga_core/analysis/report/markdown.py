@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS
 from beluga_core.analysis.report.alignment import ALIGNMENT_NOTE, SIDES, interval_text
 from beluga_core.analysis.report.attribution_tables import ATTRIBUTION_NOTE, word_list
 from beluga_core.analysis.report.content import (
@@ -20,16 +19,25 @@ from beluga_core.analysis.report.cross_tables import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
 from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
-from beluga_core.analysis.report.table3 import AVG, Cell, Column, crossing_notes, interval_notes
+from beluga_core.analysis.report.table3 import (
+    AVG,
+    Cell,
+    Column,
+    Table3,
+    crossing_notes,
+    difference_rule,
+    interval_notes,
+)
 
 SIGNIFICANCE_LEGEND = ("▲ / ▼: significantly better / worse than the IID baseline (first row; its suite "
                        "columns are G_standard), p < 0.05: two-tailed binomial sign test for i.i.d., paired "
                        "approximate randomization for G (docs/method.md, 'Significance'). **Bold**: best in the "
                        "column.")
-SEED_LEGEND = ("▲ / ▼: better / worse than the IID baseline (first row; its suite columns are G_standard): with two "
-               "or more seeds, the 95 % interval of the difference paired by seed (seeds, then cases; the seed-level "
-               f"t with fewer than {HIERARCHICAL_MIN_SEEDS}, where the hierarchical interval covers below 93.5 %) "
-               "excludes 0 (docs/method.md, 'Replicates'). **Bold**: best in the column.")
+
+
+def seed_legend(t: Table3) -> str:
+    return ("▲ / ▼: better / worse than the IID baseline (first row; its suite columns are G_standard): with two or "
+            f"more seeds, {difference_rule(t)} (docs/method.md, 'Replicates'). **Bold**: best in the column.")
 
 
 def _esc(text: object) -> str:
@@ -135,7 +143,7 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
     lines += ["", *content.status_lines()]
     several = len(t.tasks) > 1
     lines += ["", "## i.i.d. score and G per scenario (%) — Table 3", "",
-              SEED_LEGEND if t.n_seeds >= 2 else SIGNIFICANCE_LEGEND, *interval_notes(t), *crossing_notes(t),
+              seed_legend(t) if t.n_seeds >= 2 else SIGNIFICANCE_LEGEND, *interval_notes(t), *crossing_notes(t),
               "Avg.: mean G over all tasks and generalization scenarios.", ""]
     if not t.rows:
         lines.append("No finished models yet.")

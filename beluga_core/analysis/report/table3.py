@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, SEED_T_WHY
+from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, SEED_T_WHY, t_interval
 from beluga_core.analysis.report.report_data import ReportData
 from beluga_core.core.constants import BASELINE, pair_order, scenario_order
 
@@ -125,6 +125,7 @@ def build_table3(data: ReportData) -> Table3:
         columns.append(Column(None, AVG))
     table = Table3(tasks, columns, pairs, has_significance=data.n_tests > 0)
     marks = significance_marks(data.significance)
+    avg_over_seeds = avg_seed_marks(data.significance)
     own, diff = replicate_cells(data.replicates)
     for r in rows:
         pair, col = (r["config"], r["method"]), _column(r)
@@ -144,6 +145,8 @@ def build_table3(data: ReportData) -> Table3:
             # Seeds are replicates: the mark is the interval of the difference from the baseline (paired by seed).
             d = diff.get((task, pair, scenario))
             mark = None if d is None else {"A > B": "better", "A < B": "worse"}.get(d["ordering"])
+        if tested and col.scenario == AVG and pair in avg_over_seeds:
+            mark = avg_over_seeds[pair]
         s_interval = own.get((task, pair, f"s_T:{scenario}")) if task is not None and col.is_g and not restricted \
             else None
         table.n_seeds = max(table.n_seeds, n_seeds)
@@ -228,21 +231,45 @@ def significance_marks(rows: list[dict[str, Any]] | None) -> dict[tuple[str | No
     return out
 
 
+AVG_RULE = ("Avg. over two or more seeds: the seed-level t interval of its per-seed differences from the IID "
+            "baseline (each seed against the baseline's same seed) excludes 0")
+
+
+def avg_seed_marks(rows: list[dict[str, Any]] | None) -> dict[Pair, str | None]:
+    """Pair → the Avg. column's mark where the pair has two or more seeds (AVG_RULE). The Avg. has no case-level
+    interval (it pools tasks and scenarios), so, as for any cell with too few seeds for the hierarchical one, the
+    seed-level t decides; every seed's own randomization test agreeing would call a difference whose seeds
+    disagree in size by tens of points resolved. Pairs with one seed are absent (their tests decide)."""
+    deltas: dict[Pair, list[float]] = defaultdict(list)
+    for r in rows or []:
+        if r["scope"] == "mean_over_tasks" and r["scenario"] is None and r["delta_g"] is not None:
+            deltas[(r["config"], r["method"])].append(float(r["delta_g"]))
+    out: dict[Pair, str | None] = {}
+    for pair, values in deltas.items():
+        if len(values) >= 2:
+            iv = t_interval(values)
+            out[pair] = None if iv.lo is None or iv.hi is None else (
+                "better" if iv.lo > 0 else "worse" if iv.hi < 0 else None)
+    return out
+
+
 def _span(seeds: list[int]) -> str:
     return "–".join(map(str, sorted({seeds[0], seeds[-1]})))
 
 
 def difference_rule(table: Table3) -> str:
     """What decides a ▲ / ▼ over seeds, for the legends: the difference's interval paired by seed, hierarchical
-    from HIERARCHICAL_MIN_SEEDS seeds on, the seed-level t below (and why)."""
+    from HIERARCHICAL_MIN_SEEDS seeds on, the seed-level t below (and why); the Avg. column's (AVG_RULE)."""
     seeds = [c.n_seeds for c in table.cells.values() if c.n_seeds >= 2]
     head = "the 95 % interval of the difference, paired by seed"
     if not seeds or min(seeds) >= HIERARCHICAL_MIN_SEEDS:
-        return f"{head} (seeds, then cases), excludes 0"
-    if max(seeds) < HIERARCHICAL_MIN_SEEDS:
-        return f"{head}, excludes 0: the seed-level t, since {SEED_T_WHY}"
-    return (f"{head}, excludes 0: seeds, then cases, or the seed-level t with fewer than {HIERARCHICAL_MIN_SEEDS} "
-            f"seeds, since {SEED_T_WHY}")
+        rule = f"{head} (seeds, then cases), excludes 0"
+    elif max(seeds) < HIERARCHICAL_MIN_SEEDS:
+        rule = f"{head}, excludes 0: the seed-level t, since {SEED_T_WHY}"
+    else:
+        rule = (f"{head}, excludes 0: seeds, then cases, or the seed-level t with fewer than {HIERARCHICAL_MIN_SEEDS} "
+                f"seeds, since {SEED_T_WHY}")
+    return f"{rule}; {AVG_RULE}" if table.avg_column is not None else rule
 
 
 def interval_notes(table: Table3) -> list[str]:

@@ -18,6 +18,7 @@ from PIL import Image
 from rich.console import Console
 from store_builder import FUNCTIONALITIES, StoreBuilder, make_cases, perturb, random_outcomes
 
+from beluga_core.analysis.refresh import refresh
 from beluga_core.analysis.report.content import pct
 from beluga_core.analysis.report.degeneracy import degeneracy_rows, format_distribution
 from beluga_core.analysis.report.figures import DPI, draw_heatmap, heatmaps
@@ -142,6 +143,49 @@ def test_table3_values_are_the_views_means(tmp_path: Path) -> None:
         assert base.value == pytest.approx(mean("g", task, "iid", "standard")) and base.shown_from == "standard"
         per_task.append(statistics.fmean(c.value for c in cells))
     assert t.cell(pair, Column(None, AVG)).value == pytest.approx(statistics.fmean(per_task))
+
+
+def test_the_avg_mark_over_seeds_is_the_seed_level_interval(tmp_path: Path) -> None:
+    """Two seeds, each arm's every seed significantly better by its own test. iid-then-t's seeds differ in size
+    (one fixes every failure, the other a few): their t interval spans 0, so no ▲, where every seed's test
+    agreeing used to give one; iid-plus-t's seeds agree closely: ▲. Recomputed here from the g_scores rows."""
+    b = StoreBuilder(tmp_path / "avg.duckdb")
+    rng = random.Random(5)
+    correct = [rng.random() < 0.7 for _ in range(120)]
+    base = random_outcomes(b.cases, rng)
+    for seed in (1, 2):
+        fails = [c for c, o in base.items() if o == "fail"]
+        b.add("iid", "vanilla", "standard", base, correct, seed=seed)
+        erratic = {c: "pass" if o == "fail" and (seed == 1 or c in fails[:14]) else o for c, o in base.items()}
+        steady = {c: "pass" if o == "fail" and c not in fails[:3 * seed] else o for c, o in base.items()}
+        for scenario in ("seen", "class"):
+            b.add("iid-then-t", "vanilla", scenario, erratic, correct if scenario == "seen" else None, seed=seed)
+            b.add("iid-plus-t", "vanilla", scenario, steady, correct if scenario == "seen" else None, seed=seed)
+    refresh(b.path, rounds=ROUNDS, seed=0)   # what `beluga analyze` does: the tests and the intervals over seeds
+    data = read_report_data(b.path, figures=False)
+    per_seed = {r["seed"]: r for r in data.significance or [] if r["scope"] == "mean_over_tasks"
+                and r["scenario"] is None and r["config"] == "iid-then-t"}
+    assert {s: r["g_mark"] for s, r in per_seed.items()} == {1: "better", 2: "better"}   # each seed's own test
+    g = fetch_dicts(b.path, "g_scores")
+
+    def avg_delta(config: str, seed: int) -> float:
+        mine = {r["scenario"]: r["g"] for r in g if r["config"] == config and r["seed"] == seed}
+        base = next(r["g"] for r in g if r["config"] == "iid" and r["seed"] == seed)
+        return statistics.fmean(v - base for v in mine.values())
+
+    for config, expected in (("iid-then-t", None), ("iid-plus-t", "better")):
+        d = [avg_delta(config, seed) for seed in (1, 2)]
+        half = 12.706 * statistics.stdev(d) / 2 ** 0.5     # t(0.975, 1 df) · sd / √2
+        lo, hi = statistics.fmean(d) - half, statistics.fmean(d) + half
+        assert (lo > 0) == (expected == "better") and hi > 0, (config, d, lo, hi)
+        assert build_table3(data).cell((config, "vanilla"), Column(None, AVG)).mark == expected, config
+    assert "Avg. over two or more seeds: the seed-level t interval" in print_table_text(b.path)
+
+
+def print_table_text(path: Path) -> str:
+    out = io.StringIO()
+    print_g_table(path, Console(file=out, width=200))
+    return out.getvalue()
 
 
 # ------------------------------------------------------------------------------------ the terminal table
