@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 
 from beluga_core.analysis.replicates.intervals import Replicates
-from beluga_core.analysis.replicates.power import MAX_CASES, MAX_SEEDS, Components, VarianceFn
-from beluga_core.core.errors import BelugaError
+from beluga_core.analysis.replicates.power import MAX_CASES, MAX_SEEDS, Components, GComponents, VarianceFn
+from beluga_core.core.errors import BelugaError, did_you_mean
 
 STATISTICS = ("s_T", "G", "pass_rate")
 
@@ -53,6 +53,10 @@ def power(
         raise BelugaError("--group names the scoring group of --statistic pass_rate (and only of it)")
     if effect == 0:
         raise BelugaError("--effect must not be 0")
+    if abs(effect) > 1:
+        hint = f"; for {effect:g} points write {effect / 100:g}" if abs(effect) <= 100 else ""
+        raise BelugaError(f"--effect {effect:g}: the difference to detect is a fraction (0.05 = 5 points), so at most "
+                          f"1 in size{hint}")
     wanted = [_cell_spec(x) for x in a]
     base = _cell_spec(b)
     with open_store(store) as con:
@@ -66,11 +70,21 @@ def power(
             if wanted and (cell.config, cell.method, cell.scenario) not in wanted:
                 continue
             pairs.append((cell, other))
+        known = {(c.config, c.method, c.scenario) for c in digests}
+        for option, text, spec in [*(("--a", x, w) for x, w in zip(a, wanted, strict=True)), ("--b", b, base)]:
+            if spec not in known:
+                names = sorted(f"{c}/{m}@{s}" for c, m, s in known)
+                hint = did_you_mean("/".join(spec[:2]) + "@" + spec[2], names) or f"; its cells: {', '.join(names)}"
+                raise BelugaError(f"{option} {text}: no such cell in this store{hint}", source=store)
         cells = load_cells(con, {c for p in pairs for c in p})
         sizes: dict[str | None, dict[str, int]] = {}
         for suite, grp, n in con.execute("SELECT suite, scoring_group, count(*) FROM cases GROUP BY ALL").fetchall():
             sizes.setdefault(suite, {})[grp] = n
     pairs = [(x, y) for x, y in pairs if x in cells and y in cells and cells[x].n_seeds >= 2]
+    if group is not None and pairs and not any(group in cells[x].groups for x, _ in pairs):
+        groups = sorted({str(g) for x, _ in pairs for g in cells[x].groups})
+        raise BelugaError(f"--group {group}: no such scoring group in the compared cells"
+                          + (did_you_mean(group, groups) or f"; their groups: {', '.join(groups)}"), source=store)
     if not pairs:
         raise BelugaError(f"no cell with two or more seeds to compare with {b}"
                           + (f" among {', '.join(a)}" if a else "") + ": the variance between training runs needs "
@@ -92,12 +106,11 @@ def power_line(ra: Replicates, rb: Replicates, statistic: str, group: str | None
                alpha: float, suite_sizes: Mapping[str, int] | None = None) -> str:
     """What ``beluga power`` says of one comparison: observed difference, components, power now, sizes needed.
     ``suite_sizes``: the suite's cases per scoring group, in all (default: the cases the cells have outcomes for)."""
-    from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, SEED_T_WHY, aligned
+    from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, SEED_T_WHY
     from beluga_core.analysis.replicates.power import (
         cases_needed,
-        g_variance,
+        g_components,
         group_components,
-        iid_components,
         power,
         power_bound_over_cases,
         power_bound_over_seeds,
@@ -105,30 +118,26 @@ def power_line(ra: Replicates, rb: Replicates, statistic: str, group: str | None
         suite_components,
     )
 
-    comp = group_components(ra, rb, group) if statistic == "pass_rate" and group else suite_components(ra, rb)
+    comp: Components | GComponents
+    if statistic == "pass_rate" and group:
+        if group not in ra.groups:
+            raise ValueError(f"no group {group!r} here (its groups: {', '.join(map(str, ra.groups))})")
+        comp = group_components(ra, rb, group)
+    elif statistic == "G":
+        # σ²_seed of ΔG itself, on the seeds and cases both cells have (a crossing level's scenario scores only the
+        # cases with a group there, and its G is compared with the baseline's on those).
+        comp = g_components(ra, rb)
+    else:
+        comp = suite_components(ra, rb)
     observed = comp.observed
     # The statistics whose per-seed differences are all equal: σ²_seed is not estimable from them. Their σ²_seed is
     # taken as 0 below, the least it can be, so that what is printed is a bound (power at most, cases at least).
-    flat = [] if comp.seed_estimable else ["the pass rate" if statistic == "pass_rate" else "s_T"]
+    flat = [] if comp.seed_estimable else [{"pass_rate": "the pass rate", "G": "G"}.get(statistic, "s_T")]
     if flat:
         comp = comp.with_seed(0.0)
 
-    def make(c: Components) -> VarianceFn:
+    def make(c: Components | GComponents) -> VarianceFn:
         return c.variance
-
-    if statistic == "G":
-        iid = iid_components(ra, rb)
-        if not iid.seed_estimable:
-            flat.append("s_iid")
-            iid = iid.with_seed(0.0)
-        # On the seeds and cases both cells have, as the components are: a crossing level's scenario scores only the
-        # cases with a group there, and its G is compared with the baseline's on those (issue 52).
-        pa, pb = aligned(ra, rb)
-        s_suite, s_iid = float(pa.per_seed("s_suite").mean()), float(pa.per_seed("s_iid").mean())
-        observed = float((pa.per_seed("g") - pb.per_seed("g")).mean())
-
-        def make(c: Components) -> VarianceFn:
-            return g_variance(c, iid, s_suite, s_iid)
 
     variance = make(comp)
     s_now, n_now = comp.seeds, comp.cases
@@ -144,15 +153,21 @@ def power_line(ra: Replicates, rb: Replicates, statistic: str, group: str | None
              f"needed count from {HIERARCHICAL_MIN_SEEDS})" if s_now < HIERARCHICAL_MIN_SEEDS else "")
     fixed = " or from s_iid on the fixed D_test" if statistic == "G" else ""
     head = (f"observed {100 * observed:+.1f} points over {s_now} seeds × {at_now} ({comp.groups} group(s)); "
-            "components σ²_seed ")
-    rest = f"σ²_case {comp.case:.2e}, σ²_rest {comp.rest:.2e}"
+            "components σ²_seed" + (" of ΔG " if isinstance(comp, GComponents) else " "))
+    if isinstance(comp, GComponents):
+        rest = (f"of Δs_T σ²_case {comp.suite.case:.2e}, σ²_rest {comp.suite.rest:.2e}, of Δs_iid over D_test's "
+                f"{comp.iid.cases:.0f} examples σ²_case {comp.iid.case:.2e}, σ²_rest {comp.iid.rest:.2e} (ΔG = "
+                f"{comp.ga:.2f} Δs_T + {comp.gb:.2f} Δs_iid)")
+    else:
+        rest = f"σ²_case {comp.case:.2e}, σ²_rest {comp.rest:.2e}"
     groups = _group_sizes(ra, statistic, group, suite_sizes)
 
     def by_cases(at_least: bool) -> str:
         bound = power_bound_over_cases(variance, s_now, effect, alpha)
         if bound < target:
-            return (f"unreachable: with any number of cases per group the power stays at most {_at_most(bound)} "
-                    f"(more cases do not shrink the part of the variance from the training runs{fixed})")
+            return (f"unreachable: with any number of cases per group the power stays at most "
+                    f"{_at_most(bound, target)} (more cases do not shrink the part of the variance from the training "
+                    f"runs{fixed})")
         n = cases_needed(variance, s_now, effect, target, alpha)
         if n is None:
             return f"more than {MAX_CASES:,} (the most searched)"
@@ -166,7 +181,7 @@ def power_line(ra: Replicates, rb: Replicates, statistic: str, group: str | None
     lo, hi = comp.seed_interval()
     seeds_bound = power_bound_over_seeds(variance, n_now, effect, alpha)
     if seeds_bound < target:
-        by_seeds = (f"unreachable: with any number of seeds the power stays at most {_at_most(seeds_bound)} "
+        by_seeds = (f"unreachable: with any number of seeds the power stays at most {_at_most(seeds_bound, target)} "
                     f"(more seeds do not shrink the part of the variance from the cases{fixed})")
     else:
         needed = [seeds_needed(make(comp.with_seed(sigma)), n_now, effect, target, alpha)
@@ -209,9 +224,15 @@ def _span(sizes: list[int]) -> str:
     return f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
 
 
-def _at_most(p: float) -> str:
-    """A power bound as a whole percentage, rounded up so that "at most" stays true."""
-    return f"{math.ceil(100 * p - 1e-9)}%"
+def _at_most(p: float, target: float) -> str:
+    """A power bound below ``target`` as a percentage rounded up, so that "at most" stays true, with as many decimals
+    as it takes to stay below the target (79.6 %, not 80 %, against 80 %)."""
+    for decimals in range(4):
+        scale = 10 ** (2 + decimals)
+        up = math.ceil(scale * p - 1e-9) / scale
+        if up < target:
+            return f"{100 * up:.{decimals}f}%"
+    return f"just below {target:.0%}"
 
 
 def _cases(n: float) -> str:

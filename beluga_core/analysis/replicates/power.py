@@ -9,8 +9,9 @@ difference of s_T (or of the group's pass rate) less what the rest contributes g
 
     s_T:        σ²_seed / S′ + mean_g σ²_case,g / (G n′) + mean_g σ²_rest,g / (G S′ n′)
     pass rate:  σ²_seed,g / S′ + σ²_case,g / n′ + σ²_rest,g / (S′ n′)
-    G:          (∂G/∂s_T)² Var(Δs_T) + (∂G/∂s_iid)² Var(Δs_iid), s_iid's terms likewise over the D_test examples
-                (their number is not a choice here: D_test is fixed)
+    G:          σ²_seed,G / S′ + (∂G/∂s_T)² [case and rest of Δs_T as above] + (∂G/∂s_iid)² [those of Δs_iid
+                over the D_test examples, whose number is not a choice here: D_test is fixed]; σ²_seed,G from the
+                spread of the per-seed ΔG itself (the training runs move s_T and s_iid together)
 
 and the test is the two-stage t of the hierarchical interval (Welch–Satterthwaite df): power = P(|T| > t_crit)
 for T noncentral t with ncp = d / SE. σ²_seed rests on S − 1 degrees of freedom, so the recommendation is given
@@ -69,13 +70,7 @@ class Components:
         """The interval of σ²_seed: the chi-square interval (S − 1 degrees of freedom) of what the per-seed
         variance estimates, σ²_seed + rest_share, less rest_share, at least 0. So an estimate of σ²_seed cut to 0
         (the seeds spread no more than their own noise explains) still has an upper end."""
-        df = self.seeds - 1
-        if df < 1:
-            return (0.0, float("inf"))
-        v = self.per_seed_var if self.per_seed_var is not None else self.seed + self.rest_share
-        lo = df * v / stats.chi2.ppf(0.5 + level / 2, df) - self.rest_share
-        hi = df * v / stats.chi2.ppf(0.5 - level / 2, df) - self.rest_share
-        return max(float(lo), 0.0), max(float(hi), 0.0)
+        return _seed_interval(self.seeds, self.per_seed_var, self.seed, self.rest_share, level)
 
     @property
     def seed_estimable(self) -> bool:
@@ -87,6 +82,17 @@ class Components:
     def with_seed(self, seed: float) -> Components:
         return Components(seed, self.case, self.rest, self.groups, self.seeds, self.cases, self.observed,
                           self.rest_share, self.per_seed_var)
+
+
+def _seed_interval(seeds: int, per_seed_var: float | None, seed: float, rest_share: float,
+                   level: float) -> tuple[float, float]:
+    df = seeds - 1
+    if df < 1:
+        return (0.0, float("inf"))
+    v = per_seed_var if per_seed_var is not None else seed + rest_share
+    lo = df * v / stats.chi2.ppf(0.5 + level / 2, df) - rest_share
+    hi = df * v / stats.chi2.ppf(0.5 - level / 2, df) - rest_share
+    return max(float(lo), 0.0), max(float(hi), 0.0)
 
 
 def _anova(d: np.ndarray) -> tuple[float, float]:
@@ -274,18 +280,70 @@ def cases_needed(variance: VarianceFn, seeds: int, effect: float, target: float 
     return None
 
 
-def g_variance(suite: Components, iid: Components, s_suite: float, s_iid: float) -> VarianceFn:
-    """Var(ΔG) by the delta method at (s_T, s_iid): G's partial derivatives times the two differences'
-    variances (D_test's size fixed at what it is)."""
+@dataclass(frozen=True)
+class GComponents:
+    """Variance components of a difference of G (docs/method.md, "Power"): σ²_seed of the per-seed ΔG itself (so
+    it holds what the training runs move in s_T and s_iid together, their covariance included), and the case and
+    rest components of Δs_T and Δs_iid carried to G's scale by the delta method at (s_T, s_iid). The same questions
+    as ``Components`` (variance, seed interval, with_seed) answer for G."""
+
+    seed: float                 # σ²_seed of ΔG per seed
+    suite: Components           # Δs_T's components (their case and rest parts are used)
+    iid: Components             # Δs_iid's over D_test (fixed size: iid.cases)
+    ga: float                   # ∂G/∂s_T
+    gb: float                   # ∂G/∂s_iid
+    observed: float
+    per_seed_var: float | None
+
+    @property
+    def seeds(self) -> int:
+        return self.suite.seeds
+
+    @property
+    def cases(self) -> float:
+        return self.suite.cases
+
+    @property
+    def groups(self) -> int:
+        return self.suite.groups
+
+    @property
+    def rest_share(self) -> float:
+        """What each seed's own noise adds to the per-seed ΔG's variance: the rest parts on G's scale."""
+        return (self.ga ** 2 * self.suite.rest / (self.suite.groups * self.suite.cases)
+                + self.gb ** 2 * self.iid.rest / self.iid.cases)
+
+    def variance(self, seeds: float, cases: float) -> tuple[float, float]:
+        rest = (self.ga ** 2 * self.suite.rest / (self.suite.groups * seeds * cases)
+                + self.gb ** 2 * self.iid.rest / (seeds * self.iid.cases))
+        seed_part = self.seed / seeds + rest
+        case = self.ga ** 2 * self.suite.case / (self.suite.groups * cases) + self.gb ** 2 * self.iid.case / \
+            self.iid.cases
+        return seed_part + case, seed_part
+
+    def seed_interval(self, level: float = 0.95) -> tuple[float, float]:
+        return _seed_interval(self.seeds, self.per_seed_var, self.seed, self.rest_share, level)
+
+    @property
+    def seed_estimable(self) -> bool:
+        v = self.per_seed_var if self.per_seed_var is not None else self.seed + self.rest_share
+        return v > EQUAL_VARIANCE
+
+    def with_seed(self, seed: float) -> GComponents:
+        return GComponents(seed, self.suite, self.iid, self.ga, self.gb, self.observed, self.per_seed_var)
+
+
+def g_components(a: Replicates, b: Replicates) -> GComponents:
+    """Components of ΔG (A − B, paired by seed, on the cases and seeds both cells have)."""
+    suite, iid = suite_components(a, b), iid_components(a, b)
+    pa, pb = aligned(a, b)
+    s_suite, s_iid = float(pa.per_seed("s_suite").mean()), float(pa.per_seed("s_iid").mean())
     den = (s_suite + s_iid) ** 2
     ga, gb = (2 * s_iid ** 2 / den, 2 * s_suite ** 2 / den) if den else (0.0, 0.0)
-
-    def variance(seeds: float, cases: float) -> tuple[float, float]:
-        vs, ss = suite.variance(seeds, cases)
-        vi, si = iid.variance(seeds, iid.cases)
-        return ga ** 2 * vs + gb ** 2 * vi, ga ** 2 * ss + gb ** 2 * si
-
-    return variance
+    per_seed = pa.per_seed("g") - pb.per_seed("g")
+    share = ga ** 2 * suite.rest / (suite.groups * suite.cases) + gb ** 2 * iid.rest / iid.cases
+    seed, _, var = _seed_part(per_seed, share)
+    return GComponents(seed, suite, iid, ga, gb, float(np.nanmean(per_seed)), var)
 
 
 def observed_g_difference(a: Replicates, b: Replicates) -> float:

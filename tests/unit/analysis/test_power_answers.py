@@ -255,10 +255,10 @@ def test_power_of_an_unreachable_effect(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0, err
     text = _line(out)
     m = re.search(r"cases per group needed at 3 seeds: unreachable: with any number of cases per group the power "
-                  r"stays at most (\d+)% \(more cases do not shrink the part of the variance from the training runs\)",
-                  text)
+                  r"stays at most ([\d.]+)% \(more cases do not shrink the part of the variance from the training "
+                  r"runs\)", text)
     assert m, text
-    at_most = int(m.group(1)) / 100
+    at_most = float(m.group(1)) / 100
     assert text.count("unreachable") == 1 and re.search(r"seeds needed at 20 cases per group: [\d,]+ \[", text)
     comp = _components(store, 3)
     assert power_bound_over_cases(comp.variance, 3, 0.05) <= at_most < 0.8
@@ -274,9 +274,9 @@ def test_power_of_an_unreachable_effect(tmp_path: Path, capsys: pytest.CaptureFi
     assert code == 0, err
     text = _line(out)
     m = re.search(r"seeds needed at 4 cases per group: unreachable: with any number of seeds the power stays at most "
-                  r"(\d+)% \(more seeds do not shrink the part of the variance from the cases\)", text)
+                  r"([\d.]+)% \(more seeds do not shrink the part of the variance from the cases\)", text)
     assert m, text
-    at_most = int(m.group(1)) / 100
+    at_most = float(m.group(1)) / 100
     assert text.count("unreachable") == 1
     assert "cases per group needed at 3 seeds: 765, which cannot be reached with this suite: its groups hold 4 cases" \
         in text
@@ -299,3 +299,74 @@ def test_power_beyond_the_search_is_not_unreachable(tmp_path: Path, capsys: pyte
     comp = _components(store, 3)
     assert seeds_needed(comp.variance, 20.0, 0.02) is None
     assert power_bound_over_seeds(comp.variance, 20.0, 0.02) >= 0.8
+
+
+def test_a_bound_below_the_target_never_prints_as_the_target() -> None:
+    from beluga_core.cli.power_cmd import _at_most
+
+    # Rounded up (so "at most" holds), with the decimals it takes to stay below the target.
+    assert [_at_most(p, 0.8) for p in (0.5, 0.7912, 0.796, 0.79991, 0.7999999)] == \
+        ["50%", "79.2%", "79.6%", "79.991%", "just below 80%"]
+
+
+def _iid_moves_store(path: Path) -> Path:
+    """3 seeds × 5 groups of 20: both cells give the same outcomes on every seed (s_T's difference is +25 points
+    on each), while iid-then-t's D_test accuracy moves from seed to seed (30, 22, 34 of 40; the baseline 28)."""
+    cases = make_cases(per_group=20)
+    builder = StoreBuilder(path, cases)
+    base = {c.case_id: "pass" if int(c.case_id.split("-")[1]) < 9 else "fail" for c in cases}
+    better = {c.case_id: "pass" if int(c.case_id.split("-")[1]) < 14 else "fail" for c in cases}
+    right = {1: 30, 2: 22, 3: 34}
+    for seed in (1, 2, 3):
+        builder.add("iid", "vanilla", "standard", base, [True] * 28 + [False] * 12, seed=seed)
+        mine = [(i * 7 + seed) % 40 < right[seed] for i in range(40)]
+        builder.add("iid-then-t", "vanilla", "seen", better, mine, seed=seed)
+    return path
+
+
+def test_power_of_g_rests_on_the_spread_of_g_itself(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """s_T's per-seed differences are all equal; G's are not (s_iid moves). `power --statistic G` used to call σ²_seed
+    not estimable (it read s_T's) and bracket the seeds by s_T's σ²_seed alone; its σ²_seed is ΔG's, checked here
+    from the raw rows: the per-seed ΔG's variance less each seed's own D_test noise (two-way ANOVA's residual)."""
+    store = _iid_moves_store(tmp_path / "g.duckdb")
+    outcomes = query(store, """SELECT m.config, m.seed, c.scoring_group, avg((o.outcome = 'pass')::INT)
+                               FROM outcomes o JOIN models m USING (model_id)
+                               JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id GROUP BY ALL""")
+    s_t = {(cfg, seed): np.mean([r for c2, s2, _, r in outcomes if (c2, s2) == (cfg, seed)])
+           for cfg, seed, _, _ in outcomes}
+    rows = query(store, """SELECT m.config, m.seed, p.correct FROM iid_predictions p JOIN models m USING (model_id)
+                           ORDER BY m.config, m.seed, p.example_idx""")
+    correct = {(cfg, seed): np.array([c for c2, s2, c in rows if (c2, s2) == (cfg, seed)], dtype=float)
+               for cfg, seed, _ in rows}
+    seeds = (1, 2, 3)
+    s_iid = {k: v.mean() for k, v in correct.items()}
+    g = {k: 2 * s_t[k] * s_iid[k] / (s_t[k] + s_iid[k]) for k in s_t}
+    delta = np.array([g[("iid-then-t", s)] - g[("iid", s)] for s in seeds])
+    assert len({round(s_t[("iid-then-t", s)] - s_t[("iid", s)], 12) for s in seeds}) == 1
+    st, si = np.mean([s_t[("iid-then-t", s)] for s in seeds]), np.mean([s_iid[("iid-then-t", s)] for s in seeds])
+    gb = 2 * st ** 2 / (st + si) ** 2                         # ∂G/∂s_iid at A's means
+    d = np.array([correct[("iid-then-t", s)] - correct[("iid", s)] for s in seeds])   # seeds × examples
+    resid = d - d.mean(axis=0) - d.mean(axis=1)[:, None] + d.mean()
+    rest = (resid ** 2).sum() / ((d.shape[0] - 1) * (d.shape[1] - 1))
+    share = gb ** 2 * rest / d.shape[1]                       # s_T's residual is 0: its outcomes repeat every seed
+    sigma = max(delta.var(ddof=1) - share, 0.0)
+    hi = 2 * delta.var(ddof=1) / stats.chi2.ppf(0.025, 2) - share
+    code, out, err = run_cli(capsys, "power", store, "--effect", "0.2", "--statistic", "G")
+    assert code == 0, err
+    text = _line(out)
+    m = re.search(r"components σ²_seed of ΔG ([\d.e+-]+) \[95 %: ([\d.e+-]+), ([\d.e+-]+)\]", text)
+    assert m, text
+    assert float(m.group(1)) == pytest.approx(sigma, rel=5e-3) and float(m.group(3)) == pytest.approx(hi, rel=5e-3)
+    assert re.search(r"seeds needed at 20 cases per group: [\d,]+ \[[\d,]+, (more than )?[\d,]+\]", text), text
+    assert "not estimable" not in text
+
+
+def test_power_refuses_what_it_would_misread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = _spread_seeds_store(tmp_path / "spread.duckdb")
+    code, _, err = run_cli(capsys, "power", store, "--effect", "2.0")
+    assert code == 2 and "--effect 2: the difference to detect is a fraction" in err and "write 0.02" in err, err
+    code, _, err = run_cli(capsys, "power", store, "--effect", "0.05", "--a", "iid-then-t/vanila@seen")
+    assert code == 2 and "--a iid-then-t/vanila@seen: no such cell in this store; did you mean " \
+        "'iid-then-t/vanilla@seen'?" in _line(err), err
+    code, _, err = run_cli(capsys, "power", store, "--effect", "0.05", "--statistic", "pass_rate", "--group", "f9")
+    assert code == 2 and "--group f9: no such scoring group in the compared cells; their groups: f1, f2, f3, f4, f5" in _line(err)
