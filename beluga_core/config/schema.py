@@ -110,7 +110,8 @@ class TaskSpec(_Strict):
         "i.i.d. data: builtin:NAME (shipped), a Hugging Face datasets name such as 'glue/sst2', or a local "
         "file/folder the task plugin understands."))
     iid_metric: str | None = Field(None, description=(
-        "i.i.d. metric G uses, one the task computes (paraphrase: accuracy or f1; reading: exact_match or f1); "
+        "i.i.d. metric G uses, one the task computes (classification: accuracy or macro_f1; sentiment: accuracy; "
+        "paraphrase: accuracy or f1; reading: exact_match or f1; relation: micro_f1, accuracy or macro_f1); "
         "default: the task's primary metric."))
     options: dict[str, Any] = Field(default_factory=dict, description=(
         "Task-specific settings, checked by the task plugin; e.g. classification: text_field, text_pair_field, "

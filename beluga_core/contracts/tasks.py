@@ -23,7 +23,7 @@ import torch
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.contracts.losses import Loss
 from beluga_core.contracts.training import Batch, BatchOutput, Encoder, Logits, TrainSet
-from beluga_core.core.errors import BelugaError
+from beluga_core.core.errors import BelugaError, did_you_mean
 from beluga_core.data.iid.examples import Example, IIDData
 from beluga_core.data.suite.suite_schema import Case, Input, SuiteHeader
 
@@ -178,8 +178,9 @@ class Task(ABC, Generic[EncoderT]):
     def configure(self, settings: TaskSettings) -> None:
         """Take a config's settings; the default takes an ``iid_metric`` among ``metrics`` and no options."""
         if settings.iid_metric is not None and settings.iid_metric not in self.metrics:
-            raise BelugaError(f"task '{self.name}' computes no i.i.d. metric '{settings.iid_metric}'; choose one "
-                              f"of {', '.join(self.metrics)}", field="iid_metric")
+            hint = did_you_mean(settings.iid_metric, self.metrics)
+            raise BelugaError(f"task '{self.name}' computes no i.i.d. metric '{settings.iid_metric}'"
+                              + (hint or f"; choose one of {', '.join(self.metrics)}"), field="iid_metric")
         if settings.options:
             raise BelugaError(f"task '{self.name}' takes no options (got {sorted(settings.options)})",
                               field="options")

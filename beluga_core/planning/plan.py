@@ -251,17 +251,23 @@ class Plan:
         resolve_outside_teachers(jobs, self.teachers, self.teacher_weights, self.config_path)
 
 
-def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool) -> str | None:
+def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool, config_path: Path, index: int) -> str | None:
     """Load and configure the task plugin (it checks its own settings and the suite, so a dry run catches
     mistakes in them); with ``allow_missing`` (a dry run), a plugin that cannot be imported is reported
-    instead of failing, since the plan itself needs only the suite."""
+    instead of failing, since the plan itself needs only the suite. A setting the plugin refuses is located in
+    the config (file, line, ``tasks[index].field``)."""
     try:
         TASKS.get(spec.name)
     except BelugaError as exc:
         if allow_missing:
             return str(exc)
         raise
-    make_task(spec, suite)
+    try:
+        make_task(spec, suite)
+    except BelugaError as exc:
+        if exc.source is not None or not exc.field or exc.field.startswith("tasks."):
+            raise
+        raise with_config_line(BelugaError(exc.message, field=f"tasks.{index}.{exc.field}"), config_path) from None
     return None
 
 
@@ -335,7 +341,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         suite = load_checked_suite(spec.suite)
         if spec.apply_corrections:
             suite = suite.with_corrections()
-        unavailable = _load_task(spec, suite, allow_missing_tasks)
+        unavailable = _load_task(spec, suite, allow_missing_tasks, config_path, index)
         check_levels(cfg, suite, config_path)
         sizes = cfg.sizes
         check_size_groups(sizes.suite_test_per_group_of, suite, config_path)

@@ -190,3 +190,14 @@ def test_from_table_builds_a_suite_that_a_run_accepts(tmp_path: Path, capsys: py
 
 
 # --------------------------------------------------------------------------------------------- end to end
+
+
+def test_a_misspelt_iid_metric_is_located_in_the_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "metric.toml"
+    config.write_text('name = "m"\nconfigurations = ["iid"]\nscenarios = ["standard"]\n\n[[tasks]]\n'
+                      'name = "classification"\nsuite = "builtin:sentiment"\niid = "builtin:sst2"\n'
+                      'iid_metric = "macro-f1"\n', encoding="utf-8")
+    code, _, err = run_cli(capsys, "run", config, "--dry-run")
+    assert code == 2, err
+    assert f"{config}, line 9, field 'tasks.0.iid_metric': task 'classification' computes no i.i.d. metric 'macro-f1'; " \
+           "did you mean 'macro_f1'?" in " ".join(err.split()), err
