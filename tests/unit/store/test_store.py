@@ -738,3 +738,19 @@ def test_every_table_view_and_column_is_documented(writer: StoreWriter) -> None:
     assert len(relations) > 40 and undocumented == []
     # Nor does the reference document what a store does not have: every table and view it gives a section is one.
     assert sorted(set(sections) - set(relations)) == []
+
+
+def test_the_store_reference_lists_every_invariant_store_check_runs() -> None:
+    """docs/reference/store.md's table is the checks `beluga store check` runs, no more, no fewer (it said 17 while
+    the command checked 21)."""
+    import re
+
+    from beluga_core.store.store_checks import INVARIANTS
+
+    text = (REPO / "docs" / "reference" / "store.md").read_text(encoding="utf-8")
+    section = text[text.index("## Invariants (`beluga store check`)"):text.index("## Report views")]
+    listed = [line.split("|")[1].strip() for line in section.splitlines()
+              if line.startswith("| ") and not line.startswith("| invariant") and not line.startswith("| ---")]
+    checked = [inv.name for inv in INVARIANTS] + ["training cases as recorded", "schema version known"]
+    assert listed == checked
+    assert re.search(rf"it checks the {len(checked)} below", " ".join(section.split()))
