@@ -272,12 +272,19 @@ def difference_rule(table: Table3) -> str:
     return f"{rule}; {AVG_RULE}" if table.avg_column is not None else rule
 
 
+FLAT_NOTE = ("A figure over seeds without ±: its seeds gave the same value (to rounding), so no spread between "
+             "training runs is measured: no interval, and no ▲ / ▼ from one.")
+
+
 def interval_notes(table: Table3) -> list[str]:
     """What the ± of Table 3 is (docs/method.md, "Replicates"): over seeds then cases, the seed-level t where there
-    are too few seeds for that (and why), and, for one training run, that it is one draw."""
+    are too few seeds for that (and why), for one training run that it is one draw, and why a figure over seeds
+    has none."""
     seeds = sorted({c.n_seeds for c in table.cells.values() if c.pm is not None})
+    flat = [FLAT_NOTE] if any(c.n_seeds >= 2 and c.pm is None and c.value is not None
+                              for c in table.cells.values()) else []
     if not seeds:
-        return []
+        return flat
     if seeds[-1] >= 2:
         hier = [s for s in seeds if s >= HIERARCHICAL_MIN_SEEDS]
         t_only = [s for s in seeds if 2 <= s < HIERARCHICAL_MIN_SEEDS]
@@ -289,7 +296,7 @@ def interval_notes(table: Table3) -> list[str]:
             notes.append(f"±{' with ' + _span(t_only) + ' seeds' if hier else ''}: half the seed-level t interval "
                          f"over {_span(t_only)} seeds (the mean over seeds is shown), which also decides the marks "
                          f"against the IID baseline: {SEED_T_WHY}.")
-        return notes
+        return notes + flat
     return ["±: half the 95 % interval of one training run: case variation only. One seed is one draw: its "
             "orderings can flip with another seed (benchmarks/quick-seeds.toml runs three; docs/method.md, "
             "\"Replicates\")."]

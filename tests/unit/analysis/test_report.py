@@ -182,6 +182,22 @@ def test_the_avg_mark_over_seeds_is_the_seed_level_interval(tmp_path: Path) -> N
     assert "Avg. over two or more seeds: the seed-level t interval" in print_table_text(b.path)
 
 
+def test_a_figure_over_equal_seeds_says_why_it_has_no_interval(tmp_path: Path) -> None:
+    b = StoreBuilder(tmp_path / "flat.duckdb")
+    rng = random.Random(8)
+    base, correct = random_outcomes(b.cases, rng), [rng.random() < 0.7 for _ in range(120)]
+    arm = perturb(base, rng, 0.3)
+    for seed in (1, 2):   # both seeds give the same outcomes: no spread between training runs
+        b.add("iid", "vanilla", "standard", base, correct, seed=seed)
+        for scenario in ("seen", "class"):
+            b.add("iid-then-t", "vanilla", scenario, arm, correct if scenario == "seen" else None, seed=seed)
+    refresh(b.path, rounds=ROUNDS, seed=0)
+    t = build_table3(read_report_data(b.path, figures=False))
+    cell = t.cell(("iid-then-t", "vanilla"), Column("sentiment", "class"))
+    assert cell.n_seeds == 2 and cell.pm is None and cell.mark is None
+    assert "A figure over seeds without ±: its seeds gave the same value" in " ".join(print_table_text(b.path).split())
+
+
 def print_table_text(path: Path) -> str:
     out = io.StringIO()
     print_g_table(path, Console(file=out, width=200))
