@@ -199,5 +199,5 @@ def test_a_misspelt_iid_metric_is_located_in_the_config(tmp_path: Path, capsys: 
                       'iid_metric = "macro-f1"\n', encoding="utf-8")
     code, _, err = run_cli(capsys, "run", config, "--dry-run")
     assert code == 2, err
-    assert f"{config}, line 9, field 'tasks.0.iid_metric': task 'classification' computes no i.i.d. metric 'macro-f1'; " \
-           "did you mean 'macro_f1'?" in " ".join(err.split()), err
+    assert f"{config}, line 9, field 'tasks.0.iid_metric': task 'classification' computes no i.i.d. metric " \
+           "'macro-f1'; did you mean 'macro_f1'?" in " ".join(err.split()), err
