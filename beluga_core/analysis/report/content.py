@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,13 @@ MARKERS = {"better": "▲", "worse": "▼"}
 
 
 def pct(v: float | None) -> str:
-    return "—" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{100 * v:.1f}"
+    """A fraction as a percentage with one decimal, halves rounded away from zero as DuckDB's ``round`` does, so
+    that a report's figure is the one ``SELECT round(100 * g, 1)`` gives (81.25 → 81.3; Python's format rounds a
+    half to even, 81.2)."""
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "—"
+    scaled = 100 * float(v) * 10   # in the order DuckDB computes round(100 * v, 1)
+    return f"{math.copysign(math.floor(abs(scaled) + 0.5), scaled) / 10:.1f}"
 
 
 @dataclass

@@ -476,3 +476,15 @@ def test_cli_report_terminal_and_files(store: Path, tmp_path: Path, capsys: pyte
 
 def test_store_builder_cases_are_the_toy_suite() -> None:
     assert len(make_cases(3)) == 3 * len(FUNCTIONALITIES)
+
+
+def test_a_reported_percentage_is_the_one_sql_rounds_to() -> None:
+    """The report's 81.25 % read 81.2 (half to even) where `SELECT round(100 * g, 1)` gives 81.3."""
+    import duckdb
+
+    halves = [k / 10_000 for k in range(-10_000, 10_001, 25)]        # every x.x5 %, exactly representable or not
+    rng = np.random.default_rng(3)
+    values = [*halves, *rng.random(2000).tolist(), 0.8125, 1 / 3, 2 / 3]
+    sql = duckdb.sql("SELECT round(100 * v, 1) FROM (SELECT unnest(?::DOUBLE[]) AS v)", params=[values]).fetchall()
+    assert [pct(v) for v in values] == [f"{r:.1f}" for r, in sql]
+    assert pct(0.8125) == "81.3" and pct(-0.8125) == "-81.3" and pct(None) == "—"
