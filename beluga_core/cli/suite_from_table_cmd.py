@@ -25,7 +25,8 @@ def from_table_cmd(
         "--text-pair", help="Column with the second text (text pairs).")] = None,
     scoring_level: Annotated[str | None, typer.Option(
         "--scoring-level",
-        help="The level whose groups' pass rates make s_T (default: the last group column).")] = None,
+        help="The level whose groups' pass rates make s_T (default: the last group column that is not a "
+             "--crossing one).")] = None,
     name: Annotated[str | None, typer.Option("--name", help="Suite name (default: the file's name).")] = None,
     labels: Annotated[str | None, typer.Option(
         "--labels", help="The label space in class-id order, comma-separated (default: the labels found, "
