@@ -254,8 +254,10 @@ class Plan:
 def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool, config_path: Path, index: int) -> str | None:
     """Load and configure the task plugin (it checks its own settings and the suite, so a dry run catches
     mistakes in them); with ``allow_missing`` (a dry run), a plugin that cannot be imported is reported
-    instead of failing, since the plan itself needs only the suite. A setting the plugin refuses is located in
-    the config (file, line, ``tasks[index].field``)."""
+    instead of failing, since the plan itself needs only the suite. A local i.i.d. source is read here too, so that
+    a missing column or a label outside the suite's label space stops the dry run (and the run before any
+    training), not a worker. A setting or source the plugin refuses is located in the config (file, line,
+    ``tasks.index.field``)."""
     try:
         TASKS.get(spec.name)
     except BelugaError as exc:
@@ -263,11 +265,16 @@ def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool, config_path: P
             return str(exc)
         raise
     try:
-        make_task(spec, suite)
+        task = make_task(spec, suite)
+        if Path(spec.iid).is_absolute() and Path(spec.iid).exists():
+            task.load_iid(spec.iid, eval_seed=0)
     except BelugaError as exc:
-        if exc.source is not None or not exc.field or exc.field.startswith("tasks."):
+        if (exc.source is not None and Path(exc.source) == config_path) or (exc.field or "").startswith("tasks."):
             raise
-        raise with_config_line(BelugaError(exc.message, field=f"tasks.{index}.{exc.field}"), config_path) from None
+        # An error in the i.i.d. data keeps its own place (the data file, its column) after the config's.
+        field = f"tasks.{index}.{exc.field if exc.source is None and exc.field else 'iid'}"
+        raise with_config_line(BelugaError(str(exc) if exc.source is not None else exc.message, field=field),
+                               config_path) from None
     return None
 
 

@@ -201,3 +201,30 @@ def test_a_misspelt_iid_metric_is_located_in_the_config(tmp_path: Path, capsys: 
     assert code == 2, err
     assert f"{config}, line 9, field 'tasks.0.iid_metric': task 'classification' computes no i.i.d. metric " \
            "'macro-f1'; did you mean 'macro_f1'?" in " ".join(err.split()), err
+
+
+def test_a_dry_run_reads_local_iid_data(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing text column or labels outside the suite's label space stop the dry run (exit 2, located), where
+    they used to pass it and fail the run's first training."""
+    config = tmp_path / "local.toml"
+    config.write_text('name = "l"\nconfigurations = ["iid"]\nscenarios = ["standard"]\n\n[[tasks]]\n'
+                      'name = "classification"\nsuite = "builtin:sentiment"\niid = "data"\n'
+                      'options = {text_field = "text"}\n', encoding="utf-8")
+    data = tmp_path / "data"
+    data.mkdir()
+    for split in ("train", "dev"):
+        (data / f"{split}.csv").write_text("sentence,label\ngood film,pos\nbad film,neg\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "run", config, "--dry-run")
+    assert code == 2, err
+    assert f"{config}, line 8, field 'tasks.0.iid': {data / 'train.csv'}: missing column(s) 'text'" \
+        in " ".join(err.split()), err
+    config.write_text(config.read_text().replace('options = {text_field = "text"}\n', ""), encoding="utf-8")
+    code, _, err = run_cli(capsys, "run", config, "--dry-run")
+    assert code == 2 and f"{config}, field 'tasks.0.label_map': the suite's label space ['negative', 'neutral', " \
+        "'positive'] and the i.i.d. labels" in " ".join(err.split()), err
+    config.write_text(config.read_text() + 'label_map = {neg = "negative", pos = "positive", neu = "neutral"}\n',
+                      encoding="utf-8")
+    for split in ("train", "dev"):
+        (data / f"{split}.csv").write_text("sentence,label\ngood,pos\nbad,neg\nso so,neu\n", encoding="utf-8")
+    code, plan, err = run_cli(capsys, "run", config, "--dry-run")
+    assert code == 0 and "trainings in all" in plan, err
