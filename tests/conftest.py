@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from helpers import require_shared
+from session_builds import built_once, own_copy
 from toy_model import toy_model
 
 if TYPE_CHECKING:
@@ -73,14 +74,22 @@ def shared_dir() -> Path:
     return require_shared()
 
 
+def _trained(factory: pytest.TempPathFactory, config: str, name: str) -> tuple[Path, str]:
+    """tests/data/CONFIG run once per session (``session_builds``), as this worker's copy: (store, what it printed)."""
+    from helpers import DATA, run_benchmark
+
+    def build(folder: Path) -> None:
+        (folder / "printed.txt").write_text(run_benchmark(DATA / config, folder / name), encoding="utf-8")
+
+    folder = own_copy(factory, built_once(factory, Path(config).stem, build))
+    return folder / name, (folder / "printed.txt").read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
 def sentiment_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """One tiny trained sentiment run (tests/data/tiny-sentiment.toml) that every test reading a real store
     shares: (store path, what the run printed). Tests must not write to it."""
-    from helpers import DATA, run_benchmark
-
-    store = tmp_path_factory.mktemp("sentiment") / "s.duckdb"
-    return store, run_benchmark(DATA / "tiny-sentiment.toml", store)
+    return _trained(tmp_path_factory, "tiny-sentiment.toml", "s.duckdb")
 
 
 @pytest.fixture(scope="session")
@@ -88,11 +97,7 @@ def relation_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/data/tiny-relation.toml run once: a tiny FewRel-16 run whose IID model's weights are kept (the
     relation task's tests, and the model the attack and counterfactual generators are tested against). Tests
     must not write to it."""
-    from helpers import DATA, run_benchmark
-
-    store = tmp_path_factory.mktemp("relation") / "r.duckdb"
-    run_benchmark(DATA / "tiny-relation.toml", store)
-    return store
+    return _trained(tmp_path_factory, "tiny-relation.toml", "r.duckdb")[0]
 
 
 @pytest.fixture(scope="session")
@@ -100,11 +105,7 @@ def paraphrase_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/data/tiny-paraphrase.toml run once: the paraphrase task end to end (tests/e2e/test_pipeline_tasks.py), and
     a store whose i.i.d. metric is the duplicate class's F1 (tests/e2e/test_verdicts_recomputed.py). Tests must not
     write to it."""
-    from helpers import DATA, run_benchmark
-
-    store = tmp_path_factory.mktemp("paraphrase") / "p.duckdb"
-    run_benchmark(DATA / "tiny-paraphrase.toml", store)
-    return store
+    return _trained(tmp_path_factory, "tiny-paraphrase.toml", "p.duckdb")[0]
 
 
 @pytest.fixture(scope="session")
@@ -112,11 +113,7 @@ def executors_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/data/tiny-executors.toml run with the local executor (one torch thread): the reference that the
     parallel executors and a killed-and-resumed run must equal, and the own-levels end-to-end store (the shipped
     example suite, its length level held out). Tests must not write to it."""
-    from helpers import DATA, run_benchmark
-
-    store = tmp_path_factory.mktemp("executors") / "local.duckdb"
-    run_benchmark(DATA / "tiny-executors.toml", store)
-    return store
+    return _trained(tmp_path_factory, "tiny-executors.toml", "local.duckdb")[0]
 
 
 @pytest.fixture(scope="session")

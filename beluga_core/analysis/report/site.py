@@ -47,7 +47,7 @@ from beluga_core.analysis.report.cross_tables import basis, build_cross_tables, 
 from beluga_core.analysis.report.degeneracy import degeneracy_rows, format_distribution
 from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER, build_fewshot
 from beluga_core.analysis.report.figures import heatmaps
-from beluga_core.analysis.report.markdown import SEED_LEGEND, SIGNIFICANCE_LEGEND, _rate
+from beluga_core.analysis.report.markdown import SIGNIFICANCE_LEGEND, _rate, seed_legend
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE, build_regression
 from beluga_core.analysis.report.report_data import ReportData, read_report_data
 from beluga_core.analysis.report.report_files import write_report
@@ -278,7 +278,7 @@ def _cell_text(cell: Cell) -> str:
 
 def _table3(t: Table3) -> dict[str, Any]:
     return {
-        "legend": SEED_LEGEND.replace("**Bold**", "Bold") if t.n_seeds >= 2 else
+        "legend": seed_legend(t).replace("**Bold**", "Bold") if t.n_seeds >= 2 else
         SIGNIFICANCE_LEGEND.replace("**Bold**", "Bold"),
         "notes": [*interval_notes(t), *crossing_notes(t)],
         "columns": [{"task": c.task, "scenario": c.scenario, "label": c.label, "g": c.is_g} for c in t.columns],
