@@ -1139,6 +1139,29 @@ class Parts:
         return seed_part + self.case / (self.groups * cases), seed_part
 
 
+@dataclass(frozen=True)
+class GParts:
+    """ΔG's: σ²_seed of the per-seed ΔG, Δs_T's case and rest parts (``suite``) and Δs_iid's over D_test's examples,
+    weighted by G's partial derivatives at A's means (ga for s_T, gb for s_iid)."""
+
+    seed: float
+    suite: Parts
+    iid_case: float
+    iid_rest: float
+    examples: float
+    ga: float
+    gb: float
+    per_seed_var: float
+    rest_share: float
+
+    def variance(self, seeds: float, cases: float) -> tuple[float, float]:
+        g = self.suite.groups
+        seed_part = (self.seed / seeds + self.ga ** 2 * self.suite.rest / (g * seeds * cases)
+                     + self.gb ** 2 * self.iid_rest / (seeds * self.examples))
+        return seed_part + self.ga ** 2 * self.suite.case / (g * cases) + self.gb ** 2 * self.iid_case / \
+            self.examples, seed_part
+
+
 def parts_of(per_seed: np.ndarray, tables: list[np.ndarray]) -> Parts:
     comps = [anova(t) for t in tables]
     case, rest = float(np.mean([c for c, _ in comps])), float(np.mean([r for _, r in comps]))
@@ -1167,7 +1190,7 @@ class PowerFigures:
     cases: float
     groups: int
     flat: list[str]
-    seed: Parts
+    seed: Parts | GParts
     total_now: float
     power_now: float
     seed_lo: float
@@ -1201,39 +1224,39 @@ def power_figures(rec: Recomputation, key: Key, statistic: str) -> PowerFigures:
 
     variance = variance_t
     n_examples = 0
+    seed: Parts | GParts = suite
     if statistic == "G":
         assert a.iid is not None and b.iid is not None
         d = np.array([pseudo_values(rec.metric, *x, rec.raw.labels) - pseudo_values(rec.metric, *y, rec.raw.labels)
                       for x, y in zip(a.iid, b.iid, strict=True)])
         case_i, rest_i = anova(d)
-        var_i = float(d.mean(axis=1).var(ddof=1))
-        iid = Parts(max(var_i - rest_i / d.shape[1], 0.0), case_i, rest_i, 1, float(d.shape[1]), var_i,
-                    rest_i / d.shape[1])
-        if iid.per_seed_var <= 1e-24:
-            flat.append("s_iid")
-            iid = replace(iid, seed=0.0)
         n_examples = d.shape[1]
         t_mean, i_mean = float(sa["s_suite"].mean()), float(sa["s_iid"].mean())
         den = (t_mean + i_mean) ** 2
         ga, gb = (2 * i_mean ** 2 / den, 2 * t_mean ** 2 / den) if den else (0.0, 0.0)
         observed = float(np.mean(sa["g"] - sb["g"]))
+        # σ²_seed of ΔG itself: the per-seed ΔG's variance less each seed's own noise on G's scale.
+        var_g = float((sa["g"] - sb["g"]).var(ddof=1))
+        share = ga ** 2 * suite.rest / (suite.groups * suite.cases) + gb ** 2 * rest_i / n_examples
+        flat = [] if var_g > 1e-24 else ["G"]
+        seed = GParts(0.0 if flat else max(var_g - share, 0.0), suite, case_i, rest_i, float(n_examples), ga, gb,
+                      var_g, share)
 
-        def variance_g(p: Parts, seeds: float, cases: float) -> tuple[float, float]:
-            vs, ss = p.variance(seeds, cases)
-            vi, si = iid.variance(seeds, iid.cases)
-            return ga ** 2 * vs + gb ** 2 * vi, ga ** 2 * ss + gb ** 2 * si
+        def variance_g(p: Parts | GParts, seeds: float, cases: float) -> tuple[float, float]:
+            assert isinstance(p, GParts)
+            return p.variance(seeds, cases)
 
         variance = variance_g
-    total, seed_part = variance(suite, s, suite.cases)
+    total, seed_part = variance(seed, s, suite.cases)
     df = s - 1
-    lo = max(df * suite.per_seed_var / stats.chi2.ppf(0.975, df) - suite.rest_share, 0.0)
-    hi = max(df * suite.per_seed_var / stats.chi2.ppf(0.025, df) - suite.rest_share, 0.0)
-    return PowerFigures(observed, s, suite.cases, len(tables), flat, suite, total,
+    lo = max(df * seed.per_seed_var / stats.chi2.ppf(0.975, df) - seed.rest_share, 0.0)
+    hi = max(df * seed.per_seed_var / stats.chi2.ppf(0.025, df) - seed.rest_share, 0.0)
+    return PowerFigures(observed, s, suite.cases, len(tables), flat, seed, total,
                         t_power(total, seed_part, s, EFFECT), lo, hi, variance, n_examples)
 
 
 def seeds_needed(f: PowerFigures, sigma: float, start: int) -> int | None:
-    p = replace(f.seed, seed=sigma)
+    p: Parts | GParts = replace(f.seed, seed=sigma)
     for s in range(start, MAX_SEEDS + 1):
         if t_power(*f.variance(p, s, f.cases), s, EFFECT) >= TARGET:
             return s
@@ -1265,8 +1288,15 @@ def test_power_prints_the_recomputed_components_and_answers(crossing: Study) -> 
             if f.total_now == 0:
                 assert "no variation between the seeds or the cases" in line, where
                 continue
-            assert f"({f.groups} group(s)); components σ²_seed " in line, where
-            assert f"σ²_case {f.seed.case:.2e}, σ²_rest {f.seed.rest:.2e}; power " in line, where
+            if isinstance(f.seed, GParts):
+                g = f.seed
+                assert f"({f.groups} group(s)); components σ²_seed of ΔG " in line, where
+                assert (f"of Δs_T σ²_case {g.suite.case:.2e}, σ²_rest {g.suite.rest:.2e}, of Δs_iid over D_test's "
+                        f"{g.examples:.0f} examples σ²_case {g.iid_case:.2e}, σ²_rest {g.iid_rest:.2e} (ΔG = "
+                        f"{g.ga:.2f} Δs_T + {g.gb:.2f} Δs_iid); power ") in line, where
+            else:
+                assert f"({f.groups} group(s)); components σ²_seed " in line, where
+                assert f"σ²_case {f.seed.case:.2e}, σ²_rest {f.seed.rest:.2e}; power " in line, where
             if f.flat:
                 assert (f"not estimable from {f.seeds} seeds (the per-seed differences of {' and '.join(f.flat)} are "
                         f"all equal)") in line, where
@@ -1274,26 +1304,28 @@ def test_power_prints_the_recomputed_components_and_answers(crossing: Study) -> 
                 assert "seeds needed: none estimated until the seeds differ: run another seed" in line, where
             else:
                 assert (f"σ²_seed {f.seed.seed:.2e} [95 %: {f.seed_lo:.2e}, {e2(f.seed_hi)}], "
-                        f"σ²_case") in line, where
+                        f"σ²_case" in line) or (f"σ²_seed of ΔG {f.seed.seed:.2e} [95 %: {f.seed_lo:.2e}, "
+                                                f"{e2(f.seed_hi)}], of Δs_T" in line), where
                 assert f"power now {f.power_now:.0%};" in line, where
                 bound = t_power(f.variance(f.seed, math.inf, f.cases)[0], 0.0, math.inf, EFFECT)
                 if bound < TARGET:
-                    assert (f"seeds needed at {f.cases:.0f} {cases_word} per group: unreachable: with any number of "
-                            f"seeds the power stays at most {math.ceil(100 * bound - 1e-9)}%") in line, where
+                    said = re.search(f"seeds needed at {f.cases:.0f} {cases_word} per group: unreachable: with any "
+                                     r"number of seeds the power stays at most ([\d.]+)%", line)
+                    assert said and bound <= float(said.group(1)) / 100 < TARGET, where
                 else:
                     counts = ["more than 1,000" if n is None else f"{n:,}"
                               for n in (seeds_needed(f, sigma, start) for sigma in (f.seed.seed, f.seed_lo, f.seed_hi))]
                     assert (f"seeds needed at {f.cases:.0f} {cases_word} per group: {counts[0]} [{counts[1]}, "
                             f"{counts[2]}];") in line, where
             # Cases per group: the fewest reaching the power by trying every count, or no count below the bound.
-            answer = re.search(r"cases per group needed at \d+ seeds: (unreachable: .*? at most (\d+)%|(at least )?"
+            answer = re.search(r"cases per group needed at \d+ seeds: (unreachable: .*? at most ([\d.]+)%|(at least )?"
                                r"([\d,]+)|more than [\d,]+)", line)
             assert answer is not None, where
             powers = [t_power(*f.variance(f.seed, f.seeds, float(n)), f.seeds, EFFECT) for n in range(1, 2001)]
             if answer.group(2) is not None:   # no count reaches it: none of 1..2,000, a grid to 100,000, nor the limit
                 far = [t_power(*f.variance(f.seed, f.seeds, n), f.seeds, EFFECT)
                        for n in [*np.geomspace(2000, 100_000, 200), math.inf]]
-                assert max(powers + far) < TARGET and max(powers + far) <= int(answer.group(2)) / 100, where
+                assert max(powers + far) < TARGET and max(powers + far) <= float(answer.group(2)) / 100, where
             elif answer.group(4) is not None:
                 n = int(answer.group(4).replace(",", ""))
                 assert t_power(*f.variance(f.seed, f.seeds, float(n)), f.seeds, EFFECT) >= TARGET, where

@@ -307,6 +307,9 @@ def test_every_mark_agrees_with_the_sign_of_what_it_marks(analysed: tuple[str, P
     HTML reports and its site print, on the store that printed "ΔG −2.2 ▲" among others."""
     name, store = analysed
     monkeypatch.setenv("COLUMNS", "400")   # rich: one table row a line
+    # The marks are the subject, not the figures (tests/unit/analysis/test_report.py draws those): the reports write
+    # empty image files instead of rendering each heatmap twice per format (most of this test's time).
+    monkeypatch.setattr("matplotlib.figure.Figure.savefig", lambda self, fname, **kw: Path(fname).write_bytes(b""))
     pairs = {(c, m) for c, m in query(store, "SELECT DISTINCT config, method FROM models")}
     seen: dict[str, int] = {}
     wrong: dict[str, str] = {}
