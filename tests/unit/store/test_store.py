@@ -754,3 +754,27 @@ def test_the_store_reference_lists_every_invariant_store_check_runs() -> None:
     checked = [inv.name for inv in INVARIANTS] + ["training cases as recorded", "schema version known"]
     assert listed == checked
     assert re.search(rf"it checks the {len(checked)} below", " ".join(section.split()))
+
+
+def test_a_writer_re_creates_the_views_only_when_their_definitions_changed(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from beluga_core.store import migrations
+
+    path = tmp_path / "v.duckdb"
+    StoreWriter(path)
+    digest = migrations.views_digest()
+    assert read_meta(path)["views_digest"] == digest
+    created: list[str] = []
+    real = migrations.sql_file
+    monkeypatch.setattr(migrations, "sql_file", lambda name: created.append(name) or real(name))
+    StoreWriter(path)                                   # views current: none re-created
+    assert created == []
+    con = duckdb.connect(str(path))
+    con.execute("DROP VIEW g_scores")
+    con.execute("UPDATE beluga_meta SET value = 'another beluga' WHERE key = 'views_digest'")
+    con.close()
+    StoreWriter(path)                                   # another definition: every view re-created, in order
+    assert created == sorted(created) and len(created) == len(migrations.view_files())
+    assert read_meta(path)["views_digest"] == digest and "g_scores" in VIEWS
+    with open_store(path) as con:
+        assert con.execute("SELECT count(*) FROM g_scores").fetchone() == (0,)
