@@ -6,6 +6,7 @@ users do not have it, so tests that need it skip with a clear reason when it is 
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,8 +66,13 @@ MINILM_TINY_RUNS = frozenset({"quick.toml"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The toy model's folder exists before any test (or config under tests/data) names it."""
+    """The toy model's folder exists before any test (or config under tests/data) names it. A pytest-xdist worker
+    keeps torch to one thread: the workers share the machine's cores (pyproject.toml's addopts)."""
     toy_model()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ Usage: python benchmarks/tests/reintroduce.py [--only NAME ...] [--out FILE] [--
   nothing);
 - ``--dry-run``: check that every fixed text is in place, exactly once, and print the plan; nothing runs.
 
-Each run is ``python -m pytest -q -p no:cacheprovider -x --timeout 600 -rfE NODE_IDS`` from the repository root
+Each run is ``python -m pytest -q -p no:cacheprovider -n 0 -x --timeout 600 -rfE NODE_IDS`` from the repository root
 (without writing bytecode, so no compiled copy of a defective module outlives its run); the failing tests are read
 off the FAILED and ERROR lines of pytest's short summary. Each result prints as it comes, then a Markdown table
 (defect | fixing commit | test(s) that fail | seconds), which goes into benchmarks/RESULTS.md, "## Test suite".
@@ -38,7 +38,7 @@ from pathlib import Path
 from types import FrameType
 
 REPO = Path(__file__).resolve().parents[2]
-PYTEST = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", "--timeout", "600", "-rfE"]
+PYTEST = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-x", "--timeout", "600", "-rfE"]
 # A short-summary line: "FAILED tests/x.py::test_y[p] - AssertionError: …" (or "ERROR …"; a collection error has
 # no "::"). pytest's own usage errors read "ERROR: …" and do not match.
 SUMMARY_LINE = re.compile(r"^(FAILED|ERROR) (\S.*?)(?: - .*)?$")
