@@ -30,6 +30,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--sum", action="append", default=[], metavar="PREFIX",
+                        help="also print the total of the tests whose id (tests/…py::name) starts with PREFIX "
+                             "(repeatable; e.g. the tests that keep MiniLM, docs/project/development.md)")
     args = parser.parse_args()
     with (gzip.open if args.report.suffix == ".gz" else open)(args.report, "rb") as f:
         root = ET.parse(f).getroot()
@@ -38,6 +41,7 @@ def main() -> None:
     tiers: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
     tests: list[tuple[float, str]] = []
+    summed: dict[str, float] = {}
     wall = sum(float(s.get("time", 0)) for s in suites)
     for case in root.iter("testcase"):
         seconds = float(case.get("time", 0))
@@ -52,6 +56,10 @@ def main() -> None:
         status = "skipped" if case.find("skipped") is not None else (
             "failed" if case.find("failure") is not None or case.find("error") is not None else "passed")
         tests.append((seconds, f"{case.get('classname')}::{case.get('name')} [{status}]"))
+        node = "/".join(parts[:end + 1]) + ".py::" + "::".join([*parts[end + 1:], case.get("name", "")])
+        for prefix in args.sum:
+            if node.startswith(prefix):
+                summed[prefix] = summed.get(prefix, 0.0) + seconds
     print(f"machine: {_machine()}")
     print(f"report: {args.report}; {len(tests)} tests; sum of test times {sum(t for t, _ in tests):.0f} s; "
           f"suite wall time (pytest's own) {wall:.0f} s")
@@ -61,6 +69,11 @@ def main() -> None:
     print("\nby module (set-up of module and session fixtures included where first used):")
     for module, seconds in sorted(modules.items(), key=lambda kv: -kv[1])[:args.top]:
         print(f"  {seconds:8.1f} s  {module}")
+    if args.sum:
+        print("\nsums (set-up charged to the first test of a fixture, as above):")
+        for prefix in args.sum:
+            print(f"  {summed.get(prefix, 0.0):8.1f} s  {prefix}")
+        print(f"  {sum(summed.values()):8.1f} s  in all")
     print(f"\nslowest {args.top} tests:")
     for seconds, name in sorted(tests, reverse=True)[:args.top]:
         print(f"  {seconds:8.1f} s  {name}")
