@@ -211,15 +211,23 @@ def power_bound_over_cases(variance: VarianceFn, seeds: int, effect: float, alph
     the cases estimate, to S − 1 at the limit, so the power can peak at a finite count. Between two counts n₁ < n₂
     the noncentrality is at most its value at n₂ and the df at most (S − 1)·(total(n₁) / seed part(n₂))², since
     both parts fall with n; the power at those two bounds the power anywhere between. The largest such bound over
-    the scan's grid and the tail from MAX_CASES to the limit bounds it everywhere."""
+    the scan's grid and the tail from MAX_CASES to the limit bounds it everywhere; where the grid's counts are
+    consecutive the powers at them are exact."""
     if seeds < 2:
         total, _ = variance(seeds, math.inf)
         return power(total, 0.0, seeds, effect, alpha)
-    parts = [variance(seeds, float(n)) for n in _CASE_GRID] + [variance(seeds, math.inf)]
+    points = [float(n) for n in _CASE_GRID] + [math.inf]
+    parts = [variance(seeds, n) for n in points]
     best = 0.0
-    for (total_1, _), (total_2, seed_2) in itertools.pairwise(parts):
+    for (n_1, (total_1, seed_1)), (n_2, (total_2, seed_2)) in itertools.pairwise(zip(points, parts, strict=True)):
         if total_2 <= 0:
             return power(total_2, seed_2, seeds, effect, alpha)
+        if n_2 - n_1 <= 1:
+            # Cases come in whole numbers: no count lies between consecutive ones, so the powers at the two counts
+            # are the bound (the continuous bound between 1 and 2 cases, where the variance halves, was loose
+            # enough to call reachable an effect no count reaches).
+            best = max(best, power(total_1, seed_1, seeds, effect, alpha), power(total_2, seed_2, seeds, effect, alpha))
+            continue
         df = math.inf if seed_2 <= 0 else (seeds - 1) * (total_1 / seed_2) ** 2
         best = max(best, _t_power(abs(effect) / math.sqrt(total_2), df, alpha))
     return best

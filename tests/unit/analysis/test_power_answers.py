@@ -371,3 +371,21 @@ def test_power_refuses_what_it_would_misread(tmp_path: Path, capsys: pytest.Capt
     code, _, err = run_cli(capsys, "power", store, "--effect", "0.05", "--statistic", "pass_rate", "--group", "f9")
     assert code == 2
     assert "--group f9: no such scoring group in the compared cells; their groups: f1, f2, f3, f4, f5" in _line(err)
+
+
+def test_the_bound_over_cases_is_exact_where_counts_are_consecutive() -> None:
+    """A new user's G cell: σ²_seed of ΔG 0, Δs_T all rest, D_test's rest fixed. No count of cases reaches 80 %
+    (the power tends to t(1)'s at the D_test part, about 73 %), but the continuous bound between 1 and 2 cases, where
+    the variance halves, said 95 %, so `power` printed "more than 100,000" beside an effect no count reaches."""
+    from beluga_core.analysis.replicates.power import GComponents
+
+    suite = Components(0.0, 0.0, 4.9e-3, 4, 2, 17.0, 0.0)
+    iid = Components(0.0, 0.0, 1.6e-2, 1, 2, 150.0, 0.0)
+    g = GComponents(0.0, suite, iid, 0.51, 0.49, 0.0, 1e-5)
+    bound = power_bound_over_cases(g.variance, 2, 0.05)
+    every = [power(*g.variance(2, float(n)), 2, 0.05) for n in range(1, 5000)]
+    # By hand at the limit: SE² = 0.49² · 0.016 / (2 · 150), ncp = 0.05 / SE, power of t with 1 df.
+    ncp = 0.05 / math.sqrt(0.49 ** 2 * 0.016 / 300)
+    crit = stats.t.ppf(0.975, 1)
+    limit = stats.nct.sf(crit, 1, ncp) + stats.nct.sf(crit, 1, -ncp)
+    assert max(every) <= bound < 0.8 and bound == pytest.approx(max(*every, limit), abs=2e-3)
