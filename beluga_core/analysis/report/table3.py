@@ -103,11 +103,11 @@ def _column(row: dict[str, Any]) -> Column:
 def crossing_notes(table: Table3) -> list[str]:
     """What a crossing level's column compares, for every report's legend (docs/method.md, "Scenarios and folds")."""
     levels = sorted({c.cases_of for c in table.columns if c.cases_of})
-    pm = " (without ±: the stored intervals are over every case)" if any(c.pm is not None for c in
-                                                                         table.cells.values()) else ""
+    pm = ("; both without ±: the stored intervals are over every case" if any(c.pm is not None for c in
+                                                                          table.cells.values()) else "")
     return [f"{level}: a crossing level, whose scenario scores only the cases with a group at {level}. In its column "
             f"the IID baseline's row (its standard scenario) is on those cases too, and 'seen ({level} cases)' is "
-            f"every configuration-method's seen scenario on them{pm}: the figures set side by side are on the same "
+            f"every configuration-method's seen scenario on them{pm}. The figures set side by side are on the same "
             "cases, as are the test and the interval against the baseline." for level in levels]
 
 
@@ -272,8 +272,10 @@ def difference_rule(table: Table3) -> str:
     return f"{rule}; {AVG_RULE}" if table.avg_column is not None else rule
 
 
-FLAT_NOTE = ("A figure over seeds without ±: its seeds gave the same value (to rounding), so no spread between "
+FLAT_NOTE = ("Without ± over seeds: {cells}: their seeds gave the same value (to rounding), so no spread between "
              "training runs is measured: no interval, and no ▲ / ▼ from one.")
+AVG_PM_NOTE = ("Avg.: the mean of the G columns, without ± (no interval is stored for a mean over scenarios); its "
+               "▲ / ▼ over seeds is the seed-level t of its per-seed differences.")
 
 
 def interval_notes(table: Table3) -> list[str]:
@@ -281,8 +283,12 @@ def interval_notes(table: Table3) -> list[str]:
     are too few seeds for that (and why), for one training run that it is one draw, and why a figure over seeds
     has none."""
     seeds = sorted({c.n_seeds for c in table.cells.values() if c.pm is not None})
-    flat = [FLAT_NOTE] if any(c.n_seeds >= 2 and c.pm is None and c.value is not None
-                              for c in table.cells.values()) else []
+    names = [f"{config}/{method} {col.label}" + (f" ({col.task})" if len(table.tasks) > 1 else "")
+             for ((config, method), col), c in table.cells.items()
+             if c.n_seeds >= 2 and c.pm is None and c.value is not None]
+    flat = [FLAT_NOTE.format(cells=", ".join(names))] if names else []
+    if table.avg_column is not None and table.n_seeds >= 2:
+        flat.append(AVG_PM_NOTE)
     if not seeds:
         return flat
     if seeds[-1] >= 2:

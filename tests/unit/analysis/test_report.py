@@ -195,7 +195,11 @@ def test_a_figure_over_equal_seeds_says_why_it_has_no_interval(tmp_path: Path) -
     t = build_table3(read_report_data(b.path, figures=False))
     cell = t.cell(("iid-then-t", "vanilla"), Column("sentiment", "class"))
     assert cell.n_seeds == 2 and cell.pm is None and cell.mark is None
-    assert "A figure over seeds without ±: its seeds gave the same value" in " ".join(print_table_text(b.path).split())
+    text = " ".join(print_table_text(b.path).split())
+    flat = text.split("Without ± over seeds: ")[1].split(": their seeds gave the same value")[0].split(", ")
+    columns = ("G class", "G seen", "i.i.d.")
+    assert sorted(flat) == sorted(f"{p}/vanilla {c}" for p in ("iid", "iid-then-t") for c in columns)
+    assert "Avg.: the mean of the G columns, without ±" in text
 
 
 def print_table_text(path: Path) -> str:
