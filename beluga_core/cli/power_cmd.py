@@ -49,8 +49,10 @@ def power(
 
     if statistic not in STATISTICS:
         raise BelugaError(f"--statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
-    if (statistic == "pass_rate") != (group is not None):
-        raise BelugaError("--group names the scoring group of --statistic pass_rate (and only of it)")
+    if statistic == "pass_rate" and group is None:
+        raise BelugaError("--statistic pass_rate needs --group GROUP: the scoring group whose pass rate is compared")
+    if statistic != "pass_rate" and group is not None:
+        raise BelugaError(f"--group is for --statistic pass_rate only (--statistic {statistic} averages every group)")
     if effect == 0:
         raise BelugaError("--effect must not be 0")
     if abs(effect) > 1:

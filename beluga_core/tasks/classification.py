@@ -152,7 +152,9 @@ class ClassificationTask(Task[Encoder]):
             what = "the suite's label space" if self.fixed_head is None else f"task '{self.name}''s head"
             raise BelugaError(f"{what} {head} and the i.i.d. labels of {data.source} {data.label_names}"
                               + (f" (after label_map: {mapped})" if self.settings.label_map else "")
-                              + " differ; declare [[tasks]] label_map = {i.i.d. name = suite name, …}",
+                              + (" differ; make [[tasks]] label_map name every i.i.d. label once (i.i.d. name = suite "
+                                 "name)" if self.settings.label_map else
+                                 " differ; declare [[tasks]] label_map = {i.i.d. name = suite name, …}"),
                               field="label_map")
         order = [head.index(m) for m in mapped]
 

@@ -252,7 +252,9 @@ def test_beluga_power_on_a_store(tmp_path: Path, capsys: pytest.CaptureFixture[s
     code, out, err = run_cli(capsys, "power", store, "--effect", "0.05", "--statistic", "pass_rate", "--group", "f1")
     assert code == 0 and "(1 group(s))" in " ".join(out.split())
     code, _, err = run_cli(capsys, "power", store, "--effect", "0.05", "--statistic", "pass_rate")
-    assert code == 2 and "--group" in err
+    assert code == 2 and "--statistic pass_rate needs --group GROUP" in err, err
+    code, _, err = run_cli(capsys, "power", store, "--effect", "0.05", "--group", "f1")
+    assert code == 2 and "--group is for --statistic pass_rate only" in err, err
     one = StoreBuilder(tmp_path / "one.duckdb", make_cases(per_group=5))
     one.add("iid", "vanilla", "standard", {c.case_id: "pass" for c in make_cases(per_group=5)}, [True] * 4)
     code, _, err = run_cli(capsys, "power", tmp_path / "one.duckdb", "--effect", "0.05")
