@@ -273,9 +273,9 @@ def difference_rule(table: Table3) -> str:
 
 
 FLAT_NOTE = ("Without ± over seeds: {cells}: their seeds gave the same value (to rounding), so no spread between "
-             "training runs is measured: no interval, and no ▲ / ▼ from one.")
+             "training runs is measured: no interval, and no mark from one.")
 AVG_PM_NOTE = ("Avg.: the mean of the G columns, without ± (no interval is stored for a mean over scenarios); its "
-               "▲ / ▼ over seeds is the seed-level t of its per-seed differences.")
+               "mark over seeds is the seed-level t interval of its per-seed differences.")
 
 
 def interval_notes(table: Table3) -> list[str]:
