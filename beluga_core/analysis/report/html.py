@@ -24,7 +24,14 @@ from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER
 from beluga_core.analysis.report.figures import MatrixFigure
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.seeds import SeedFigure
-from beluga_core.analysis.report.table3 import AVG, Cell, crossing_notes, difference_rule, interval_notes
+from beluga_core.analysis.report.table3 import (
+    AVG,
+    Cell,
+    crossing_notes,
+    difference_rule,
+    interval_notes,
+    missing_pm_notes,
+)
 from beluga_core.core.constants import BASELINE
 
 STYLE = """
@@ -163,7 +170,8 @@ def render_html(content: ReportContent) -> str:
               '<p class="note">Scores significantly above / below the IID baseline (first row; its suite columns '
               'are G_standard) in <span class="better">green ▲</span> / <span class="worse">red ▼</span>, '
               f"{rule}. <b>Bold</b>: best in the column. Avg.: mean G over all tasks and generalization "
-              "scenarios.</p>", *(f'<p class="note">{escape(n)}</p>' for n in [*interval_notes(t), *crossing_notes(t)]),
+              "scenarios.</p>", *(f'<p class="note">{escape(n)}</p>'
+                                       for n in [*interval_notes(t), *missing_pm_notes(t), *crossing_notes(t)]),
               _table3(content)]
 
     worst = content.worst_groups()

@@ -27,6 +27,7 @@ from beluga_core.analysis.report.table3 import (
     crossing_notes,
     difference_rule,
     interval_notes,
+    missing_pm_notes,
 )
 
 SIGNIFICANCE_LEGEND = ("▲ / ▼: significantly better / worse than the IID baseline (first row; its suite "
@@ -143,7 +144,8 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
     lines += ["", *content.status_lines()]
     several = len(t.tasks) > 1
     lines += ["", "## i.i.d. score and G per scenario (%) — Table 3", "",
-              seed_legend(t) if t.n_seeds >= 2 else SIGNIFICANCE_LEGEND, *interval_notes(t), *crossing_notes(t),
+              seed_legend(t) if t.n_seeds >= 2 else SIGNIFICANCE_LEGEND, *interval_notes(t), *missing_pm_notes(t),
+              *crossing_notes(t),
               "Avg.: mean G over all tasks and generalization scenarios.", ""]
     if not t.rows:
         lines.append("No finished models yet.")

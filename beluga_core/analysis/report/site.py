@@ -52,7 +52,15 @@ from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE, b
 from beluga_core.analysis.report.report_data import ReportData, read_report_data
 from beluga_core.analysis.report.report_files import write_report
 from beluga_core.analysis.report.site_cases import CHUNK, Arm, CaseShards, SuiteInfo
-from beluga_core.analysis.report.table3 import AVG, Cell, Table3, build_table3, crossing_notes, interval_notes
+from beluga_core.analysis.report.table3 import (
+    AVG,
+    Cell,
+    Table3,
+    build_table3,
+    crossing_notes,
+    interval_notes,
+    missing_pm_notes,
+)
 from beluga_core.core.errors import BelugaError
 
 ASSETS = Path(__file__).with_name("site_assets")
@@ -280,7 +288,7 @@ def _table3(t: Table3) -> dict[str, Any]:
     return {
         "legend": seed_legend(t).replace("**Bold**", "Bold") if t.n_seeds >= 2 else
         SIGNIFICANCE_LEGEND.replace("**Bold**", "Bold"),
-        "notes": [*interval_notes(t), *crossing_notes(t)],
+        "notes": [*interval_notes(t), *missing_pm_notes(t), *crossing_notes(t)],
         "columns": [{"task": c.task, "scenario": c.scenario, "label": c.label, "g": c.is_g} for c in t.columns],
         "rows": [{"config": p[0], "method": p[1],
                   "cells": [{"t": _cell_text(t.cell(p, c)), "mark": t.cell(p, c).mark,

@@ -278,19 +278,23 @@ AVG_PM_NOTE = ("Avg.: the mean of the G columns, without ± (no interval is stor
                "mark over seeds is the seed-level t interval of its per-seed differences.")
 
 
-def interval_notes(table: Table3) -> list[str]:
-    """What the ± of Table 3 is (docs/method.md, "Replicates"): over seeds then cases, the seed-level t where there
-    are too few seeds for that (and why), for one training run that it is one draw, and why a figure over seeds
-    has none."""
-    seeds = sorted({c.n_seeds for c in table.cells.values() if c.pm is not None})
+def missing_pm_notes(table: Table3) -> list[str]:
+    """Why Table 3's figures over seeds without ± have none: the cells whose seeds agreed (named), and Avg."""
     names = [f"{config}/{method} {col.label}" + (f" ({col.task})" if len(table.tasks) > 1 else "")
              for ((config, method), col), c in table.cells.items()
              if c.n_seeds >= 2 and c.pm is None and c.value is not None]
-    flat = [FLAT_NOTE.format(cells=", ".join(names))] if names else []
+    notes = [FLAT_NOTE.format(cells=", ".join(names))] if names else []
     if table.avg_column is not None and table.n_seeds >= 2:
-        flat.append(AVG_PM_NOTE)
+        notes.append(AVG_PM_NOTE)
+    return notes
+
+
+def interval_notes(table: Table3) -> list[str]:
+    """What the ± of Table 3 is (docs/method.md, "Replicates"): over seeds then cases, the seed-level t where there
+    are too few seeds for that (and why), and, for one training run, that it is one draw."""
+    seeds = sorted({c.n_seeds for c in table.cells.values() if c.pm is not None})
     if not seeds:
-        return flat
+        return []
     if seeds[-1] >= 2:
         hier = [s for s in seeds if s >= HIERARCHICAL_MIN_SEEDS]
         t_only = [s for s in seeds if 2 <= s < HIERARCHICAL_MIN_SEEDS]
@@ -302,7 +306,7 @@ def interval_notes(table: Table3) -> list[str]:
             notes.append(f"±{' with ' + _span(t_only) + ' seeds' if hier else ''}: half the seed-level t interval "
                          f"over {_span(t_only)} seeds (the mean over seeds is shown), which also decides the marks "
                          f"against the IID baseline: {SEED_T_WHY}.")
-        return notes + flat
+        return notes
     return ["±: half the 95 % interval of one training run: case variation only. One seed is one draw: its "
             "orderings can flip with another seed (benchmarks/quick-seeds.toml runs three; docs/method.md, "
             "\"Replicates\")."]

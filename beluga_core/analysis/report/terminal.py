@@ -51,6 +51,7 @@ from beluga_core.analysis.report.table3 import (
     crossing_notes,
     difference_rule,
     interval_notes,
+    missing_pm_notes,
 )
 from beluga_core.core.constants import BASELINE, STANDARD, pair_order
 
@@ -227,7 +228,7 @@ def _print_keys(table: Table3, console: Console, abbreviated: dict[str, str]) ->
                      "only, shown in every scenario column.")
     cells = table.cells.values()
     notes += crossing_notes(table)
-    notes += interval_notes(table)
+    notes += interval_notes(table) + missing_pm_notes(table)
     if any(c.mark for c in cells):
         notes.append("▲ / ▼: better / worse than the IID baseline: " + (
             f"{difference_rule(table)}." if table.n_seeds >= 2 else "randomization test, p < 0.05."))

@@ -200,6 +200,9 @@ def test_a_figure_over_equal_seeds_says_why_it_has_no_interval(tmp_path: Path) -
     columns = ("G class", "G seen", "i.i.d.")
     assert sorted(flat) == sorted(f"{p}/vanilla {c}" for p in ("iid", "iid-then-t") for c in columns)
     assert "Avg.: the mean of the G columns, without ±" in text
+    write_report(b.path, tmp_path / "md", "md")
+    md = (tmp_path / "md" / "report.md").read_text(encoding="utf-8")
+    assert md.count("Without ± over seeds:") == 1 and md.count("Avg.: the mean of the G columns") == 1   # Table 3's
 
 
 def print_table_text(path: Path) -> str:
