@@ -144,3 +144,40 @@ def random_outcomes(cases: Sequence[CaseRow], rng: random.Random,
 def perturb(outcomes: Mapping[str, str], rng: random.Random, rate: float) -> dict[str, str]:
     """A copy with about ``rate`` of the outcomes redrawn."""
     return {cid: rng.choice(("pass", "fail", "skip")) if rng.random() < rate else o for cid, o in outcomes.items()}
+
+
+def mft_gold(cases: list[CaseRow]) -> dict[str, str]:
+    """Gold labels of the toy suite's MFT cases: a class id, or "not 0" (a not_eq expectation) for every fifth."""
+    mft = [c for c in cases if c.test_type == "MFT"]
+    return {c.case_id: "not 0" if i % 5 == 0 else str(i % 3) for i, c in enumerate(mft)}
+
+
+def report_store(path: Path, *, analyse: bool = True, rounds: int = 500) -> dict[str, object]:
+    """Baseline; iid-then-t a noisy copy; iid-plus-t right wherever the baseline is wrong, and degenerate:
+    it predicts label 1 for every D_test example and every MFT case. Gold labels are in the store's cases
+    (no suite file anywhere), label names in its suite and task head. The store of `beluga report`'s tests, both
+    halves (tests/unit/analysis/test_report.py, tests/e2e/test_report_run.py)."""
+    from beluga_core.analysis.significance import analyze_store
+
+    b = StoreBuilder(path, make_cases(gold=mft_gold(make_cases())))
+    b.writer.set_task_head("sentiment", b.suite, ["negative", "positive"])
+    rng = random.Random(1)
+    mft = [c for c in b.cases if c.test_type == "MFT"]
+    run = b.writer.begin_run(path.with_name("bench.toml"), '[[tasks]]\nname = "sentiment"\nsuite = "gone.jsonl"\n')
+    base = random_outcomes(b.cases, rng)
+    correct = [rng.random() < 0.75 for _ in range(120)]
+    golds = [str(i % 2) for i in range(120)]
+    balanced = {c.case_id: str(i % 3) for i, c in enumerate(mft)}
+    b.add("iid", "vanilla", "standard", base, correct, golds=golds, case_preds=balanced)
+    noisy = perturb(base, rng, 0.3)
+    better = {cid: "pass" if o == "fail" else o for cid, o in base.items()}
+    ones = {c.case_id: "1" for c in mft}
+    for scenario in ("seen", "functionality", "class"):
+        b.add("iid-then-t", "vanilla", scenario, noisy, correct if scenario == "seen" else None, golds=golds,
+              case_preds=balanced)
+        b.add("iid-plus-t", "vanilla", scenario, better, [True] * 120 if scenario == "seen" else None,
+              golds=golds, preds=["1"] * 120 if scenario == "seen" else None, case_preds=ones)
+    b.writer.finish_run(run)
+    if analyse:
+        analyze_store(path, rounds=rounds, seed=0)
+    return {"builder": b, "base": base, "run": run}
