@@ -1,76 +1,18 @@
-"""Regression between model versions: the flip views on hand-made stores (known answers), distillation's
-penalty and its gradient, ensembles, the NFR randomization test, centric selection, importing models from
-elsewhere, and a tiny real run with updates, distillation, an ensemble and kept probabilities and weights."""
+"""Regression between model versions end to end: a tiny real run with updates, distillation, an ensemble and kept
+probabilities and weights, and the commands over its store (the known answers on hand-made stores are the unit
+half: tests/unit/training/test_regression.py)."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
 from helpers import DATA, doc_blocks, query, run_benchmark, run_cli
-
-from beluga_core.contracts.expectations import FlatPredictions
-from beluga_core.data.suite.suite_io import case_json
-from beluga_core.data.suite.suite_schema import Case
-from beluga_core.execution.results import CasePredictions, IIDResult, JobResult, ModelRecord, Outcomes
-from beluga_core.store.rows import CaseRow, SuiteRow
-from beluga_core.store.writer import StoreWriter
-
-# ------------------------------------------------------------------------------------------ hand-made stores
-
-CLOCK = [datetime(2025, 1, 1)]
-
-
-def _case(i: int, group: str, label: int) -> Case:
-    return Case(id=f"c{i}", groups={"skill": group}, test_type="MFT", loss="mft", inputs=[f"text {i}"], label=label,
-                expectation={"kind": "eq", "target": "label"})
-
-
-CASES = [_case(i, "g1" if i < 4 else "g2", i % 2) for i in range(8)]
-
-
-def _writer(path: Path) -> StoreWriter:
-    writer = StoreWriter(path)
-    writer.ensure_suite(SuiteRow("toy", ("skill",), "skill", "text", ("negative", "positive")),
-                        [CaseRow(c.id, "MFT", dict(c.groups), str(c.label)) for c in CASES])
-    writer.set_task_head("sentiment", "toy", ["negative", "positive"])
-    writer.record_case_specs("toy", [(c.id, case_json(c)) for c in CASES])
-    return writer
-
-
-def _model(writer: StoreWriter, mid: str, config: str, *, correct: list[bool] | None = None,
-           outcomes: dict[str, str] | None = None, seed: int | None = 0, scenario: str = "standard",
-           group: str | None = None, parent: str | None = None, method: str = "vanilla",
-           iid_probs: list[list[float]] | None = None, case_probs: dict[str, list[float]] | None = None) -> None:
-    CLOCK[0] += timedelta(seconds=1)
-    iid = []
-    if correct is not None:
-        gold = ["1"] * len(correct)
-        pred = ["1" if c else "0" for c in correct]
-        iid = [IIDResult("test", gold, pred, np.array(correct), {"accuracy": float(np.mean(correct))}, "accuracy",
-                         None if iid_probs is None else np.array(iid_probs, dtype=np.float32))]
-    o = outcomes or {}
-    kept = []
-    if case_probs:
-        ids = list(case_probs)
-        kept = [CasePredictions("toy", ids, FlatPredictions.from_arrays(
-            probs=np.array([case_probs[c] for c in ids]), lengths=[1] * len(ids)))]
-    record = ModelRecord(model_id=mid, task="sentiment", suite="toy", model_name="m", config=config, method=method,
-                         scenario=scenario, heldout_level=scenario if group else None, heldout_group=group,
-                         seed=seed, split_seed=1, parent_model_id=parent, finished_at=CLOCK[0])
-    writer.commit(JobResult(record, Outcomes.of(list(o), list(o.values())), iid, predictions=kept))
-
-
-# ------------------------------------------------------------------------------------------ distillation
-
-
-# ------------------------------------------------------------------------------------------ ensembles, tests
-
+from regression_toy import add_model, regression_writer
 
 # ------------------------------------------------------------------------------------------ a tiny real run
+
 
 @pytest.fixture(scope="module")
 def regression_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
@@ -168,8 +110,8 @@ def test_a_store_of_other_data_cannot_be_compared(regression_store: tuple[Path, 
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     store, _ = regression_store
     other = tmp_path / "other.duckdb"
-    writer = _writer(other)
-    _model(writer, "x", "iid", correct=[True, False])
+    writer = regression_writer(other)
+    add_model(writer, "x", "iid", correct=[True, False])
     code, _, err = run_cli(capsys, "regress", store, "--old", f"{other}::iid/vanilla")
     assert code == 2 and "other i.i.d. examples" in " ".join(err.split()), err
 

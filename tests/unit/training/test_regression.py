@@ -4,7 +4,6 @@ elsewhere, and a tiny real run with updates, distillation, an ensemble and kept 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,71 +12,24 @@ import pytest
 import torch
 import torch.nn.functional as F
 from helpers import DATA, query, run_cli
+from regression_toy import CASES, add_model, regression_writer
 from toys import ToyEncoder, ToyTask, tiny_bert, token_trainset
 
 from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble, combine
 from beluga_core.analysis.regression.flips import centric_selection, nfr_randomization_test
-from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import case_json
-from beluga_core.data.suite.suite_schema import Case
-from beluga_core.execution.results import CasePredictions, IIDResult, JobResult, ModelRecord, Outcomes
-from beluga_core.store.rows import CaseRow, SuiteRow
-from beluga_core.store.writer import StoreWriter
 from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.methods.distill import Distill, distillation_terms
 from beluga_core.training.methods.vanilla import Vanilla
 
 # ------------------------------------------------------------------------------------------ hand-made stores
 
-CLOCK = [datetime(2025, 1, 1)]
-
-
-def _case(i: int, group: str, label: int) -> Case:
-    return Case(id=f"c{i}", groups={"skill": group}, test_type="MFT", loss="mft", inputs=[f"text {i}"], label=label,
-                expectation={"kind": "eq", "target": "label"})
-
-
-CASES = [_case(i, "g1" if i < 4 else "g2", i % 2) for i in range(8)]
-
-
-def _writer(path: Path) -> StoreWriter:
-    writer = StoreWriter(path)
-    writer.ensure_suite(SuiteRow("toy", ("skill",), "skill", "text", ("negative", "positive")),
-                        [CaseRow(c.id, "MFT", dict(c.groups), str(c.label)) for c in CASES])
-    writer.set_task_head("sentiment", "toy", ["negative", "positive"])
-    writer.record_case_specs("toy", [(c.id, case_json(c)) for c in CASES])
-    return writer
-
-
-def _model(writer: StoreWriter, mid: str, config: str, *, correct: list[bool] | None = None,
-           outcomes: dict[str, str] | None = None, seed: int | None = 0, scenario: str = "standard",
-           group: str | None = None, parent: str | None = None, method: str = "vanilla",
-           iid_probs: list[list[float]] | None = None, case_probs: dict[str, list[float]] | None = None) -> None:
-    CLOCK[0] += timedelta(seconds=1)
-    iid = []
-    if correct is not None:
-        gold = ["1"] * len(correct)
-        pred = ["1" if c else "0" for c in correct]
-        iid = [IIDResult("test", gold, pred, np.array(correct), {"accuracy": float(np.mean(correct))}, "accuracy",
-                         None if iid_probs is None else np.array(iid_probs, dtype=np.float32))]
-    o = outcomes or {}
-    kept = []
-    if case_probs:
-        ids = list(case_probs)
-        kept = [CasePredictions("toy", ids, FlatPredictions.from_arrays(
-            probs=np.array([case_probs[c] for c in ids]), lengths=[1] * len(ids)))]
-    record = ModelRecord(model_id=mid, task="sentiment", suite="toy", model_name="m", config=config, method=method,
-                         scenario=scenario, heldout_level=scenario if group else None, heldout_group=group,
-                         seed=seed, split_seed=1, parent_model_id=parent, finished_at=CLOCK[0])
-    writer.commit(JobResult(record, Outcomes.of(list(o), list(o.values())), iid, predictions=kept))
-
 
 def test_the_hand_made_pair_of_five_examples(tmp_path: Path) -> None:
     # Old right on examples 1, 2, 3; new right on 2, 3, 4 (of 0..4): one negative flip (1), one positive (4).
-    writer = _writer(tmp_path / "s.duckdb")
-    _model(writer, "old", "iid", correct=[False, True, True, True, False])
-    _model(writer, "new", "iid-update", correct=[False, False, True, True, True])
+    writer = regression_writer(tmp_path / "s.duckdb")
+    add_model(writer, "old", "iid", correct=[False, True, True, True, False])
+    add_model(writer, "new", "iid-update", correct=[False, False, True, True, True])
     store = tmp_path / "s.duckdb"
     (row,) = query(store, "SELECT n, n_neg, n_pos, nfr, pfr, delta_acc, rel_nfr, old_model_id FROM regression_iid")
     assert row[:6] == (5, 1, 1, 0.2, 0.2, 0.0) and row[7] == "old"
@@ -91,13 +43,13 @@ def test_the_hand_made_pair_of_five_examples(tmp_path: Path) -> None:
 
 
 def test_suite_flips_leave_skips_out_and_count_them_and_assemble_held_out_folds(tmp_path: Path) -> None:
-    writer = _writer(tmp_path / "s.duckdb")
-    _model(writer, "iid", "iid", outcomes={"c0": "pass", "c1": "pass", "c2": "skip", "c3": "fail",
+    writer = regression_writer(tmp_path / "s.duckdb")
+    add_model(writer, "iid", "iid", outcomes={"c0": "pass", "c1": "pass", "c2": "skip", "c3": "fail",
                                            "c4": "pass", "c5": "pass", "c6": "fail", "c7": "pass"})
     # Two fold models of one held-out scenario, each on its group; their union is compared with the IID model.
-    _model(writer, "f1", "iid-then-t", outcomes={"c0": "fail", "c1": "pass", "c2": "pass", "c3": "pass"},
+    add_model(writer, "f1", "iid-then-t", outcomes={"c0": "fail", "c1": "pass", "c2": "pass", "c3": "pass"},
            scenario="skill", group="g1", parent="iid")
-    _model(writer, "f2", "iid-then-t", outcomes={"c4": "fail", "c5": "skip", "c6": "pass", "c7": "pass"},
+    add_model(writer, "f2", "iid-then-t", outcomes={"c4": "fail", "c5": "skip", "c6": "pass", "c7": "pass"},
            scenario="skill", group="g2", parent="iid")
     store = tmp_path / "s.duckdb"
     rows = {r[0]: r[1:] for r in query(store, """SELECT scoring_group, n, n_skipped, n_neg, n_pos, nfr, pfr,
@@ -200,12 +152,12 @@ def test_first_member_breaks_ties_without_probabilities() -> None:
 
 def test_ensemble_rows_are_judged_again_from_the_members_predictions(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    writer = _writer(tmp_path / "s.duckdb")
-    _model(writer, "iid", "iid", correct=[True, True, False, False], outcomes={c.id: "pass" for c in CASES})
+    writer = regression_writer(tmp_path / "s.duckdb")
+    add_model(writer, "iid", "iid", correct=[True, True, False, False], outcomes={c.id: "pass" for c in CASES})
     votes = {"u0": [1, 1, 0, 1], "u1": [1, 0, 0, 1], "u2": [0, 0, 0, 1]}
     for seed, (mid, preds) in enumerate(votes.items()):
         probs = {c.id: ([0.2, 0.8] if (int(c.id[1:]) + seed) % 3 else [0.7, 0.3]) for c in CASES}
-        _model(writer, mid, "iid-update", correct=[p == 1 for p in preds], seed=seed, parent=None,
+        add_model(writer, mid, "iid-update", correct=[p == 1 for p in preds], seed=seed, parent=None,
                outcomes={c: "pass" for c in probs}, case_probs=probs,
                iid_probs=[[0.3, 0.7] if p else [0.6, 0.4] for p in preds])
     (eid,) = build_ensemble(tmp_path / "s.duckdb", EnsembleSpec("ens", ("iid-update/vanilla",), "vote"))
@@ -266,11 +218,11 @@ def test_dry_run_prints_what_keeping_costs(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_an_ensemble_of_a_held_out_scenario_has_one_row_per_group(tmp_path: Path) -> None:
-    writer = _writer(tmp_path / "s.duckdb")
-    _model(writer, "iid", "iid", outcomes={c.id: "pass" for c in CASES})
+    writer = regression_writer(tmp_path / "s.duckdb")
+    add_model(writer, "iid", "iid", outcomes={c.id: "pass" for c in CASES})
     for seed in (0, 1):
         for group, ids in (("g1", ["c0", "c1", "c2", "c3"]), ("g2", ["c4", "c5", "c6", "c7"])):
-            _model(writer, f"f{seed}{group}", "iid-then-t", seed=seed, scenario="skill", group=group, parent="iid",
+            add_model(writer, f"f{seed}{group}", "iid-then-t", seed=seed, scenario="skill", group=group, parent="iid",
                    outcomes=dict.fromkeys(ids, "pass"), case_probs={c: [0.3, 0.7] for c in ids})
     ids = build_ensemble(tmp_path / "s.duckdb", EnsembleSpec("ens", ("iid-then-t/vanilla@skill",), "mean"))
     rows = query(tmp_path / "s.duckdb", "SELECT heldout_group, count(*) FROM outcomes JOIN models USING (model_id) "
