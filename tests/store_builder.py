@@ -181,3 +181,38 @@ def report_store(path: Path, *, analyse: bool = True, rounds: int = 500) -> dict
     if analyse:
         analyze_store(path, rounds=rounds, seed=0)
     return {"builder": b, "base": base, "run": run}
+
+
+def known_store(path: Path, rounds: int) -> tuple[Path, dict[str, object]]:
+    """The significance tests' store with known answers, analysed (``rounds``, seed 1): the baseline; 'identical'
+    (iid-then-t) = the baseline's outcomes and answers in every scenario; 'perfect' (iid-plus-t) right wherever the
+    baseline is wrong (passes its failed cases, answers every example). Returns (path, what it was built from)."""
+    from beluga_core.analysis.significance import analyze_store
+
+    b = StoreBuilder(path)
+    rng = random.Random(0)
+    base = random_outcomes(b.cases, rng)
+    correct = [rng.random() < 0.7 for _ in range(100)]
+    b.add("iid", "vanilla", "standard", base, correct)
+    for scenario in ("seen", "functionality", "class"):
+        b.add("iid-then-t", "vanilla", scenario, base, correct if scenario == "seen" else None)
+        better = {cid: "pass" if o == "fail" else o for cid, o in base.items()}
+        b.add("iid-plus-t", "vanilla", scenario, better, [True] * 100 if scenario == "seen" else None)
+    analyze_store(path, rounds=rounds, seed=1)
+    return path, {"base": base, "correct": correct, "builder": b}
+
+
+def copy_of(template: tuple[Path, dict[str, object]], folder: Path) -> tuple[Path, dict[str, object]]:
+    """A fresh copy of a built store in ``folder`` for a test that writes to it, its builder writing to the copy
+    (building and analysing once, then copying, saves ~2 s a test)."""
+    import copy
+    import shutil
+
+    path, info = template
+    target = folder / path.name
+    shutil.copyfile(path, target)
+    builder = copy.copy(info["builder"])
+    assert isinstance(builder, StoreBuilder)
+    builder.writer = StoreWriter(target)
+    builder.path = target
+    return target, {**info, "builder": builder}

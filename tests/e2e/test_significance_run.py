@@ -4,20 +4,12 @@ implementation, reproducibility, hand-made stores with known answers, staleness,
 
 from __future__ import annotations
 
-import copy
-import random
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from store_builder import StoreBuilder, random_outcomes
-
-from beluga_core.analysis.significance import (
-    analyze_store,
-)
-from beluga_core.store.writer import StoreWriter
+from store_builder import copy_of, known_store
 
 ROUNDS = 2000
 
@@ -31,39 +23,14 @@ ROUNDS = 2000
 # ------------------------------------------------------------------------------------ hand-made stores
 
 
-def known_store(path: Path) -> dict[str, object]:
-    """Baseline; 'identical' (iid-then-t) = the baseline's outcomes and answers in every scenario; 'perfect'
-    (iid-plus-t) right wherever the baseline is wrong (passes its failed cases, answers every example)."""
-    b = StoreBuilder(path)
-    rng = random.Random(0)
-    base = random_outcomes(b.cases, rng)
-    correct = [rng.random() < 0.7 for _ in range(100)]
-    b.add("iid", "vanilla", "standard", base, correct)
-    for scenario in ("seen", "functionality", "class"):
-        b.add("iid-then-t", "vanilla", scenario, base, correct if scenario == "seen" else None)
-        better = {cid: "pass" if o == "fail" else o for cid, o in base.items()}
-        b.add("iid-plus-t", "vanilla", scenario, better, [True] * 100 if scenario == "seen" else None)
-    return {"base": base, "correct": correct, "builder": b}
-
-
 @pytest.fixture(scope="module")
 def known_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
-    path = tmp_path_factory.mktemp("known") / "known.duckdb"
-    info = known_store(path)
-    analyze_store(path, rounds=ROUNDS, seed=1)
-    return path, info
+    return known_store(tmp_path_factory.mktemp("known") / "known.duckdb", ROUNDS)
 
 
 @pytest.fixture()
 def known(known_template: tuple[Path, dict[str, object]], tmp_path: Path) -> tuple[Path, dict[str, object]]:
-    # A fresh copy per test (tests write to it); building and analysing it once saves ~2 s a test.
-    template, info = known_template
-    path = tmp_path / "known.duckdb"
-    shutil.copyfile(template, path)
-    builder = copy.copy(info["builder"])
-    builder.writer = StoreWriter(path)
-    builder.path = path
-    return path, {**info, "builder": builder}
+    return copy_of(known_template, tmp_path)
 
 
 def test_view_readable_without_beluga(known: tuple[Path, dict]) -> None:

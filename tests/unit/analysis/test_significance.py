@@ -4,12 +4,10 @@ implementation, reproducibility, hand-made stores with known answers, staleness,
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 import random
 import re
-import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import numpy as np
 import pytest
 from helpers import REPO
 from scipy.stats import binomtest
-from store_builder import StoreBuilder, make_cases, perturb, random_outcomes
+from store_builder import StoreBuilder, copy_of, known_store, make_cases, perturb, random_outcomes
 
 from beluga_core.analysis.significance import (
     IidCounts,
@@ -196,39 +194,14 @@ def test_identical_models_give_p_one() -> None:
 # ------------------------------------------------------------------------------------ hand-made stores
 
 
-def known_store(path: Path) -> dict[str, object]:
-    """Baseline; 'identical' (iid-then-t) = the baseline's outcomes and answers in every scenario; 'perfect'
-    (iid-plus-t) right wherever the baseline is wrong (passes its failed cases, answers every example)."""
-    b = StoreBuilder(path)
-    rng = random.Random(0)
-    base = random_outcomes(b.cases, rng)
-    correct = [rng.random() < 0.7 for _ in range(100)]
-    b.add("iid", "vanilla", "standard", base, correct)
-    for scenario in ("seen", "functionality", "class"):
-        b.add("iid-then-t", "vanilla", scenario, base, correct if scenario == "seen" else None)
-        better = {cid: "pass" if o == "fail" else o for cid, o in base.items()}
-        b.add("iid-plus-t", "vanilla", scenario, better, [True] * 100 if scenario == "seen" else None)
-    return {"base": base, "correct": correct, "builder": b}
-
-
 @pytest.fixture(scope="module")
 def known_template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
-    path = tmp_path_factory.mktemp("known") / "known.duckdb"
-    info = known_store(path)
-    analyze_store(path, rounds=ROUNDS, seed=1)
-    return path, info
+    return known_store(tmp_path_factory.mktemp("known") / "known.duckdb", ROUNDS)
 
 
 @pytest.fixture()
 def known(known_template: tuple[Path, dict[str, object]], tmp_path: Path) -> tuple[Path, dict[str, object]]:
-    # A fresh copy per test (tests write to it); building and analysing it once saves ~2 s a test.
-    template, info = known_template
-    path = tmp_path / "known.duckdb"
-    shutil.copyfile(template, path)
-    builder = copy.copy(info["builder"])
-    builder.writer = StoreWriter(path)
-    builder.path = path
-    return path, {**info, "builder": builder}
+    return copy_of(known_template, tmp_path)
 
 
 def rows(path: Path, sql: str, params: list | None = None) -> list[dict]:
