@@ -183,10 +183,11 @@ def report_store(path: Path, *, analyse: bool = True, rounds: int = 500) -> dict
     return {"builder": b, "base": base, "run": run}
 
 
-def known_store(path: Path, rounds: int) -> tuple[Path, dict[str, object]]:
-    """The significance tests' store with known answers, analysed (``rounds``, seed 1): the baseline; 'identical'
-    (iid-then-t) = the baseline's outcomes and answers in every scenario; 'perfect' (iid-plus-t) right wherever the
-    baseline is wrong (passes its failed cases, answers every example). Returns (path, what it was built from)."""
+def known_store(path: Path, rounds: int | None = None) -> tuple[Path, dict[str, object]]:
+    """The significance tests' store with known answers, analysed when ``rounds`` is given (seed 1): the baseline;
+    'identical' (iid-then-t) = the baseline's outcomes and answers in every scenario; 'perfect' (iid-plus-t) right
+    wherever the baseline is wrong (passes its failed cases, answers every example). Returns (path, what it was
+    built from)."""
     from beluga_core.analysis.significance import analyze_store
 
     b = StoreBuilder(path)
@@ -198,7 +199,8 @@ def known_store(path: Path, rounds: int) -> tuple[Path, dict[str, object]]:
         b.add("iid-then-t", "vanilla", scenario, base, correct if scenario == "seen" else None)
         better = {cid: "pass" if o == "fail" else o for cid, o in base.items()}
         b.add("iid-plus-t", "vanilla", scenario, better, [True] * 100 if scenario == "seen" else None)
-    analyze_store(path, rounds=rounds, seed=1)
+    if rounds is not None:
+        analyze_store(path, rounds=rounds, seed=1)
     return path, {"base": base, "correct": correct, "builder": b}
 
 
