@@ -3,62 +3,23 @@ answers by hand, and the generators against a real (tiny) FewRel-16 model."""
 
 from __future__ import annotations
 
-import math
 import subprocess
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pytest
 from helpers import BELUGA, ENV, run_cli
 from scipy.stats import spearmanr
+from toy_targets import BagOfWords
 
-from beluga_core.contracts.generators import Source, TokenScores, WordGradients
+from beluga_core.contracts.generators import Source
 from beluga_core.data.suite.suite_io import load_suite
 from beluga_core.generators.attacks.adversarial import (
     PWWS,
     HotFlip,
 )
 from beluga_core.generators.attacks.wordnet import have_wordnet
-
-
-def sigmoid(z: float) -> float:
-    return 1 / (1 + math.exp(-z))
-
-
-class BagOfWords:
-    """A logistic bag-of-words model: P(pos | x) = σ(Σ_w β_w). A ``TargetModel`` for PWWS (probabilities only)."""
-
-    BETA: ClassVar[dict[str, float]] = {"good": 2.0, "great": 1.0, "fine": 0.5, "bad": -2.0, "poor": -1.0}
-
-    def __init__(self) -> None:
-        self.name = "bag of words"
-        self.labels = ("neg", "pos")
-        self.queries = 0
-        self.unk_token = "[UNK]"
-
-    def probabilities(self, inputs: Sequence[Any]) -> np.ndarray:
-        self.queries += len(inputs)
-        p = np.array([sigmoid(sum(self.BETA.get(w, 0.0) for w in str(x).split())) for x in inputs])
-        return np.stack([1 - p, p], axis=1)
-
-    def word_gradients(self, xs: Sequence[str], label: str) -> list[WordGradients]:
-        raise NotImplementedError
-
-    def substituted_gradients(self, x: str, label: str, words: Sequence[int],
-                              embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
-
-    def embeddings(self) -> np.ndarray:
-        raise NotImplementedError
-
-    def vocabulary(self) -> Sequence[str]:
-        raise NotImplementedError
-
-    def attribute(self, x: str, label: str, method: str, options: Mapping[str, Any]) -> TokenScores:
-        raise NotImplementedError
-
 
 # ------------------------------------------------------------------------------------------- a real model
 

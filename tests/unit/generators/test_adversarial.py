@@ -4,15 +4,15 @@ answers by hand, and the generators against a real (tiny) FewRel-16 model."""
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import pytest
+from toy_targets import BagOfWords, sigmoid
 
-from beluga_core.contracts.generators import Source, SourceInstance, TargetModel, TokenScores, WordGradients
+from beluga_core.contracts.generators import Source, SourceInstance, TargetModel, TokenScores
 from beluga_core.generators.attacks.adversarial import (
     PWWS,
     STOP_WORDS,
@@ -22,44 +22,6 @@ from beluga_core.generators.attacks.adversarial import (
 )
 from beluga_core.generators.attacks.counterfactual import IGContrast, select_tokens
 from beluga_core.generators.suite_build import generate
-
-
-def sigmoid(z: float) -> float:
-    return 1 / (1 + math.exp(-z))
-
-
-class BagOfWords:
-    """A logistic bag-of-words model: P(pos | x) = σ(Σ_w β_w). A ``TargetModel`` for PWWS (probabilities only)."""
-
-    BETA: ClassVar[dict[str, float]] = {"good": 2.0, "great": 1.0, "fine": 0.5, "bad": -2.0, "poor": -1.0}
-
-    def __init__(self) -> None:
-        self.name = "bag of words"
-        self.labels = ("neg", "pos")
-        self.queries = 0
-        self.unk_token = "[UNK]"
-
-    def probabilities(self, inputs: Sequence[Any]) -> np.ndarray:
-        self.queries += len(inputs)
-        p = np.array([sigmoid(sum(self.BETA.get(w, 0.0) for w in str(x).split())) for x in inputs])
-        return np.stack([1 - p, p], axis=1)
-
-    def word_gradients(self, xs: Sequence[str], label: str) -> list[WordGradients]:
-        raise NotImplementedError
-
-    def substituted_gradients(self, x: str, label: str, words: Sequence[int],
-                              embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
-
-    def embeddings(self) -> np.ndarray:
-        raise NotImplementedError
-
-    def vocabulary(self) -> Sequence[str]:
-        raise NotImplementedError
-
-    def attribute(self, x: str, label: str, method: str, options: Mapping[str, Any]) -> TokenScores:
-        raise NotImplementedError
-
 
 SYNONYMS = {"good": ["fine"], "great": ["poor"], "movie": ["film"]}
 

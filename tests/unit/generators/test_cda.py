@@ -11,8 +11,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from toy_targets import PartialTarget
 
-from beluga_core.contracts.generators import Source, SourceInstance, TokenScores, WordGradients
+from beluga_core.contracts.generators import Source, SourceInstance, TokenScores
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.splits import PART_KEY, split_suite
 from beluga_core.data.suite.suite_io import Suite
@@ -24,7 +25,7 @@ from beluga_core.generators.suite_build import GENERATED_AGAINST, generate
 LABELS = ("founded_by", "located_in", "no_relation")
 
 
-class ScoredWords:
+class ScoredWords(PartialTarget):
     """A ``TargetModel`` whose attribution of a word is fixed by a table (markers: none), and whose prediction is
     ``located_in`` for any text containing "near", else ``founded_by``."""
 
@@ -49,18 +50,6 @@ class ScoredWords:
         return TokenScores(tuple(words[i].lower() for i in real), tuple(real),
                            np.array([self.SCORES.get(words[i].lower(), 0.0) for i in real]))
 
-    def word_gradients(self, xs: Sequence[str], label: str) -> list[WordGradients]:
-        raise NotImplementedError
-
-    def substituted_gradients(self, x: str, label: str, words: Sequence[int],
-                              embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
-
-    def embeddings(self) -> np.ndarray:
-        raise NotImplementedError
-
-    def vocabulary(self) -> Sequence[str]:
-        raise NotImplementedError
 
 
 def _instances() -> tuple[SourceInstance, ...]:
