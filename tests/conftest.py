@@ -67,11 +67,15 @@ MINILM_TINY_RUNS = frozenset({"quick.toml"})
 
 def pytest_configure(config: pytest.Config) -> None:
     """The toy model's folder exists before any test (or config under tests/data) names it. A pytest-xdist worker
-    keeps torch to one thread: the workers share the machine's cores (pyproject.toml's addopts)."""
+    keeps torch to one thread: the workers share the machine's cores (pyproject.toml's addopts). OMP_NUM_THREADS
+    = 1 caps the runs it starts too, in this process and in the processes it spawns (CLIs, multi and Ray
+    workers): a run's auto threads are the usable cores (``beluga_core.core.machine``), and two workers' runs
+    on two threads each took 3.6× as long as on one (benchmarks/RESULTS.md)."""
     toy_model()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 
+        os.environ["OMP_NUM_THREADS"] = "1"
         torch.set_num_threads(1)
 
 

@@ -249,7 +249,8 @@ class ExecutorSpec(_Strict):
 
     name: str = Field("local", description="Executor plugin (entry point group beluga.executors).")
     device: str = Field("auto", description="auto (GPU when there is one), cpu, cuda, cuda:N.")
-    threads: int = Field(0, ge=0, description="torch CPU threads per worker (0 = all cores / workers).")
+    threads: int = Field(0, ge=0, description="torch CPU threads per worker (0 = the usable cores / workers: "
+                         "OMP_NUM_THREADS when set, else the CPUs of the process's affinity mask).")
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto", description="auto: bf16 autocast on GPUs and on CPUs with native bf16, else fp32.")
     workers: Annotated[int, Field(ge=1)] | Literal["auto"] = Field("auto", description=(

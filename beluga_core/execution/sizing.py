@@ -32,6 +32,7 @@ from typing import Any, Literal, cast
 
 from beluga_core.config.schema import ExecutorSpec
 from beluga_core.core.errors import BelugaError
+from beluga_core.core.machine import usable_cores
 from beluga_core.planning.plan import Plan
 
 MiB = 2 ** 20
@@ -153,10 +154,10 @@ def plan_workers(spec: ExecutorSpec, cores: int | None = None, gpus: int | None 
     A number of workers: that many (on GPUs, 1 is one per GPU, ``options.folds_per_gpu`` per GPU), as before
     auto. ``auto``: on a CPU one worker; on GPUs ``options.folds_per_gpu`` per GPU when set, else
     ``workers_per_gpu`` of what ``memory`` measures (called only then, so never on a CPU). CPU threads are split
-    between workers (cores // workers): oversubscribed threads collapse throughput (benchmarks/perf/RESULTS.md);
-    ``threads`` in the config overrides the split.
+    between workers (usable cores // workers; ``core.machine.usable_cores``): oversubscribed threads collapse
+    throughput (benchmarks/perf/RESULTS.md); ``threads`` in the config overrides the split.
     """
-    cores = cores if cores is not None else (os.cpu_count() or 1)
+    cores = cores if cores is not None else usable_cores()
     device = spec.device
     if device not in ("auto", "cuda"):
         gpus = 0  # cpu, or one named cuda:N below

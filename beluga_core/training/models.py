@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import torch
 
 from beluga_core.core.errors import BelugaError
+from beluga_core.core.machine import usable_cores
 from beluga_core.data.pretrained import offline_hint, resolve_model_path
 
 
@@ -107,7 +107,7 @@ def set_dropout(config: Any, p: float, name: str) -> None:
 def configure_threads(threads: int, workers: int = 1) -> None:
     # Oversubscribed CPU threads collapse throughput (benchmarks/perf/RESULTS.md): split the cores between workers.
     if threads <= 0:
-        threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+        threads = max(1, usable_cores() // max(1, workers))
     torch.set_num_threads(threads)
 
 

@@ -27,9 +27,10 @@ TINY = {'configurations = ["iid", "iid-then-t"]': 'configurations = ["iid-then-t
 
 def _config(tmp: Path, deterministic: bool | None, name: str = "config.toml", device: str = "auto") -> Path:
     replace = dict(TINY)
-    replace["threads = 2"] = f'threads = 2\ndevice = "{device}"'
+    key = '[executor]\nname = "local"\n'
+    replace[key] = f'{key}device = "{device}"\n'
     if deterministic is not None:
-        replace["threads = 2"] += f"\ndeterministic = {'true' if deterministic else 'false'}"
+        replace[key] += f"deterministic = {'true' if deterministic else 'false'}\n"
     return config_with(DATA / "tiny-sentiment.toml", tmp, replace, name=name)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 
+from beluga_core.core.machine import usable_cores
 from beluga_core.execution.executors.base import Executor
 from beluga_core.execution.results import JobResult
 from beluga_core.execution.scheduling import Backend, Event, Failed, Finished, StepFn, worker_class
@@ -77,7 +78,7 @@ class LocalExecutor(Executor):
     trains_packs = True
 
     def size_workers(self, plan: Plan) -> Workers:
-        threads = self.spec.threads or (os.cpu_count() or 1)
+        threads = self.spec.threads or usable_cores()
         why = f"local executor: one process, jobs in turn, {threads} thread(s)"
         if self.spec.workers not in ("auto", 1):
             why += f"; workers = {self.spec.workers} is for the multi executor (name = \"multi\")"

@@ -5,7 +5,6 @@ measures it), here its result is given. The order jobs start in is checked on a 
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -251,7 +250,7 @@ class _Nothing:
 def test_the_dry_run_prints_the_choice_and_why(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "300")
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
     local = config_with(DATA / "tiny-executors.toml", tmp_path, name="local.toml")
     code, out, err = run_cli(capsys, "run", local, "--dry-run")
     assert code == 0, err
@@ -263,7 +262,7 @@ def test_the_dry_run_prints_the_choice_and_why(tmp_path: Path, capsys: pytest.Ca
     assert "workers: 1 (auto: CPU, 2 cores → one worker using both)" in out
     # On a machine with two GPUs, with the probe's measure given.
     monkeypatch.setattr(sizing, "gpu_count", lambda: 2)
-    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setenv("OMP_NUM_THREADS", "16")
     from beluga_core.execution.executors import multi as multi_executor
 
     monkeypatch.setattr(multi_executor, "gpu_worker_memory",

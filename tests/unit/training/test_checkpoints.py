@@ -258,7 +258,7 @@ def test_the_dry_run_shows_each_jobs_interval_and_the_disk_checkpoints_take(
 
     monkeypatch.setenv("COLUMNS", "200")
     config = config_with(DATA / "tiny-sentiment.toml", tmp_path,
-                         {"threads = 2": 'threads = 2\ncheckpoint_every = "30 s"'})
+                         {'name = "local"\n': 'name = "local"\ncheckpoint_every = "30 s"\n'})
     code, out, _ = run_cli(capsys, "run", config, "--dry-run")
     assert code == 0, out
     assert re.search(r"iid-then-t\s+│\s+vanilla\s+│\s+\d+\s+│\s+every 30 s", out), out
