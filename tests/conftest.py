@@ -6,6 +6,7 @@ users do not have it, so tests that need it skip with a clear reason when it is 
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 from collections.abc import Iterator
@@ -72,11 +73,23 @@ def pytest_configure(config: pytest.Config) -> None:
     workers): a run's auto threads are the usable cores (``beluga_core.core.machine``), and two workers' runs
     on two threads each took 3.6× as long as on one (benchmarks/RESULTS.md)."""
     toy_model()
+    # A test process holds large long-lived heaps (the shipped suites, parsed once per process: 86k cases for
+    # sentiment), and every full collection walks them all: at the default thresholds tests/unit spent 35 s of its
+    # 300 CPU seconds in the collector (gc.callbacks; benchmarks/RESULTS.md). Rarer collections still free every
+    # cycle, only later.
+    gc.set_threshold(100_000, 50, 100)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 
         os.environ["OMP_NUM_THREADS"] = "1"
         torch.set_num_threads(1)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """pytest collects garbage five times at its end (to report unraisable exceptions): 1.4 s each over a heap
+    holding the shipped suites. Frozen, the heap is not walked again; the price: an error in the finaliser of a
+    cycle still uncollected at the very end goes unreported (errors raised during a test are reported with it)."""
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")

@@ -61,9 +61,9 @@ def test_integrated_gradients_complete_at_300_steps(minilm: tuple[torch.nn.Modul
         # seeds 0–2 (the old bound 0.02 was 1.2× that); 0.03 is 1.8×.
         assert abs(total - gap) <= 0.03 * abs(gap), (text, total, gap)
         checked += 1
-        if checked == 5:
+        if checked == 3:   # three inputs of each kind: each one costs 300 forward and backward passes of MiniLM
             break
-    assert checked == 5, "fewer than 5 inputs with |f(x) − f(baseline)| ≥ 0.1"
+    assert checked == 3, "fewer than 3 inputs with |f(x) − f(baseline)| ≥ 0.1"
 
 
 class AdditiveContext:
