@@ -71,7 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
     keeps torch to one thread: the workers share the machine's cores (pyproject.toml's addopts). OMP_NUM_THREADS
     = 1 caps the runs it starts too, in this process and in the processes it spawns (CLIs, multi and Ray
     workers): a run's auto threads are the usable cores (``beluga_core.core.machine``), and two workers' runs
-    on two threads each took 3.6× as long as on one (benchmarks/RESULTS.md)."""
+    on two threads each took 4× as long as on one (benchmarks/RESULTS.md)."""
     toy_model()
     # A test process holds large long-lived heaps (the shipped suites, parsed once per process: 86k cases for
     # sentiment), and every full collection walks them all: at the default thresholds tests/unit spent 35 s of its
