@@ -150,4 +150,5 @@ def shipped_tiny_runs(tmp_path_factory: pytest.TempPathFactory) -> ShippedTinyRu
         if not config.name.startswith("."):   # a benchmark script's forced copy, not a shipped config
             shutil.copy(config, work / "benchmarks")
     (work / "runs").mkdir()
-    return ShippedTinyRuns(work, toy_model(), MINILM_TINY_RUNS)
+    return ShippedTinyRuns(work, toy_model(), MINILM_TINY_RUNS, shared=frozenset({"quick.toml"}),
+                           factory=tmp_path_factory)

@@ -215,20 +215,46 @@ class TinyRun:
 class ShippedTinyRuns:
     """The shipped configs, each run ``--tiny`` at most once per session (in this process, from a copy of
     ``benchmarks/`` so that their ``../runs/`` paths land under ``work/runs``): the every-config test runs them
-    all, and the result site's browser test walks the quick config's store without training it again."""
+    all, and the result site's browser test walks the quick config's store without training it again. The
+    configs in ``shared`` (with ``factory``) run once per session across pytest-xdist workers (``built_once``):
+    the two modules that read quick.toml's run land on either worker."""
 
     work: Path
     # The model every model name of a tiny run becomes (tests/toy_model.py), but for the configs in ``minilm``: a
     # test-only override of --tiny's model, which users never get (their tiny runs keep embedded:minilm).
     model: Path
     minilm: frozenset[str] = frozenset()
+    shared: frozenset[str] = frozenset()
+    factory: pytest.TempPathFactory | None = None
     _done: dict[str, TinyRun] = field(default_factory=dict)
 
     def get(self, name: str, *extra: str) -> TinyRun:
         key = " ".join((name, *extra))
         if key not in self._done:
-            self._done[key] = self._run(name, *extra)
+            shared = not extra and name in self.shared and self.factory is not None
+            self._done[key] = self._run_once(name) if shared else self._run(name, *extra)
         return self._done[key]
+
+    def _run_once(self, name: str) -> TinyRun:
+        """``_run(name)`` once per session, whichever worker asks first; this worker reads its own copy of the
+        store (kept weights are not copied: nothing that reads these runs needs them)."""
+        import json
+        import shutil
+
+        from session_builds import built_once, own_copy
+
+        assert self.factory is not None
+
+        def build(folder: Path) -> None:
+            run = self._run(name)
+            if run.store.is_file():
+                shutil.copy2(run.store, folder / run.store.name)
+            (folder / "run.json").write_text(json.dumps({"code": run.code, "out": run.out, "err": run.err,
+                                                         "store": run.store.name}), encoding="utf-8")
+
+        folder = own_copy(self.factory, built_once(self.factory, f"tiny-run-{Path(name).stem}", build))
+        ran = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        return TinyRun(ran["code"], ran["out"], ran["err"], folder / ran["store"])
 
     def _run(self, name: str, *extra: str) -> TinyRun:
         import torch
