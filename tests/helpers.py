@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from session_builds import built_once, own_copy
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -238,11 +241,6 @@ class ShippedTinyRuns:
     def _run_once(self, name: str) -> TinyRun:
         """``_run(name)`` once per session, whichever worker asks first; this worker reads its own copy of the
         store (kept weights are not copied: nothing that reads these runs needs them)."""
-        import json
-        import shutil
-
-        from session_builds import built_once, own_copy
-
         assert self.factory is not None
 
         def build(folder: Path) -> None:
