@@ -98,7 +98,7 @@ class StoreBuilder:
                 group = c.test_type if scenario == "test_type" else c.groups.get(scenario)
                 if group is not None:
                     folds.setdefault(group, []).append(cid)
-        ids = []
+        ids, results = [], []
         for group, cids in sorted(folds.items(), key=lambda kv: str(kv[0])):
             mid = f"{task}/{model_name}/{config}/{method}/{scenario}/{group}/{seed}/{split_seed}"
             iid: list[IIDResult] = []
@@ -115,8 +115,9 @@ class StoreBuilder:
                                  split_seed=split_seed, split_id=self.split_id, finished_at=self._tick())
             result = JobResult(record, Outcomes.of(cids, [outcomes[c] for c in cids],
                                                    [(case_preds or {}).get(c) for c in cids]), iid)
-            self.writer.commit(result)
+            results.append(result)
             ids.append(mid)
+        self.writer.commit_many(results)   # a scenario's folds in one transaction
         return ids
 
 

@@ -168,11 +168,19 @@ class StoreWriter(PlanRecords):
 
     def commit(self, result: JobResult, run_id: str | None = None) -> None:
         """Write a finished job with all its rows in one transaction (replacing an earlier row of its id)."""
+        self.commit_many([result], run_id)
+
+    def commit_many(self, results: Sequence[JobResult], run_id: str | None = None, *,
+                    replacing: Sequence[str] = ()) -> None:
+        """Write finished jobs in one transaction, all or none, after deleting the models ``replacing`` names
+        (derived models whose members have changed since, e.g. an ensemble's)."""
         with self.store.transaction() as con:
-            if isinstance(result.record, GridPointRecord):
-                self._write_grid_point(con, result, run_id)
-            else:
-                self._write_model(con, result, run_id)
+            _delete_models(con, replacing)
+            for result in results:
+                if isinstance(result.record, GridPointRecord):
+                    self._write_grid_point(con, result, run_id)
+                else:
+                    self._write_model(con, result, run_id)
 
     def _write_model(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
         record = result.record
@@ -180,7 +188,10 @@ class StoreWriter(PlanRecords):
         mid = record.model_id
         if record.status == "done":
             _claim_slot(con, record)
-        _delete_models(con, [mid])
+        if con.execute("SELECT 1 FROM models WHERE model_id = ?", [mid]).fetchall():
+            # A model's rows in every table are written with its models row, in one transaction: a new id has
+            # none to delete (deleting from eleven tables took a fifth of a commit).
+            _delete_models(con, [mid])
         con.execute(f"INSERT INTO models (run_id, {', '.join(MODEL_COLUMNS)}) "
                     f"VALUES ({', '.join('?' * (len(MODEL_COLUMNS) + 1))})",
                     _record_values(record, MODEL_COLUMNS, run_id))
@@ -213,15 +224,6 @@ class StoreWriter(PlanRecords):
             self._insert_outcomes(con, "probe_outcomes", "model_id", mid, record.suite, result.probes.outcomes)
             if result.probes.predictions is not None:
                 _insert_arrow(con, "probe_predictions", mid, _case_prediction_rows(result.probes.predictions))
-
-    def replace_derived(self, results: Sequence[JobResult], stale_ids: Sequence[str],
-                        run_id: str | None = None) -> None:
-        """Write derived models (ensembles) in one transaction, deleting ``stale_ids`` (the rows they replace,
-        e.g. an ensemble of members that have changed since) first."""
-        with self.store.transaction() as con:
-            _delete_models(con, stale_ids)
-            for result in results:
-                self._write_model(con, result, run_id)
 
     def _write_grid_point(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
         record = result.record
@@ -344,6 +346,8 @@ _MODEL_TABLES = ("outcomes", "iid_predictions", "iid_metrics", "iid_probs", "cro
 
 
 def _delete_models(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> None:
+    if not ids:
+        return
     for table in _MODEL_TABLES:
         con.execute(f"DELETE FROM {table} WHERE model_id IN (SELECT unnest(?::VARCHAR[]))", [list(ids)])
 
@@ -384,9 +388,9 @@ def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
 
 
 def _initialise(con: duckdb.DuckDBPyConnection) -> None:
-    """A new store: every migration, the views and the creation facts."""
-    migrate(con, 0)
+    """A new store: every migration, the views and the creation facts, in one transaction."""
     with transaction(con):
+        migrate(con, 0, in_open_transaction=True)
         con.executemany("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)",
                         [["beluga_version", BELUGA_VERSION], ["duckdb_version", duckdb.__version__],
                          ["created_at", utc_now().isoformat(timespec="seconds") + "Z"]])

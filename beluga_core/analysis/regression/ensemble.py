@@ -269,5 +269,5 @@ def build_ensemble(store: str | Path, spec: EnsembleSpec, *, run_id: str | None 
             "SELECT model_id FROM models WHERE method = ? AND hparams->>'ensemble' = ? AND config = ? AND variant = ?",
             [spec.name, spec.name, first["config"], first["variant"]]).fetchall()
             if r[0] not in {x.id for x in results}]
-    StoreWriter(store).replace_derived(results, stale, run_id)
+    StoreWriter(store).commit_many(results, run_id, replacing=stale)
     return [r.id for r in results]

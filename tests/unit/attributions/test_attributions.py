@@ -41,9 +41,25 @@ PAIRS = [("is the food good ?", "the meal was tasty"), ("how do i learn python ?
          "what colour is the sea ?"), ("where is paris ?", "what is the capital of france ?")]
 
 
+@pytest.fixture(scope="module")
+def responsive_bert() -> tuple[torch.nn.Module, Any]:
+    """A 2-layer BERT (hidden size 64) with MiniLM's tokenizer, its weights drawn 10× wider than BERT's
+    initialisation, so that its output moves with the input as a trained model's does (at BERT's 0.02 an untrained
+    model's output barely moves: the toy model's gaps were all below 0.02). Integrated gradients' completeness is a
+    property of the method on any differentiable network; this one costs a hundredth of MiniLM's 300 passes."""
+    from toy_model import toy_model
+    from transformers import BertConfig, BertForSequenceClassification
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=128, initializer_range=0.2, num_labels=2)
+    return BertForSequenceClassification(config).eval(), load_tokenizer(str(toy_model()))
+
+
 @pytest.mark.parametrize("inputs", [SINGLES, PAIRS], ids=["single texts", "text pairs"])
-def test_integrated_gradients_complete_at_300_steps(minilm: tuple[torch.nn.Module, Any], inputs: list[Any]) -> None:
-    model, tok = minilm
+def test_integrated_gradients_complete_at_300_steps(responsive_bert: tuple[torch.nn.Module, Any],
+                                                    inputs: list[Any]) -> None:
+    model, tok = responsive_bert
     ctx = ModelContext(model, tok, torch.device("cpu"))
     ig = IntegratedGradients({"steps": 300, "baseline": "mask", "aggregate": "signed", "normalize": "none"})
     checked = 0
@@ -57,13 +73,11 @@ def test_integrated_gradients_complete_at_300_steps(minilm: tuple[torch.nn.Modul
             continue
         total = float(ig.attribute(ctx, x, target, np.random.default_rng(0)).sum())
         # The error is the 300-step Riemann sum's, not noise (fp32 rounding across devices is ~1e-6 of it).
-        # Measured |Σ − gap| / |gap| over these inputs: at most 0.0082 with this head (seed 0), 0.0163 over head
-        # seeds 0–2 (the old bound 0.02 was 1.2× that); 0.03 is 1.8×.
-        assert abs(total - gap) <= 0.03 * abs(gap), (text, total, gap)
+        # Measured |Σ − gap| / |gap| over these inputs: at most 0.0043 with this model (seed 0), 0.0080 over model
+        # seeds 0–2 (MiniLM's were 0.0082 and 0.0163); 0.02 is 2.5× the largest.
+        assert abs(total - gap) <= 0.02 * abs(gap), (text, total, gap)
         checked += 1
-        if checked == 3:   # three inputs of each kind: each one costs 300 forward and backward passes of MiniLM
-            break
-    assert checked == 3, "fewer than 3 inputs with |f(x) − f(baseline)| ≥ 0.1"
+    assert checked >= 3, "fewer than 3 inputs with |f(x) − f(baseline)| ≥ 0.1"
 
 
 class AdditiveContext:

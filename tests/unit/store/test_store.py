@@ -294,6 +294,19 @@ def test_failed_model_is_replaced_and_kept_on_error(writer: StoreWriter,
                                           "outcomes": len(TEST_CASES)}
 
 
+def test_commit_many_writes_all_or_none_and_deletes_what_it_replaces(writer: StoreWriter) -> None:
+    with pytest.raises(ValueError, match="not in suite"):
+        writer.commit_many([result("m1"), result("m2", [*all_outcomes(), ("nope", "pass")], seed=2)])
+    assert sum(rows_of(writer.path, "m1").values()) == 0          # m1 was fine, and went with m2
+    writer.commit_many([result("m1"), result("m2", seed=2)])
+    assert writer.done_ids() == {"m1", "m2"}
+    # m2 again with fewer outcomes (its old rows go, none linger), and m1 replaced by m3.
+    writer.commit_many([result("m2", all_outcomes()[:3], seed=2), result("m3", seed=3)], replacing=["m1"])
+    assert writer.done_ids() == {"m2", "m3"}
+    assert sum(rows_of(writer.path, "m1").values()) == 0
+    assert rows_of(writer.path, "m2")["outcomes"] == 3
+
+
 def test_reader_between_commits(writer: StoreWriter) -> None:
     writer.commit(result("m1", all_outcomes("pass")))
     con = duckdb.connect(str(writer.path), read_only=True)  # the writer holds nothing open
@@ -415,6 +428,7 @@ def test_pass_rates_of_a_hand_made_group_in_memory() -> None:
 # --------------------------------------------------------------------- creating and opening
 
 
+@pytest.mark.usefixtures("real_store_creation")
 def test_new_store_is_complete_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "sub" / "new.duckdb"
     real = connection_mod.sql_file
@@ -461,6 +475,7 @@ def test_files_that_are_not_stores(tmp_path: Path) -> None:
     assert read_meta(empty)["schema_version"] == str(SCHEMA_VERSION)
 
 
+@pytest.mark.usefixtures("real_store_creation")
 def test_new_store_is_readable_by_duckdb_1x(tmp_path: Path) -> None:
     import struct
 
