@@ -1,6 +1,7 @@
-"""Token attributions: the estimators' known answers (integrated gradients' completeness on the embedded MiniLM,
-Kernel SHAP and LIME on an additive function), word aggregation and offsets, determinism, and attributions
-computed inside a run against the same computed afterwards by ``beluga explain``."""
+"""Token attributions inside a run: each fold's rows and cap, equality with the same computed afterwards by
+``beluga explain``, explain's HTML, the store check and failing words, job ids, and the README's attribution
+blocks (the estimators' known answers, word aggregation, offsets and determinism:
+tests/unit/attributions/test_attributions.py)."""
 
 from __future__ import annotations
 

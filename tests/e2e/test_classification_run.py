@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 from helpers import DATA, query, recompute_g, run_benchmark, run_cli
+from toy_model import TOY_DIR
 
 from beluga_core.contracts.tasks import TaskSettings
 from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.tasks.classification import ClassificationTask
 
+# The tests' toy model (tests/toy_model.py): these runs check behaviour, not accuracy.
+TOY = TOY_DIR.as_posix()
 THREE = ["negative", "neutral", "positive"]
 
 
@@ -109,7 +112,7 @@ scenarios = ["standard", "seen", "target_ident", "functionality"]
 [store]
 path = "crossing.duckdb"
 [model]
-name = "embedded:minilm"
+name = "{TOY}"
 config_overrides = {{ num_hidden_layers = 1 }}
 max_length = 32
 [[tasks]]
@@ -122,8 +125,6 @@ iid_test = 16
 [training]
 batch_size = 16
 epochs = 1
-[executor]
-threads = 2
 """, encoding="utf-8")
     store = tmp_path / "crossing.duckdb"
     run_benchmark(config, store)

@@ -19,12 +19,15 @@ from pathlib import Path
 import duckdb
 import pytest
 from helpers import REPO, run_cli
+from toy_model import TOY_DIR
 
+# The tests' toy model (tests/toy_model.py): these runs check behaviour, not accuracy.
+TOY = TOY_DIR.as_posix()
 ROOT = REPO
 PLUGIN = ROOT / "plugins" / "beluga-example-method"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
-CONFIG = """
+CONFIG = f"""
 name = "plugin-example"
 store = "plugin.duckdb"
 configurations = ["iid-plus-t"]
@@ -32,9 +35,9 @@ methods = ["flooding"]
 scenarios = ["seen"]
 
 [model]
-name = "embedded:minilm"
+name = "{TOY}"
 max_length = 32
-config_overrides = { num_hidden_layers = 2 }
+config_overrides = {{ num_hidden_layers = 2 }}
 
 [[tasks]]
 name = "sentiment"
@@ -55,8 +58,6 @@ epochs = 1
 [method.flooding]
 level = 0.1
 
-[executor]
-threads = 2
 """
 
 

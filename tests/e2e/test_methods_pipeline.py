@@ -12,11 +12,14 @@ from pathlib import Path
 
 import pytest
 from helpers import DATA, query, run_benchmark, run_cli
+from toy_model import TOY_DIR
 
+# The tests' toy model (tests/toy_model.py): these runs check behaviour, not accuracy.
+TOY = TOY_DIR.as_posix()
 pytestmark = pytest.mark.slow
 METHODS = ["vanilla", "l2", "dropout", "lp", "lp-ft", "irm", "group-dro", "fish"]
 
-GRID = """
+GRID = f"""
 name = "tiny-grid"
 store = "grid.duckdb"
 configurations = ["iid-plus-t"]
@@ -24,9 +27,9 @@ methods = ["lp-ft"]
 scenarios = ["seen", "length"]
 
 [model]
-name = "embedded:minilm"
+name = "{TOY}"
 max_length = 32
-config_overrides = { num_hidden_layers = 2 }
+config_overrides = {{ num_hidden_layers = 2 }}
 
 [[tasks]]
 name = "sentiment"
@@ -60,8 +63,6 @@ learning_rate = [1e-3]
 lp_epochs = 0.5
 ft_epochs = 0.5
 
-[executor]
-threads = 2
 """
 
 

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 from helpers import DATA, REPO, query, run_benchmark, run_cli
+from toy_model import TOY_DIR
 
+# The tests' toy model (tests/toy_model.py): these runs check behaviour, not accuracy.
+TOY = TOY_DIR.as_posix()
 pytestmark = pytest.mark.slow
 
 
@@ -103,7 +106,7 @@ store = "mini.duckdb"
 configurations = ["iid-plus-t"]
 scenarios = ["seen"]
 [model]
-name = "embedded:minilm"
+name = "{TOY}"
 [[tasks]]
 name = "reading"
 suite = "{suite}"
@@ -115,8 +118,6 @@ iid_test = 8
 [training]
 batch_size = 8
 epochs = 1
-[executor]
-threads = 2
 """, encoding="utf-8")
     with caplog.at_level(logging.WARNING, logger="beluga_core.tasks.reading.task"):
         run_benchmark(config, tmp_path / "mini.duckdb")

@@ -16,10 +16,13 @@ from pathlib import Path
 
 import pytest
 from helpers import DOCS, TESTED_FENCE, doc_blocks, doc_pages, query, run_benchmark, run_cli
+from toy_model import TOY_DIR
 
 from beluga_core.core.registry import ALL
 from beluga_core.data import BUILTIN_DATA
 
+# The tests' toy model (tests/toy_model.py): these runs check behaviour, not accuracy.
+TOY = TOY_DIR.as_posix()
 EXTENDING = (DOCS / "guides" / "extending.md").read_text(encoding="utf-8")
 MODULE = "my_plugins"  # the package name the plugin guide's entry points use
 # The tested blocks when the README held them all (27), and the README's config since: none may be lost.
@@ -144,7 +147,7 @@ configurations = ["iid", "{MODULE}:SuiteOnly"]
 methods = ["{MODULE}:LearningWithoutForgetting"]
 scenarios = ["standard", "seen"]
 [model]
-name = "embedded:minilm"
+name = "{TOY}"
 max_length = 64
 config_overrides = {{ num_hidden_layers = 2 }}
 [[tasks]]
@@ -166,7 +169,6 @@ methods = ["{MODULE}:GradientTimesInput", "ig"]
 cap_per_fold = 3
 [executor]
 name = "{MODULE}:InlineExecutor"
-threads = 2
 """, encoding="utf-8")
     store = tmp_path / "readme.duckdb"
     run_benchmark(config, store)

@@ -1,8 +1,8 @@
 """One store, many runs: settings never mix in a view, failed jobs are recorded and retried, the dry run counts
 what is done, and a store written by the previous beluga opens, migrates and reads the same.
 
-The runs here go through the real CLI (in process) on a 1-layer MiniLM and a few dozen examples: they check
-behaviour, not accuracy.
+The runs here go through the real CLI (in process) on the tests' toy model (1 layer) and a few dozen examples: they
+check behaviour, not accuracy.
 """
 
 from __future__ import annotations
@@ -15,19 +15,22 @@ from pathlib import Path
 
 import pytest
 from helpers import DATA, REPO, doc_blocks, docs_text, query, run_cli
+from toy_model import TOY_DIR
 
 from beluga_core.store.migrations import SCHEMA_VERSION
 from beluga_core.store.reader import VIEWS, read_meta
 
-BASE = """
+# The tests' toy model (tests/toy_model.py): these runs check behaviour, not accuracy.
+TOY = TOY_DIR.as_posix()
+BASE = f"""
 name = "variants"
 configurations = ["iid", "iid-then-t"]
 methods = ["l2"]
 scenarios = ["standard", "seen"]
 
 [model]
-name = "embedded:minilm"
-config_overrides = { num_hidden_layers = 1 }
+name = "{TOY}"
+config_overrides = {{ num_hidden_layers = 1 }}
 max_length = 48
 
 [[tasks]]
