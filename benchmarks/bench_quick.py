@@ -41,11 +41,10 @@ def facts(store: Path) -> dict[str, list[tuple[object, ...]]]:
             "outcomes": con.execute("SELECT model_id, case_id, outcome FROM outcomes ORDER BY ALL").fetchall(),
             "iid_predictions": con.execute("SELECT model_id, split, example_idx, pred FROM iid_predictions "
                                            "ORDER BY ALL").fetchall(),
-            # Rounded to 12 places: DuckDB's parallel AVG may add a view's floats in another order from one read
-            # to the next (one read of two stores differed, 20 re-reads did not; a view on unchanged code was seen
-            # to differ in its last digit between runs).
-            "g_scores": con.execute("SELECT task, config, method, scenario, round(s_suite, 12), round(s_iid, 12), "
-                                    "round(g, 12) FROM g_scores ORDER BY ALL").fetchall(),
+            # Exact: the views read the same bits on every read (migration 17; before it DuckDB's parallel AVG
+            # added a view's floats in another order from one read to the next, and this rounded to 12 places).
+            "g_scores": con.execute("SELECT task, config, method, scenario, s_suite, s_iid, g FROM g_scores "
+                                    "ORDER BY ALL").fetchall(),
         }
     finally:
         con.close()

@@ -4,6 +4,8 @@ store (tests/unit/store/test_golden.py compares the current code with them).
     python benchmarks/build_golden.py ids      # tests/data/golden/job_ids.json.gz: the job ids of every config
     python benchmarks/build_golden.py stores   # tests/data/golden/<config>/: each tiny config run once, its raw
                                                # tables as Parquet and every view's rows as JSON
+    python benchmarks/build_golden.py views    # each golden store's views again from its Parquet tables (a view
+                                               # change meant to change rows)
     python benchmarks/build_golden.py store    # tests/data/stores/schema<N>.duckdb.gz: a store as this code writes
                                                # it (schema N) and its views, for the next migration's test
 
@@ -69,24 +71,26 @@ def record_ids() -> Path:
     return path
 
 
-def view_rows(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
-    """Every view's columns and rows (sorted; floats rounded to 9 digits), as tests/unit/store/test_golden.py
-    compares."""
+def view_rows(con: duckdb.DuckDBPyConnection, digits: int | None = None) -> dict[str, dict[str, Any]]:
+    """Every view's columns and rows (sorted), as tests/unit/store/test_golden.py compares: floats exact (JSON
+    writes a float's shortest repr, which reads back as the same double; the views read the same bits on every
+    read), or rounded to ``digits`` for a recording made before they did (the schema fixtures of
+    tests/data/stores up to schema 16)."""
     from beluga_core.store.reader import VIEWS
 
     out = {}
     for view in VIEWS:
         cur = con.execute(f"SELECT * FROM {view}")
         cols = [d[0] for d in cur.description]
-        rows = sorted((normalize(r) for r in cur.fetchall()), key=lambda r: json.dumps(r, default=str))
+        rows = sorted((normalize(r, digits) for r in cur.fetchall()), key=lambda r: json.dumps(r, default=str))
         out[view] = {"columns": cols, "rows": rows}
     return out
 
 
-def normalize(row: tuple[Any, ...]) -> list[Any]:
+def normalize(row: tuple[Any, ...], digits: int | None = None) -> list[Any]:
     def one(x: Any) -> Any:
         if isinstance(x, float):
-            return round(x, 9)
+            return x if digits is None else round(x, digits)
         if isinstance(x, list | tuple):
             return [one(y) for y in x]
         if isinstance(x, dict):
@@ -126,6 +130,37 @@ def record_stores(only: list[str] | None = None) -> None:
                                                              mtime=0))
         size = sum(p.stat().st_size for p in target.iterdir())
         print(f"{target.relative_to(REPO)}: {size / 1e6:.2f} MB", flush=True)
+
+
+def golden_views(golden: Path, store: Path, empty: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every view (``view_rows``) over a golden folder's raw tables, loaded into ``store``: a new store of today's
+    schema, or a copy of ``empty``, one made by today's code with no rows."""
+    from beluga_core.store.writer import StoreWriter
+
+    if empty is not None:
+        shutil.copyfile(empty, store)
+    else:
+        StoreWriter(store)
+    con = duckdb.connect(str(store))
+    try:
+        con.execute("DELETE FROM beluga_meta")
+        for parquet in sorted(golden.glob("*.parquet")):
+            con.execute(f"INSERT INTO {parquet.stem} BY NAME SELECT * FROM read_parquet('{parquet}')")
+        return view_rows(con)
+    finally:
+        con.close()
+
+
+def record_views() -> None:
+    """Each golden store's views.json.gz again, from its raw tables and today's views (after a change to the views
+    that is meant to change their rows; commit it with the reason)."""
+    for golden in sorted(p for p in GOLDEN.iterdir() if p.is_dir()):
+        with tempfile.TemporaryDirectory() as tmp:
+            views = golden_views(golden, Path(tmp) / "s.duckdb")
+        (golden / "views.json.gz").write_bytes(gzip.compress(json.dumps(views, default=str).encode("utf-8"),
+                                                             mtime=0))
+        print(f"{(golden / 'views.json.gz').relative_to(REPO)}: {sum(bool(v['rows']) for v in views.values())} of "
+              f"{len(views)} views with rows", flush=True)
 
 
 # The real run the migration test's store starts from: a held-out level other than test_type, significance tests
@@ -262,7 +297,7 @@ def _hand_made(writer: Any, val: Kept, test: Kept) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("what", choices=("ids", "stores", "store"))
+    parser.add_argument("what", choices=("ids", "stores", "views", "store"))
     parser.add_argument("--only", nargs="+", metavar="CONFIG",
                         help="stores: record these tiny configs only (by name: a new config's, the others unchanged)")
     args = parser.parse_args()
@@ -270,6 +305,8 @@ def main() -> None:
         record_ids()
     elif args.what == "stores":
         record_stores(args.only)
+    elif args.what == "views":
+        record_views()
     else:
         record_store()
 

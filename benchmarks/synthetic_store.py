@@ -59,8 +59,10 @@ def sentiment_cases(per_group: int | None, seed: int = 123,
 
 
 def build_synthetic_store(path: Path, *, per_group: int | None = 20, n_iid: int = 436, seed: int = 0,
-                          configs: tuple[str, ...] = tuple(CONFIGS), scenarios: tuple[str, ...] = SCENARIOS) -> int:
-    """Write the store; returns the number of models (1 + configs × folds, 148 for the quick shape)."""
+                          configs: tuple[str, ...] = tuple(CONFIGS), scenarios: tuple[str, ...] = SCENARIOS,
+                          seeds: tuple[int, ...] = (42,)) -> int:
+    """Write the store; returns the number of models (per training seed of ``seeds``: 1 + configs × folds, 148 for
+    the quick shape). A further seed shifts every case's difficulty, so that the seeds' outcomes differ."""
     cases, golds = sentiment_cases(per_group)
     writer = StoreWriter(path)
     writer.ensure_suite(SuiteRow("sentiment", ("class", "functionality"), "functionality", "text",
@@ -74,11 +76,11 @@ def build_synthetic_store(path: Path, *, per_group: int | None = 20, n_iid: int 
     base_rate = {g: rng.uniform(0.15, 0.95) for g in dict.fromkeys(c.group("functionality") for c in cases)}
     skip = rng.random(len(cases)) < 0.05
 
-    def outcomes(shift: float, idx: list[int]) -> list[tuple[str, str, str | None]]:
+    def outcomes(shift: float, idx: list[int], k: int) -> list[tuple[str, str, str | None]]:
         out = []
         for i in idx:
             c = cases[i]
-            passed = u_case[i] < min(max(base_rate[c.group("functionality")] + shift, 0.0), 1.0)
+            passed = (u_case[i] + 0.137 * k) % 1.0 < min(max(base_rate[c.group("functionality")] + shift, 0.0), 1.0)
             outcome = "skip" if skip[i] else ("pass" if passed else "fail")
             gold = golds.get(c.case_id)
             pred = None
@@ -98,36 +100,39 @@ def build_synthetic_store(path: Path, *, per_group: int | None = 20, n_iid: int 
         return rows
 
     def commit(config: str, scenario: str, shift: float, accuracy: float | None, group: str | None,
-               idx: list[int]) -> None:
+               idx: list[int], k: int, model_seed: int) -> None:
         iid = []
         if accuracy is not None:
             preds = predictions(accuracy, config == "iid-then-t")
             iid = [IIDResult("test", [p[2] for p in preds], [p[3] for p in preds],
                              np.array([p[4] for p in preds], dtype=bool),
                              {"accuracy": sum(p[4] for p in preds) / n_iid}, "accuracy")]
-        outs = outcomes(shift, idx)
-        record = ModelRecord(model_id=f"syn-{config}-{scenario}-{group}", task="sentiment", suite="sentiment",
+        outs = outcomes(shift, idx, k)
+        suffix = "" if k == 0 else f"-s{model_seed}"   # the first seed's ids as they always were
+        record = ModelRecord(model_id=f"syn-{config}-{scenario}-{group}{suffix}", task="sentiment", suite="sentiment",
                              model_name="synthetic-minilm", config=config, method="vanilla", scenario=scenario,
-                             heldout_level=None if group is None else scenario, heldout_group=group, seed=42,
-                             split_seed=123)
+                             heldout_level=None if group is None else scenario, heldout_group=group,
+                             seed=model_seed, split_seed=123)
         writer.commit(JobResult(record, Outcomes.of([o[0] for o in outs], [o[1] for o in outs],
                                                      [o[2] for o in outs]), iid), run_id)
 
     everything = list(range(len(cases)))
-    commit("iid", "standard", 0.0, 0.82, None, everything)
-    n = 1
-    for config in configs:
-        shifts, accuracy = CONFIGS[config]
-        for scenario in scenarios:
-            if scenario == "seen":
-                commit(config, "seen", shifts["seen"], accuracy, None, everything)
-                n += 1
-                continue
-            folds: dict[str, list[int]] = defaultdict(list)
-            for i, c in enumerate(cases):
-                folds[c.test_type if scenario == "test_type" else c.groups[scenario]].append(i)
-            for group, idx in folds.items():
-                commit(config, scenario, shifts[scenario], None, group, idx)
-                n += 1
+    n = 0
+    for k, model_seed in enumerate(seeds):
+        commit("iid", "standard", 0.0, 0.82, None, everything, k, model_seed)
+        n += 1
+        for config in configs:
+            shifts, accuracy = CONFIGS[config]
+            for scenario in scenarios:
+                if scenario == "seen":
+                    commit(config, "seen", shifts["seen"], accuracy, None, everything, k, model_seed)
+                    n += 1
+                    continue
+                folds: dict[str, list[int]] = defaultdict(list)
+                for i, c in enumerate(cases):
+                    folds[c.test_type if scenario == "test_type" else c.groups[scenario]].append(i)
+                for group, idx in folds.items():
+                    commit(config, scenario, shifts[scenario], None, group, idx, k, model_seed)
+                    n += 1
     writer.finish_run(run_id)
     return n

@@ -48,6 +48,7 @@ MIGRATIONS = (
     Migration(14, "score_macros"),
     Migration(15, "run_workers"),
     Migration(16, "packs"),
+    Migration(17, "deterministic_aggregates"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

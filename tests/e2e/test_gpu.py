@@ -55,12 +55,16 @@ def test_workers_are_given_the_gpus_in_turn() -> None:
                                                              for i in range(2 * torch.cuda.device_count())]
 
 
-def test_the_probe_measures_what_one_worker_takes_and_auto_fits_workers_to_it() -> None:
+def test_the_probe_measures_what_one_worker_takes_and_auto_fits_workers_to_it(tmp_path: Path) -> None:
+    from toy_model import TOY_DIR
+
     from beluga_core.config.load import load_config
     from beluga_core.execution.sizing import CONTEXT_BYTES, GiB, gpu_worker_memory
     from beluga_core.orchestration.teachers import plan_run
 
-    config = DATA / "tiny-sentiment.toml"
+    # The tiny sentiment run on a 2-layer MiniLM (the config's own toy model is too small for the bounds below).
+    config = config_with(DATA / "tiny-sentiment.toml", tmp_path, {
+        f'name = "{TOY_DIR.as_posix()}"': 'name = "embedded:minilm"\nconfig_overrides = { num_hidden_layers = 2 }'})
     plan = plan_run(load_config(config), config.resolve())
     memory = gpu_worker_memory(plan, "cuda:0")
     assert memory.how.startswith("measured: a training step of embedded:minilm at batch"), memory.how

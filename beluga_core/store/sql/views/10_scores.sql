@@ -156,10 +156,10 @@ WITH reference AS (
 SELECT g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario,
        count(*) AS n_replicates,
        count(g.g) AS n_g,
-       avg(g.g) AS g_mean,
-       stddev_samp(g.g) AS g_std,
-       avg(g.s_suite) AS s_suite_mean,
-       avg(g.s_iid) AS s_iid_mean,
+       mean_of(g.g) AS g_mean,
+       std_of(g.g) AS g_std,
+       mean_of(g.s_suite) AS s_suite_mean,
+       mean_of(g.s_iid) AS s_iid_mean,
        count(*) FILTER (WHERE g.scenario NOT IN ('seen', 'standard')
                           AND g.n_cases < r.n_cases - coalesce(u.n_cases, 0)) AS n_incomplete,
        g.cases_of
@@ -197,8 +197,8 @@ SELECT task, suite, model_name, config, method, scenario, seed, split_seed, vari
        list(coalesce(heldout_group, trained_group, scenario) ORDER BY heldout_group, trained_group)
            FILTER (WHERE status = 'failed') AS failed_groups,
        arg_max(error, finished_at) FILTER (WHERE status = 'failed') AS last_error,
-       sum(train_seconds) FILTER (WHERE status = 'done') AS train_seconds,
-       sum(eval_seconds) FILTER (WHERE status = 'done') AS eval_seconds,
+       sum_of(CASE WHEN status = 'done' THEN train_seconds END) AS train_seconds,
+       sum_of(CASE WHEN status = 'done' THEN eval_seconds END) AS eval_seconds,
        max(finished_at) AS last_finished_at
 FROM models
 GROUP BY task, suite, model_name, config, method, scenario, seed, split_seed, variant;

@@ -61,7 +61,7 @@ WHERE g.status = 'done';
 -- `beluga select --criterion` takes one of these names or any SQL expression over these columns.
 CREATE OR REPLACE VIEW grid_scores AS
 WITH objective AS (
-    SELECT grid_id, sum(value) AS reference, count(*) AS n_test_types
+    SELECT grid_id, sum_of(value) AS reference, count(*) AS n_test_types
     FROM grid_test_type_scores
     WHERE metric = 'objective' AND value IS NOT NULL
     GROUP BY grid_id

@@ -9,9 +9,9 @@
 -- case, a crossing level for the seen and standard scenarios on the cases with a group there (pass_rates_on_cases).
 CREATE OR REPLACE VIEW scenario_summary_on_cases AS
 SELECT task, suite, config, method, variant, scenario,
-       avg(g_mean) AS g,
-       avg(s_suite_mean) AS s_suite,
-       avg(s_iid_mean) AS s_iid,
+       mean_of(g_mean) AS g,
+       mean_of(s_suite_mean) AS s_suite,
+       mean_of(s_iid_mean) AS s_iid,
        sum(n_replicates)::BIGINT AS n_replicates,
        sum(n_incomplete)::BIGINT AS n_incomplete,
        count(*) AS n_model_names,
@@ -29,12 +29,12 @@ SELECT * EXCLUDE (cases_of) FROM scenario_summary_on_cases WHERE cases_of IS NUL
 CREATE OR REPLACE VIEW pass_rate_summary_on_cases AS
 WITH per_model_name AS (
     SELECT task, suite, model_name, config, method, variant, scenario, scoring_group, cases_of,
-           avg(pass_rate) AS pass_rate, bool_or(excluded) AS excluded, count(*) AS n_replicates
+           mean_of(pass_rate) AS pass_rate, bool_or(excluded) AS excluded, count(*) AS n_replicates
     FROM pass_rates_on_cases
     GROUP BY task, suite, model_name, config, method, variant, scenario, scoring_group, cases_of
 )
 SELECT task, suite, config, method, variant, scenario, scoring_group,
-       avg(pass_rate) AS pass_rate, bool_or(excluded) AS excluded, sum(n_replicates)::BIGINT AS n_replicates,
+       mean_of(pass_rate) AS pass_rate, bool_or(excluded) AS excluded, sum(n_replicates)::BIGINT AS n_replicates,
        cases_of
 FROM per_model_name
 GROUP BY task, suite, config, method, variant, scenario, scoring_group, cases_of;
@@ -87,7 +87,7 @@ WITH columns_ AS (
     LEFT JOIN crossing_levels x ON x.task = c.task AND x.suite IS NOT DISTINCT FROM c.suite AND x.level = c.scenario
 ), g_cells AS (
     SELECT c.task, c.config, c.method, c.variant, c.scenario, any_value(c.source_scenario) AS source_scenario,
-           avg(s.g) AS value, avg(s.s_suite) AS s_suite, sum(s.n_replicates)::BIGINT AS n_replicates,
+           mean_of(s.g) AS value, mean_of(s.s_suite) AS s_suite, sum(s.n_replicates)::BIGINT AS n_replicates,
            sum(s.n_incomplete) > 0 AS partial
     FROM columns_ c
     JOIN scenario_summary_on_cases s
@@ -97,7 +97,7 @@ WITH columns_ AS (
     GROUP BY c.task, c.config, c.method, c.variant, c.scenario
 ), cases_cells AS (
     SELECT c.task, c.config, c.method, c.variant, c.scenario, any_value(s.scenario) AS source_scenario,
-           avg(s.g) AS value, avg(s.s_suite) AS s_suite, sum(s.n_replicates)::BIGINT AS n_replicates
+           mean_of(s.g) AS value, mean_of(s.s_suite) AS s_suite, sum(s.n_replicates)::BIGINT AS n_replicates
     FROM columns_ c
     JOIN scenario_summary_on_cases s
       ON s.task = c.task AND s.suite IS NOT DISTINCT FROM c.suite AND s.config = c.config
@@ -105,16 +105,16 @@ WITH columns_ AS (
      AND s.scenario = CASE WHEN c.source_scenario = c.scenario THEN 'seen' ELSE c.source_scenario END
     GROUP BY c.task, c.config, c.method, c.variant, c.scenario
 ), iid_per_model_name AS (
-    SELECT task, suite, model_name, config, method, variant, avg(s_iid) AS s_iid, count(*) AS n_replicates
+    SELECT task, suite, model_name, config, method, variant, mean_of(s_iid) AS s_iid, count(*) AS n_replicates
     FROM iid_scores
     GROUP BY task, suite, model_name, config, method, variant
 ), iid_cells AS (
-    SELECT i.task, i.config, i.method, i.variant, avg(i.s_iid) AS value, sum(i.n_replicates)::BIGINT AS n_replicates
+    SELECT i.task, i.config, i.method, i.variant, mean_of(i.s_iid) AS value, sum(i.n_replicates)::BIGINT AS n_replicates
     FROM iid_per_model_name i
     WHERE EXISTS (SELECT 1 FROM g_cells g WHERE g.task = i.task AND g.config = i.config AND g.method = i.method AND g.variant = i.variant)
     GROUP BY i.task, i.config, i.method, i.variant
 ), task_means AS (
-    SELECT task, config, method, variant, CASE WHEN count(value) = count(*) THEN avg(value) END AS value
+    SELECT task, config, method, variant, CASE WHEN count(value) = count(*) THEN mean_of(value) END AS value
     FROM g_cells
     GROUP BY task, config, method, variant
 ), replicates AS (
@@ -122,7 +122,7 @@ WITH columns_ AS (
     FROM (SELECT DISTINCT config, method, variant, seed, split_seed FROM g_scores) AS r
     GROUP BY config, method, variant
 ), avg_cells AS (
-    SELECT t.config, t.method, t.variant, avg(t.value) AS value, any_value(r.n_replicates)::BIGINT AS n_replicates
+    SELECT t.config, t.method, t.variant, mean_of(t.value) AS value, any_value(r.n_replicates)::BIGINT AS n_replicates
     FROM task_means t
     LEFT JOIN replicates r ON r.config = t.config AND r.method = t.method AND r.variant = t.variant
     GROUP BY t.config, t.method, t.variant

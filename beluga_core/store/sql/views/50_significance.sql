@@ -136,18 +136,18 @@ WITH baseline AS (
     -- Within a task: mean over its strata (model names; and scenarios for the Avg. row, scenario NULL, which
     -- pools the generalization scenarios, not the only:LEVEL=g models).
     SELECT task, config, method, scenario, seed, split_seed, variant,
-           avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
+           mean_of(s_iid) AS s_iid, mean_of(base_s_iid) AS base_s_iid, mean_of(g) AS g, mean_of(base_g) AS base_g
     FROM live
     GROUP BY task, config, method, scenario, seed, split_seed, variant
     UNION ALL
     SELECT task, config, method, NULL, seed, split_seed, variant,
-           avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
+           mean_of(s_iid) AS s_iid, mean_of(base_s_iid) AS base_s_iid, mean_of(g) AS g, mean_of(base_g) AS base_g
     FROM live
     WHERE scenario NOT LIKE 'only:%'
     GROUP BY task, config, method, seed, split_seed, variant
 ), mean_live AS (
     SELECT config, method, scenario, seed, split_seed, variant, count(*) AS n_tasks,
-           avg(s_iid) AS s_iid, avg(base_s_iid) AS base_s_iid, avg(g) AS g, avg(base_g) AS base_g
+           mean_of(s_iid) AS s_iid, mean_of(base_s_iid) AS base_s_iid, mean_of(g) AS g, mean_of(base_g) AS base_g
     FROM per_task
     GROUP BY config, method, scenario, seed, split_seed, variant
 ), stored AS (

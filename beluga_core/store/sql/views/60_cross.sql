@@ -57,7 +57,7 @@ WITH per_group AS (
     GROUP BY ALL
 ), scores AS (
     SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, eval_suite, mapped_level,
-           avg(pass_rate(n_pass, n_fail)) AS s_cross,
+           mean_of(pass_rate(n_pass, n_fail)) AS s_cross,
            count(*) FILTER (WHERE n_pass + n_fail > 0) AS n_groups,
            count(*) FILTER (WHERE n_pass + n_fail = 0) AS n_groups_no_evaluable,
            sum(n_cases)::BIGINT AS n_cases
@@ -82,7 +82,7 @@ LEFT JOIN iid_scores i
 -- eval suite, basis[, eval group]), the mean over replicates and model names.
 CREATE OR REPLACE VIEW cross_summary AS
 SELECT task, suite, config, method, variant, scenario, eval_suite, mapped_level,
-       avg(s_cross) AS s_cross, avg(s_iid) AS s_iid, avg(g) AS g, count(*) AS n_replicates,
+       mean_of(s_cross) AS s_cross, mean_of(s_iid) AS s_iid, mean_of(g) AS g, count(*) AS n_replicates,
        max(n_cases)::BIGINT AS n_cases
 FROM cross_scores
 GROUP BY ALL;
@@ -90,7 +90,7 @@ GROUP BY ALL;
 CREATE OR REPLACE VIEW cross_pass_rate_summary AS
 SELECT task, suite, config, method, variant, scenario, eval_suite, mapped_level, eval_group,
        string_agg(DISTINCT mapped_group, ' / ' ORDER BY mapped_group) AS mapped_groups,
-       avg(pass_rate) AS pass_rate, sum(n_pass + n_fail + n_skip)::BIGINT AS n_cases
+       mean_of(pass_rate) AS pass_rate, sum(n_pass + n_fail + n_skip)::BIGINT AS n_cases
 FROM (SELECT task, suite, config, method, scenario, seed, split_seed, variant, model_name, eval_suite, mapped_level,
              eval_group, string_agg(DISTINCT mapped_group, ' / ' ORDER BY mapped_group) AS mapped_group,
              sum(n_pass) AS n_pass, sum(n_fail) AS n_fail, sum(n_skip) AS n_skip,
@@ -120,7 +120,7 @@ WITH cells AS (
     GROUP BY ALL
 )
 SELECT task, suite, model_name, config, method, seed, split_seed, variant, level, trained_group, eval_group,
-       avg(pass_rate(n_pass, n_fail)) AS pass_rate,
+       mean_of(pass_rate(n_pass, n_fail)) AS pass_rate,
        count(*) FILTER (WHERE n_pass + n_fail > 0) AS n_groups,
        sum(n_pass)::BIGINT AS n_pass, sum(n_fail)::BIGINT AS n_fail, sum(n_skip)::BIGINT AS n_skip,
        trained_group = eval_group AS diagonal
@@ -129,7 +129,7 @@ GROUP BY ALL;
 
 -- only_matrix averaged over replicates and model names (the report's heatmap).
 CREATE OR REPLACE VIEW only_matrix_summary AS
-SELECT task, suite, config, method, variant, level, trained_group, eval_group, avg(pass_rate) AS pass_rate,
+SELECT task, suite, config, method, variant, level, trained_group, eval_group, mean_of(pass_rate) AS pass_rate,
        count(*) AS n_replicates
 FROM only_matrix
 GROUP BY ALL;

@@ -49,8 +49,8 @@ WITH counts AS (
            count(*) AS n,
            count(*) FILTER (WHERE flip = 'negative') AS n_neg,
            count(*) FILTER (WHERE flip = 'positive') AS n_pos,
-           avg(old_correct::INT) AS acc_old,
-           avg(new_correct::INT) AS acc_new
+           mean_of(old_correct::INT) AS acc_old,
+           mean_of(new_correct::INT) AS acc_new
     FROM iid_flips
     GROUP BY ALL
 )

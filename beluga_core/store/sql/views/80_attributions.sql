@@ -25,7 +25,7 @@ SELECT model_id, suite, case_id, input_idx, method, target, predicted, segment,
        CASE WHEN word < 0 THEN -1 - token_idx ELSE word END AS word, min(token_idx) AS first_token,
        CASE WHEN segment < 0 THEN any_value(token)
             ELSE substring(any_value(segment_text), min(char_start) + 1, max(char_end) - min(char_start)) END AS text,
-       min(char_start) AS char_start, max(char_end) AS char_end, sum(score) AS score, count(*) AS n_pieces
+       min(char_start) AS char_start, max(char_end) AS char_end, sum_of(score) AS score, count(*) AS n_pieces
 FROM attribution_tokens
 GROUP BY model_id, suite, case_id, input_idx, method, target, predicted, segment,
          CASE WHEN word < 0 THEN -1 - token_idx ELSE word END;
@@ -35,7 +35,7 @@ GROUP BY model_id, suite, case_id, input_idx, method, target, predicted, segment
 -- many occurrences it rests on. Special tokens are left out.
 CREATE OR REPLACE VIEW failing_words AS
 SELECT m.task, w.suite, m.config, m.method, m.variant, m.scenario, c.scoring_group, w.method AS attribution,
-       lower(w.text) AS word, avg(w.score) AS mean_score, count(*) AS n, count(DISTINCT w.case_id) AS n_cases
+       lower(w.text) AS word, mean_of(w.score) AS mean_score, count(*) AS n, count(DISTINCT w.case_id) AS n_cases
 FROM attribution_words w
 JOIN models m ON m.model_id = w.model_id AND m.status = 'done'
 JOIN outcomes o ON o.model_id = w.model_id AND o.suite = w.suite AND o.case_id = w.case_id AND o.outcome = 'fail'

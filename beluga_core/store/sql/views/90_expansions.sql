@@ -45,7 +45,7 @@ SELECT task, train_suite, model_name, config, method, scenario, heldout_group, s
        count(*) AS n_expansions,
        count(*) FILTER (WHERE flip = 'pass_to_fail') AS n_pass_to_fail,
        count(*) FILTER (WHERE flip = 'fail_to_pass') AS n_fail_to_pass,
-       avg(CASE WHEN expansion_outcome = 'skip' THEN NULL ELSE (expansion_outcome = 'fail')::INT END)
+       mean_of(CASE WHEN expansion_outcome = 'skip' THEN NULL ELSE (expansion_outcome = 'fail')::INT END)
            AS expansion_fail_rate
 FROM expansion_flips
 GROUP BY ALL;

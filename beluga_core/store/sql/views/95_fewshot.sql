@@ -21,8 +21,8 @@ JOIN fewshot_candidates b ON b.rank_id = r.rank_id AND b.grp = r.grp AND b.model
 
 -- Per ranking, group and signal: the ranking accuracy (mean over the group's pairs of PA) and tie rate.
 CREATE OR REPLACE VIEW fewshot_group_accuracy AS
-SELECT r.rank_id, k.level, r.grp, r.signal, r.attribution, avg(r.pa) AS accuracy, count(*) AS pairs,
-       avg(r.tie_rate) AS tie_rate
+SELECT r.rank_id, k.level, r.grp, r.signal, r.attribution, mean_of(r.pa) AS accuracy, count(*) AS pairs,
+       mean_of(r.tie_rate) AS tie_rate
 FROM fewshot_results r
 JOIN fewshot_rankings k ON k.rank_id = r.rank_id
 GROUP BY ALL;
@@ -32,7 +32,7 @@ GROUP BY ALL;
 CREATE OR REPLACE VIEW fewshot_accuracy AS
 SELECT k.rank_id, k.source, k.task, k.suite, k.level, g.signal, g.attribution, s.direction, k.n, k.bootstrap,
        k.rng_seed, k.ties, count(*) AS n_groups, sum(g.pairs) AS pairs_used, s.pairs_excluded,
-       avg(g.accuracy) AS accuracy, s.ci_low, s.ci_high, avg(g.tie_rate) AS tie_rate, s.tau_b, s.top1,
+       mean_of(g.accuracy) AS accuracy, s.ci_low, s.ci_high, mean_of(g.tie_rate) AS tie_rate, s.tau_b, s.top1,
        s.top1_ci_low, s.top1_ci_high, s.diff_vs_acc, s.diff_ci_low, s.diff_ci_high, s.p_one_sided, s.p_two_sided,
        s.near_accuracy, s.far_accuracy, st.stale, k.computed_at
 FROM fewshot_group_accuracy g
