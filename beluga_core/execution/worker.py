@@ -53,6 +53,11 @@ from beluga_core.training.models import load_tokenizer, pick_device
 ProgressFn = Callable[[str, int, int], None]
 
 
+def cache_dir_for(store: Path) -> Path:
+    """The folder next to a store that holds its kept weights, checkpoints and token cache."""
+    return store.with_name(store.name + ".cache")
+
+
 def weights_path(cache_dir: Path, job_id: str) -> Path:
     """Where a model's weights are kept between jobs and runs (the IID models', and what ``[store] keep_weights``
     asks for)."""

@@ -20,13 +20,12 @@ from beluga_core.evaluation.gold import case_gold
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.execution.results import JobResult, Outcomes
 from beluga_core.execution.scheduling import JobFailure, JobsFailed
-from beluga_core.execution.worker import job_record, weights_path
+from beluga_core.execution.worker import cache_dir_for, job_record, weights_path
 from beluga_core.generators.suite_build import GENERATED_AGAINST
 from beluga_core.orchestration.progress import RichProgress
 from beluga_core.orchestration.selection.select import select_for_plan
 from beluga_core.orchestration.selection.show import print_selection
 from beluga_core.orchestration.settings_guard import check_settings
-from beluga_core.orchestration.teachers import cache_dir_for
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
 from beluga_core.planning.steps import Attributions

@@ -18,16 +18,11 @@ import duckdb
 
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.core.errors import BelugaError
-from beluga_core.execution.worker import weights_path
+from beluga_core.execution.worker import cache_dir_for, weights_path
 from beluga_core.planning.plan import Plan, build_plan
 from beluga_core.planning.start_sources import StartModel
 from beluga_core.store.reader import open_store
 from beluga_core.store.selectors import select_models, select_one, selector_text
-
-
-def cache_dir_for(store: Path) -> Path:
-    """Next to the store: the kept weights and the token cache."""
-    return store.with_name(store.name + ".cache")
 
 
 def plan_run(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False) -> Plan:

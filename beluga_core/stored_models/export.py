@@ -18,16 +18,12 @@ from beluga_core.contracts.tasks import Task
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.suite_io import Suite
 from beluga_core.data.suite.suite_schema import SuiteHeader
-from beluga_core.execution.worker import weights_path
+from beluga_core.execution.worker import cache_dir_for, weights_path
 from beluga_core.planning.plan import make_task
 from beluga_core.store.reader import FAILED_JOBS, open_store
 from beluga_core.store.selectors import select_one
 from beluga_core.training.checkpoints import CheckpointRejected, checkpoint_folder, peek
 from beluga_core.training.models import load_tokenizer
-
-
-def cache_dir_of(store: Path) -> Path:
-    return store.with_name(store.name + ".cache")
 
 
 def _run_config(con: duckdb.DuckDBPyConnection, run_id: str | None) -> BenchmarkConfig | None:
@@ -67,14 +63,14 @@ class StoredModel:
 
 
 def has_kept_weights(store: Path, model_id: str) -> bool:
-    return weights_path(cache_dir_of(store), model_id).exists()
+    return weights_path(cache_dir_for(store), model_id).exists()
 
 
 def stored_model(con: duckdb.DuckDBPyConnection, store: Path, m: dict[str, Any]) -> StoredModel:
     """The stored model ``m`` (a row of ``select_models``); an error naming what is missing when its weights
     were not kept or its run's config is not in the store."""
     mid = m["model_id"]
-    weights = weights_path(cache_dir_of(store), mid)
+    weights = weights_path(cache_dir_for(store), mid)
     if not weights.exists():
         raise BelugaError(f"model {mid[:12]} ({m['config']}/{m['method']}@{m['scenario']}) has no kept weights in "
                           f"{weights.parent}: keep them with [store] keep_weights (\"seen\" or \"all\"; the IID "
@@ -161,7 +157,7 @@ def store_info(store: Path) -> dict[str, Any]:
         names = [d[0] for d in cur.description]
         failed = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
         runs = con.execute("SELECT count(*), max(started_at) FROM runs").fetchall()[0]
-    cache = cache_dir_of(store)
+    cache = cache_dir_for(store)
     weights = sorted(cache.glob("*.pt")) if cache.exists() else []
     tokens = sum(p.stat().st_size for p in (cache / "tokens").rglob("*") if p.is_file()) if cache.exists() else 0
     return {"store": store, "bytes": store.stat().st_size, "schema_version": version, "runs": runs[0],

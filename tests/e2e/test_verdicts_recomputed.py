@@ -970,6 +970,20 @@ def table3(rec: Recomputation, rows: dict[RowKey, dict[str, Any]], significance:
         marks = frozenset(v["iid"] for (c, m, s, _), v in significance.items() if (c, m) == pair and s is not None)
         return next(iter(marks)) if len(marks) == 1 else marks
 
+    def avg_mark(pair: tuple[str, str]) -> str:
+        """The Avg. column's mark (the report's AVG_RULE): with two or more seeds the seed-level t interval of the
+        per-seed differences of the mean over scenarios from the baseline's (none where the seeds agree: no spread);
+        with one seed its randomization test's."""
+        if pair == BASELINE[:2]:
+            return ""
+        seeds = rec.seeds(BASELINE)
+        if len(seeds) < 2:
+            return sig_mark("g", (*pair, None))
+        deltas = [float(np.mean([rec.against_baseline(k, seed)["delta_g"] for k in rec.keys
+                                 if k[:2] == pair and not k[2].startswith("only:")])) for seed in seeds]
+        interval = seed_interval(np.array(deltas))
+        return mark_of(interval["seed_lo"], interval["seed_hi"])
+
     def mean_over_seeds(key: Key, fn: Any) -> float:
         return float(np.mean([fn(key, seed) for seed in rec.seeds(key)]))
 
@@ -1000,8 +1014,7 @@ def table3(rec: Recomputation, rows: dict[RowKey, dict[str, Any]], significance:
             column = f"seen ({level} cases)"
             values[pair][column] = (restricted((*pair, source), 2), None, "")
             s_values[pair][column] = (restricted((*pair, source), 0), None)
-        avg_mark = "" if pair == BASELINE[:2] else sig_mark("g", (*pair, None))
-        values[pair]["Avg."] = (float(np.mean([values[pair][s][0] for s in scenarios])), None, avg_mark)
+        values[pair]["Avg."] = (float(np.mean([values[pair][s][0] for s in scenarios])), None, avg_mark(pair))
     # A mark must agree with the figures set side by side: the cell's value against the baseline's in its column.
     g_table: dict[tuple[str, str], dict[str, Any]] = {}
     s_table = {}

@@ -85,5 +85,5 @@ class LocalExecutor(Executor):
         return Workers((Slot(self.spec.device, threads),), why, self.spec.workers)
 
     def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
-        configure_threads(self.spec.threads)
+        configure_threads(self.size_workers(plan).slots[0].threads)   # the threads the run's line printed
         return InProcess(worker_class(self.spec)(plan, self.spec.device, cache_dir))
