@@ -113,10 +113,11 @@ def build_synthetic_store(path: Path, *, per_group: int | None = 20, n_iid: int 
                              model_name="synthetic-minilm", config=config, method="vanilla", scenario=scenario,
                              heldout_level=None if group is None else scenario, heldout_group=group,
                              seed=model_seed, split_seed=123)
-        writer.commit(JobResult(record, Outcomes.of([o[0] for o in outs], [o[1] for o in outs],
-                                                     [o[2] for o in outs]), iid), run_id)
+        results.append(JobResult(record, Outcomes.of([o[0] for o in outs], [o[1] for o in outs],
+                                                     [o[2] for o in outs]), iid))
 
     everything = list(range(len(cases)))
+    results: list[JobResult] = []   # committed together: one transaction, not one per model
     n = 0
     for k, model_seed in enumerate(seeds):
         commit("iid", "standard", 0.0, 0.82, None, everything, k, model_seed)
@@ -134,5 +135,6 @@ def build_synthetic_store(path: Path, *, per_group: int | None = 20, n_iid: int 
                 for group, idx in folds.items():
                     commit(config, scenario, shifts[scenario], None, group, idx, k, model_seed)
                     n += 1
+    writer.commit_many(results, run_id)
     writer.finish_run(run_id)
     return n
