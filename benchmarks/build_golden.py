@@ -132,15 +132,12 @@ def record_stores(only: list[str] | None = None) -> None:
         print(f"{target.relative_to(REPO)}: {size / 1e6:.2f} MB", flush=True)
 
 
-def golden_views(golden: Path, store: Path, empty: Path | None = None) -> dict[str, dict[str, Any]]:
-    """Every view (``view_rows``) over a golden folder's raw tables, loaded into ``store``: a new store of today's
-    schema, or a copy of ``empty``, one made by today's code with no rows."""
+def golden_views(golden: Path, store: Path) -> dict[str, dict[str, Any]]:
+    """Every view (``view_rows``) over a golden folder's raw tables, loaded into ``store``, a new store of today's
+    schema."""
     from beluga_core.store.writer import StoreWriter
 
-    if empty is not None:
-        shutil.copyfile(empty, store)
-    else:
-        StoreWriter(store)
+    StoreWriter(store)
     con = duckdb.connect(str(store))
     try:
         con.execute("DELETE FROM beluga_meta")
