@@ -23,6 +23,7 @@ import json
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,17 @@ GOLDEN = REPO / "tests" / "data" / "golden"
 sys.path.insert(0, str(REPO / "tests"))
 
 
-def job_ids(config: Path) -> dict[str, Any]:
-    """{'jobs': sorted job ids (known jobs and grid points), 'pending': folds awaiting a grid search} or an error."""
+def job_ids(config: Path, store_ids: Iterable[str] = ()) -> dict[str, Any]:
+    """{'jobs': sorted job ids (known jobs and grid points), 'pending': folds awaiting a grid search} or an error.
+    ``store_ids``: planned for a store holding these done models (an earlier scheme's IID ids keep theirs)."""
+    plan = planned(config, store_ids)
+    if isinstance(plan, dict):
+        return plan
+    return {"jobs": sorted(j.id for j in [*plan.jobs, *plan.grid_jobs]), "pending": len(plan.pending)}
+
+
+def planned(config: Path, store_ids: Iterable[str] = ()) -> Any:
+    """The plan of ``config`` as the goldens record it, or {"error": why it cannot be planned here}."""
     from toy_model import TOY_NAME
 
     from beluga_core.config.load import load_config
@@ -45,17 +55,16 @@ def job_ids(config: Path) -> dict[str, Any]:
     toy = f'name = "{TOY_NAME}"'
     # A job id hashes the model's name, and a local folder's is its absolute path: the tests' toy model is planned
     # under the embedded model's name, so that the ids are the same in every checkout.
-    planned = config.with_name(f".golden-{config.name}") if toy in text else config
-    if planned != config:
-        planned.write_text(text.replace(toy, 'name = "embedded:minilm"'), encoding="utf-8")
+    written = config.with_name(f".golden-{config.name}") if toy in text else config
+    if written != config:
+        written.write_text(text.replace(toy, 'name = "embedded:minilm"'), encoding="utf-8")
     try:
-        plan = build_plan(load_config(planned), planned.resolve(), allow_missing_tasks=True)
+        return build_plan(load_config(written), written.resolve(), allow_missing_tasks=True, store_ids=store_ids)
     except BelugaError as exc:   # the checkout's own path left out: a clean clone elsewhere reads the same
-        return {"error": str(exc).replace(str(REPO), "<repo>").replace(planned.name, config.name)}
+        return {"error": str(exc).replace(str(REPO), "<repo>").replace(written.name, config.name)}
     finally:
-        if planned != config:
-            planned.unlink()
-    return {"jobs": sorted(j.id for j in [*plan.jobs, *plan.grid_jobs]), "pending": len(plan.pending)}
+        if written != config:
+            written.unlink()
 
 
 def record_ids() -> Path:

@@ -30,6 +30,7 @@ from beluga_core.execution.scheduling import describe_job
 from beluga_core.execution.sizing import Workers
 from beluga_core.execution.worker import keeps_weights
 from beluga_core.orchestration.coordinator import (
+    iid_scoring,
     note_task_mismatch,
     probe_pools_of,
     required_evaluations,
@@ -503,7 +504,8 @@ def run(
     if dry_run:
         store_path = plan.store_path()
         have = store_path.exists()
-        done = done_ids(store_path, required_evaluations(plan), probe_pools_of(plan)) if have else set()
+        done = done_ids(store_path, required_evaluations(plan), probe_pools_of(plan), iid_scoring(plan)) \
+            if have else set()
         executor = EXECUTORS.get(cfg.executor.name)(cfg.executor)
         if have and cfg.executor.pack == "auto" and executor.trains_packs:   # the size the run would keep
             executor.pack_size(plan, plan.jobs + plan.grid_jobs, recorded_pack_size(store_path))

@@ -15,6 +15,7 @@ from beluga_core.analysis.refresh import refresh_after_run
 from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble
 from beluga_core.analysis.report.terminal import print_g_table
 from beluga_core.core.errors import BelugaError
+from beluga_core.core.hashing import sorted_ids_digest
 from beluga_core.data.suite.suite_io import case_json
 from beluga_core.evaluation.gold import case_gold
 from beluga_core.execution.executors.base import EXECUTORS
@@ -30,7 +31,7 @@ from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
 from beluga_core.planning.steps import Attributions
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
-from beluga_core.store.reader import recorded_pack_size
+from beluga_core.store.reader import done_ids, recorded_pack_size
 from beluga_core.store.suite_rows import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
 from beluga_core.training.checkpoints import FolderCheckpoints, checkpoint_folder
@@ -65,6 +66,12 @@ def record_plan(plan: Plan, writer: StoreWriter) -> None:
 def required_evaluations(plan: Plan) -> dict[str, dict[str, str]]:
     """Per scenario-model job id, the eval suites it must be evaluated on, with the digest of their cases."""
     return {job.id: tp.eval_digests(job.fold) for tp in plan.tasks if tp.evals for job in tp.jobs}
+
+
+def iid_scoring(plan: Plan) -> dict[str, tuple[str, str]]:
+    """Per IID model job id, the suite and the T_test cases (``sorted_ids_digest``) it must be scored on."""
+    return {j.id: (tp.suite.header.name, sorted_ids_digest(j.fold.eval_ids))
+            for tp in plan.tasks for j in tp.jobs if j.is_iid_model}
 
 
 def probe_pools_of(plan: Plan) -> dict[str, tuple[str, ...]]:
@@ -191,7 +198,7 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
     def run_phase(jobs: list[Job], what: str) -> None:
         # A done model that lacks an evaluation on an eval suite of its task (added since, or with another
         # mapping or sample), or its [fewshot] probe predictions, runs again: same id, same numbers, plus those.
-        done = writer.done_ids(required_evaluations(plan), probe_pools_of(plan))
+        done = done_ids(store_path, required_evaluations(plan), probe_pools_of(plan), iid_scoring(plan))
         todo = [j for j in jobs if j.id not in done]
         for job_id in checkpoints.job_ids() & done:  # a run killed between a commit and the removal left it
             checkpoints.discard(job_id)

@@ -19,16 +19,18 @@ import duckdb
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution.worker import cache_dir_for, weights_path
-from beluga_core.planning.plan import Plan, build_plan
+from beluga_core.planning.plan import Plan, build_plan, store_path_of
 from beluga_core.planning.start_sources import StartModel
-from beluga_core.store.reader import open_store
+from beluga_core.store.reader import done_ids, open_store
 from beluga_core.store.selectors import select_models, select_one, selector_text
 
 
 def plan_run(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False) -> Plan:
-    """The complete plan of a run: planning's, with the outside teachers resolved by ``teacher_weights``."""
+    """The complete plan of a run: planning's, with the outside teachers resolved by ``teacher_weights``, and the
+    run's store's done models, whose IID models of an earlier id scheme keep their ids."""
+    store = store_path_of(cfg, config_path)
     return build_plan(cfg, config_path, allow_missing_tasks=allow_missing_tasks, teachers=teacher_weights,
-                      starts=start_model)
+                      starts=start_model, store_ids=done_ids(store) if store.exists() else ())
 
 
 def store_source(text: str, base: Path) -> tuple[Path, str]:
@@ -111,7 +113,8 @@ def _settings(con: duckdb.DuckDBPyConnection, model_id: str) -> dict[str, Any]:
 
 
 def _head(con: duckdb.DuckDBPyConnection, task: str, suite: str | None) -> list[str] | None:
-    row = con.execute("SELECT labels::VARCHAR FROM task_heads WHERE task = ? AND suite IS NOT DISTINCT FROM ?",
+    row = con.execute("SELECT labels::VARCHAR FROM task_heads h "
+                      "WHERE suite_key(h) = suite_key({'task': ?::VARCHAR, 'suite': ?::VARCHAR})",
                       [task, suite]).fetchone()
     return json.loads(row[0]) if row is not None and row[0] is not None else None
 

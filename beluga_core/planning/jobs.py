@@ -157,6 +157,37 @@ def common_identity(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: s
     }
 
 
+def iid_identity(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str) -> dict[str, Any]:
+    """What the IID model's training reads, and so what its id hashes (with its seed, method and hyper-parameters):
+    the task's i.i.d. data, its head (a suite's label space where the task has no head of its own: the one thing of
+    the suite it reads), the model, the i.i.d. sizes and the D_val / D_test seed. Not the suite's name, cases,
+    corrections or split, nor the suite-only sizes: it never trains on the suite, so a change there leaves it, and
+    its training seed, as they were. What it is scored on (T_test) is checked apart from its id
+    (``reader.done_ids``' ``scored_on``: a done IID model scored on other cases is run again, to the same weights).
+    ``"identity": 2`` tells these ids from the earlier scheme's (``legacy_iid_id``)."""
+    sizes = cfg.sizes
+    return {
+        "format": JOB_FORMAT, "identity": 2, "task": spec.name, "iid": spec.iid, "head": suite.header.label_space,
+        "model": model, "max_length": cfg.model.max_length, "iid_train": sizes.iid_train, "iid_test": sizes.iid_test,
+        "iid_eval_seed": cfg.split.iid_eval_seed,
+        **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
+        **({"task_options": spec.options} if spec.options else {}),
+        **({"label_map": spec.label_map} if spec.label_map else {}),
+        **({"model_config": cfg.model.config_overrides} if cfg.model.config_overrides else {}),
+        **({"deterministic": True} if cfg.executor.deterministic else {}),
+        **({"variant": cfg.variant} if cfg.variant else {}),
+    }
+
+
+def legacy_iid_identity(common: Mapping[str, Any], spec: JobSpec, hparams: Mapping[str, Any]) -> dict[str, Any]:
+    """The IID model's identity as beluga hashed it before ``iid_identity`` (identity scheme 1): the task's
+    ``common_identity`` (suite, suite sizes and split included) and the T_test it is scored on. A store made then
+    keeps its ids: the plan takes this one where the store holds it (``TaskPlan.new_job``), so that the folds
+    that start from the model, whose ids hash its id, keep theirs and resume."""
+    return {**common, "seed": spec.seed, "config": spec.config, "method": spec.method, "hparams": dict(hparams),
+            "eval": ids_digest(spec.fold.eval_ids)}
+
+
 def split_identity(suite: Suite, cfg: BenchmarkConfig) -> str:
     """The identity of a suite's split: the suite, the seed, the ratios and the ``[sizes]`` caps."""
     sizes = cfg.sizes
@@ -169,16 +200,16 @@ def job_identity(common: Mapping[str, Any], spec: JobSpec, kind: JobKind, hparam
                  grid_scoring: Mapping[str, Any]) -> dict[str, Any]:
     """Everything that determines a job's result, as hashed.
 
-    ``common`` is what every job of a task shares (suite, data, model, split, sizes). The IID model's identity
-    predates the ``beluga`` version key and the fold fields it does not have; it is kept as it is so that
-    stores written by earlier versions keep resuming (and keep their IID models' training seeds).
+    ``common`` is what every job of a task shares (suite, data, model, split, sizes): ``common_identity``; for
+    the IID model, ``iid_identity``, what its training reads (it hashes neither the suite nor what it is scored
+    on). A fold hashes the T_test cases it is scored on, its suite cases and its parent's id.
     """
     fold = spec.fold
-    out = {**common, "seed": spec.seed, "config": spec.config, "method": spec.method, "hparams": dict(hparams),
-           "eval": ids_digest(fold.eval_ids)}
+    out = {**common, "seed": spec.seed, "config": spec.config, "method": spec.method, "hparams": dict(hparams)}
     if kind is JobKind.IID:
         return out
-    out |= {"parent": spec.parent_id, "train": ids_digest(fold.train_ids), "beluga": BELUGA_MAJOR}
+    out |= {"eval": ids_digest(fold.eval_ids), "parent": spec.parent_id, "train": ids_digest(fold.train_ids),
+            "beluga": BELUGA_MAJOR}
     if spec.start_model is not None:  # only when set: the ids of jobs that start elsewhere stay as they were
         out["start_model"] = spec.start_model
     if kind is JobKind.FOLD:

@@ -22,6 +22,7 @@ from beluga_core.contracts.registries import CONFIGURATIONS, METHODS, TASKS
 from beluga_core.contracts.tasks import Task, TaskSettings
 from beluga_core.core.constants import BASELINE_METHOD, SEEN
 from beluga_core.core.errors import BelugaError
+from beluga_core.core.hashing import digest
 from beluga_core.data.splits import SuiteSplit, split_suite
 from beluga_core.data.suite.suite_io import Suite
 from beluga_core.evaluation.suites import load_checked_suite
@@ -36,8 +37,10 @@ from beluga_core.planning.jobs import (
     JobSpec,
     SelectionKey,
     common_identity,
+    iid_identity,
     iid_spec,
     job_identity,
+    legacy_iid_identity,
     make_job,
     split_identity,
 )
@@ -89,7 +92,7 @@ class TaskPlan:
     suite: Suite
     split: SuiteSplit
     split_id: str
-    common: dict[str, Any]  # what every job id of the task hashes
+    common: dict[str, Any]  # what every job id of the task hashes (the IID model's: iid_common)
     model: str
     folds: list[Fold]  # the suite scenarios' folds (one set for every seed)
     skipped_groups: dict[str, list[str]] = field(default_factory=dict)
@@ -98,6 +101,9 @@ class TaskPlan:
     pending: list[JobSpec] = field(default_factory=list)
     iid_ids: dict[int, str] = field(default_factory=dict)  # seed → the IID model's job id
     unavailable: str | None = None  # why the task plugin cannot be loaded (dry runs only)
+    iid_common: dict[str, Any] = field(default_factory=dict)  # what the IID model's id hashes (jobs.iid_identity)
+    store_ids: frozenset[str] = frozenset()  # the done models of the run's store (legacy IID ids: new_job)
+    legacy_iid_ids: set[str] = field(default_factory=set)  # IID jobs that kept the earlier scheme's id
     evals: list[EvalSuitePlan] = field(default_factory=list)  # the eval suites of cross-suite evaluation
     pools: Pools = field(default_factory=dict)  # [fewshot]: (level, group) → probe pool case ids
     # Settings that shape every job's numbers without being part of job ids (the precision policy).
@@ -147,7 +153,12 @@ class TaskPlan:
         start = self.starts.get(job.config) if job.start_model is not None else None
         where = {"start_from": {"model_id": start.model_id, "store": start.store, "selector": start.label}} \
             if start is not None else {}
-        return job_identity(self.common, job, job.kind, job.hparams, job.grid_scoring) | self.shaping | where
+        if job.id in self.legacy_iid_ids:
+            identity = legacy_iid_identity(self.common, job, job.hparams)
+        else:
+            identity = job_identity(self.iid_common if job.is_iid_model else self.common, job, job.kind,
+                                    job.hparams, job.grid_scoring)
+        return identity | self.shaping | where
 
     def eval_digests(self, fold: Fold) -> dict[str, str]:
         """Eval suite → the identity of what a model of ``fold`` is evaluated on there."""
@@ -155,9 +166,16 @@ class TaskPlan:
 
     def new_job(self, cfg: BenchmarkConfig, spec: JobSpec, hp: dict[str, Any], *, kind: JobKind = JobKind.FOLD,
                 point: dict[str, Any] | None = None, grid_scoring: dict[str, Any] | None = None) -> Job:
-        """A job of this task: its identity, and its evaluation steps."""
-        return make_job(self.common, spec, hp, kind=kind, point=point, grid_scoring=grid_scoring,
-                        steps=self.steps_of(cfg, spec, kind))
+        """A job of this task: its identity, and its evaluation steps. The IID model keeps the id of the earlier
+        scheme where the run's store holds a done model of that id (``jobs.legacy_iid_id``)."""
+        job = make_job(self.iid_common if kind is JobKind.IID else self.common, spec, hp, kind=kind, point=point,
+                       grid_scoring=grid_scoring, steps=self.steps_of(cfg, spec, kind))
+        if kind is JobKind.IID and job.id not in self.store_ids:
+            legacy = digest(legacy_iid_identity(self.common, spec, hp))
+            if legacy in self.store_ids:
+                self.legacy_iid_ids.add(legacy)
+                job = replace(job, id=legacy)
+        return job
 
     def fold_job(self, cfg: BenchmarkConfig, spec: JobSpec, hp: dict[str, Any]) -> Job:
         conf = CONFIGURATIONS.get(spec.config)
@@ -174,6 +192,12 @@ class TaskPlan:
         """``spec`` needing the IID models its method loads as teachers, so that the run trains them first."""
         needs = iid_teacher_ids(spec, hp, self.iid_ids)
         return replace(spec, needs=needs) if needs else spec
+
+
+def store_path_of(cfg: BenchmarkConfig, config_path: Path) -> Path:
+    """The run's store: ``[store] path``, relative to the config's folder."""
+    p = Path(cfg.store_spec.path).expanduser()
+    return p if p.is_absolute() else (config_path.parent / p).resolve()
 
 
 @dataclass
@@ -216,8 +240,7 @@ class Plan:
         return next(tp for tp in self.tasks if tp.spec.name == name)
 
     def store_path(self) -> Path:
-        p = Path(self.config.store_spec.path).expanduser()
-        return p if p.is_absolute() else (self.config_path.parent / p).resolve()
+        return store_path_of(self.config, self.config_path)
 
     def resolve(self, chosen: dict[SelectionKey, dict[str, Any]]) -> tuple[list[Job], list[JobSpec]]:
         """Turn pending folds into jobs with the chosen grid points (their outside teachers resolved too: the
@@ -279,13 +302,15 @@ def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool, config_path: P
 
 
 def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False,
-               teachers: TeacherResolver | None = None, starts: StartResolver | None = None) -> Plan:
+               teachers: TeacherResolver | None = None, starts: StartResolver | None = None,
+               store_ids: Iterable[str] = ()) -> Plan:
     """The plan of a config, complete: every job with its evaluation steps, the outside teachers of its methods
     resolved (by ``teachers``; without it, a config naming one is refused), and so the models of other stores its
     configurations start from (by ``starts``). With a grid search, fold jobs wait in ``pending`` until
-    ``Plan.resolve``."""
+    ``Plan.resolve``. ``store_ids``: the done models of the run's store, where an IID model of an earlier
+    version's id keeps it (``TaskPlan.new_job``)."""
     try:
-        plan = _build_plan(cfg, config_path, allow_missing_tasks, starts)
+        plan = _build_plan(cfg, config_path, allow_missing_tasks, starts, frozenset(store_ids))
         plan.teacher_weights = teachers
         plan.resolve_teachers([*plan.jobs, *plan.grid_jobs])
         return plan
@@ -339,7 +364,7 @@ def _iid_seeds(cfg: BenchmarkConfig) -> set[int]:
 
 
 def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bool,
-                starts: StartResolver | None = None) -> Plan:
+                starts: StartResolver | None = None, store_ids: frozenset[str] = frozenset()) -> Plan:
     tasks: list[TaskPlan] = []
     check_configuration_keys(cfg, config_path)
     check_grid_tables(cfg)
@@ -360,7 +385,8 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         check_model_config(cfg, model, config_path)
         tp = TaskPlan(spec, suite, split, split_identity(suite, cfg), common_identity(cfg, spec, suite, model), model,
                       folds, skipped_groups=skipped, unavailable=unavailable,
-                      shaping={"precision": cfg.executor.precision})
+                      shaping={"precision": cfg.executor.precision},
+                      iid_common=iid_identity(cfg, spec, suite, model), store_ids=store_ids)
         tp.evals = _eval_plans(cfg, config_path, index, spec, suite, unavailable is None)
         tp.pools = probe_pools(cfg, suite, split, folds)
         check_pools(cfg, suite, split, folds, tp.pools, config_path)

@@ -49,6 +49,7 @@ MIGRATIONS = (
     Migration(15, "run_workers"),
     Migration(16, "packs"),
     Migration(17, "deterministic_aggregates"),
+    Migration(18, "replicate_key"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

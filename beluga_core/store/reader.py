@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 
 from beluga_core.core.errors import BelugaError
+from beluga_core.core.hashing import sorted_ids_digest
 from beluga_core.store.connection import (
     DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_READ_TIMEOUT_S,
@@ -77,13 +78,17 @@ def _migrate(path: Path) -> None:
 
 
 def done_ids(path: Path, evaluations: Mapping[str, Mapping[str, str]] | None = None,
-             probes: Mapping[str, Sequence[str]] | None = None) -> set[str]:
+             probes: Mapping[str, Sequence[str]] | None = None,
+             scored_on: Mapping[str, tuple[str, str]] | None = None) -> set[str]:
     """Ids of the models and grid points already done (a failed one is retried on resume).
 
     ``evaluations``: per model id, the eval suites it must have been evaluated on, each with the digest of
     its eval cases (``EvalSuitePlan.digest``); a done model lacking one, or evaluated on other cases, is not
     done. ``probes``: per model id, the case ids of its [fewshot] probe pool; a done model without an outcome
-    for each of them (pools added, or changed by pool_cap) is not done either."""
+    for each of them (pools added, or changed by pool_cap) is not done either. ``scored_on``: per IID model id,
+    the suite and the ``sorted_ids_digest`` of the T_test cases it must have outcomes for (its id does not hash
+    them: ``planning.jobs.iid_identity``); a done one scored under another suite name or on other cases is not
+    done: it is run again, to the same weights, and scored on the suite's cases."""
     with open_store(path) as con:
         done = {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done' UNION ALL "
                                           "SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
@@ -94,6 +99,13 @@ def done_ids(path: Path, evaluations: Mapping[str, Mapping[str, str]] | None = N
                                         "(SELECT unnest(?::VARCHAR[]))", [list(wanted_probes)]).fetchall():
                 have_probes.setdefault(mid, set()).add(cid)
             done -= {mid for mid, ids in wanted_probes.items() if not set(ids) <= have_probes.get(mid, set())}
+        scored = {mid: want for mid, want in (scored_on or {}).items() if mid in done}
+        if scored:
+            have_scored = {mid: (suite, sorted_ids_digest(ids or [])) for mid, suite, ids in con.execute(
+                "SELECT m.model_id, m.suite, list(o.case_id) FILTER (WHERE o.case_id IS NOT NULL) FROM models m "
+                "LEFT JOIN outcomes o ON o.model_id = m.model_id WHERE m.model_id IN (SELECT unnest(?::VARCHAR[])) "
+                "GROUP BY ALL", [list(scored)]).fetchall()}
+            done -= {mid for mid, want in scored.items() if have_scored.get(mid) != tuple(want)}
         wanted = {mid: dict(e) for mid, e in (evaluations or {}).items() if e and mid in done}
         if not wanted:
             return done

@@ -42,7 +42,6 @@ from beluga_core.store.connection import (
 )
 from beluga_core.store.migrations import SCHEMA_VERSION, migrate, refresh_views, upgrade
 from beluga_core.store.plan_records import PlanRecords
-from beluga_core.store.reader import done_ids
 from beluga_core.store.rows import CaseRow, SuiteRow, canonical_json, external_model_id, level_pointer
 
 MODEL_COLUMNS = ModelRecord.columns()
@@ -151,11 +150,6 @@ class StoreWriter(PlanRecords):
                 raise ValueError(f"no run {run_id!r} in the store")
 
     # ---- finished jobs
-
-    def done_ids(self, evaluations: Mapping[str, Mapping[str, str]] | None = None,
-                 probes: Mapping[str, Sequence[str]] | None = None) -> set[str]:
-        """``reader.done_ids`` of this store."""
-        return done_ids(self.path, evaluations, probes)
 
     def attributed_ids(self, methods: Sequence[str]) -> set[str]:
         """Ids of the models with stored attributions of every one of ``methods``."""
@@ -335,10 +329,11 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, model_id: str, row
         con.unregister("_beluga_rows")
 
 
-_SLOT = """task = ? AND suite IS NOT DISTINCT FROM ? AND model_name IS NOT DISTINCT FROM ? AND config = ?
-           AND method = ? AND variant = ? AND scenario = ? AND heldout_group IS NOT DISTINCT FROM ?
-           AND trained_group IS NOT DISTINCT FROM ? AND seed IS NOT DISTINCT FROM ?
-           AND split_seed IS NOT DISTINCT FROM ? AND model_id <> ?"""
+# A model's slot: its replicate cell (the record's key columns as a row for replicate_key), scenario and groups.
+_SLOT = """replicate_key(models) = replicate_key({'task': ?::VARCHAR, 'suite': ?::VARCHAR, 'model_name': ?::VARCHAR,
+    'config': ?::VARCHAR, 'method': ?::VARCHAR, 'seed': ?::BIGINT, 'split_seed': ?::BIGINT, 'variant': ?::VARCHAR})
+    AND scenario = ? AND heldout_group IS NOT DISTINCT FROM ? AND trained_group IS NOT DISTINCT FROM ?
+    AND model_id <> ?"""
 
 
 _MODEL_TABLES = ("outcomes", "iid_predictions", "iid_metrics", "iid_probs", "cross_outcomes", "cross_evaluations",
@@ -356,8 +351,8 @@ def _claim_slot(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
     """A done model's slot (its view key and held-out group) holds no other done model: two would mix in every
     view (``beluga run`` refuses such a run before it trains; this is the store's own guarantee). Failed rows of
     the slot are superseded and go."""
-    key = [record.task, record.suite, record.model_name, record.config, record.method, record.variant,
-           record.scenario, record.heldout_group, record.trained_group, record.seed, record.split_seed,
+    key = [record.task, record.suite, record.model_name, record.config, record.method, record.seed,
+           record.split_seed, record.variant, record.scenario, record.heldout_group, record.trained_group,
            record.model_id]
     other = con.execute(f"SELECT model_id FROM models WHERE status = 'done' AND {_SLOT} LIMIT 1", key).fetchall()
     if other:

@@ -97,9 +97,11 @@ def export_model(store: Path, selector: str, out: Path) -> Path:
         m = select_one(con, selector, where=str(store))
         sm = stored_model(con, store, m)
         mid = m["model_id"]
-        scores = con.execute("""SELECT scenario, s_suite, s_iid, g FROM g_scores WHERE task = ? AND config = ?
-                                AND method = ? AND seed IS NOT DISTINCT FROM ? ORDER BY scenario""",
-                             [m["task"], m["config"], m["method"], m["seed"]]).fetchall()
+        # The model's own replicate cell: a store with several suites, model names, split seeds or variants
+        # has one row per cell and scenario.
+        scores = con.execute("""SELECT s.scenario, s.s_suite, s.s_iid, s.g FROM g_scores s JOIN models m
+                                ON replicate_key(s) = replicate_key(m) WHERE m.model_id = ? ORDER BY s.scenario""",
+                             [mid]).fetchall()
         metrics = con.execute("SELECT split, metric, value FROM iid_metrics WHERE model_id = ? ORDER BY ALL",
                               [mid]).fetchall()
     model = sm.build()

@@ -141,18 +141,19 @@ def test_a_candidate_without_its_whole_pool_is_left_out_and_options_make_another
 
 
 def test_a_model_without_its_probe_predictions_is_not_done(fewshot_store: Path, tmp_path: Path) -> None:
+    from beluga_core.store.reader import done_ids
     from beluga_core.store.writer import StoreWriter
 
     store = tmp_path / "f.duckdb"
     shutil.copy(fewshot_store, store)
     (mid, ids), *_ = query(store, "SELECT model_id, list(case_id) FROM probe_outcomes GROUP BY ALL ORDER BY 1")
     writer = StoreWriter(store)
-    assert mid in writer.done_ids(probes={mid: ids})
+    assert mid in done_ids(writer.path, probes={mid: ids})
     # Another pool of the same size (pool_cap changed the sample): not done.
-    assert mid not in writer.done_ids(probes={mid: [*ids[1:], "sst2-phenomena/plain/mft/999"]})
+    assert mid not in done_ids(writer.path, probes={mid: [*ids[1:], "sst2-phenomena/plain/mft/999"]})
     with writer.store.transaction() as con:
         con.execute("DELETE FROM probe_outcomes WHERE model_id = ? AND case_id = ?", [mid, ids[0]])
-    assert mid not in writer.done_ids(probes={mid: ids})
+    assert mid not in done_ids(writer.path, probes={mid: ids})
 
 
 # ------------------------------------------------------------------------------------------------- a zoo

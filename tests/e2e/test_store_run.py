@@ -20,6 +20,7 @@ from toy_store import (
 
 from beluga_core.core.errors import BelugaError
 from beluga_core.store import connection as connection_mod
+from beluga_core.store.reader import done_ids
 from beluga_core.store.writer import StoreWriter
 
 # --------------------------------------------------------------------------------- the views
@@ -50,7 +51,7 @@ def test_crash_mid_commit_leaves_no_rows(writer: StoreWriter, tmp_path: Path) ->
     assert proc.returncode == 3, proc.stderr
     assert sum(rows_of(writer.path, "m1").values()) == 0
     writer.commit(result("m2"))
-    assert writer.done_ids() == {"m2"}
+    assert done_ids(writer.path) == {"m2"}
 
 
 def test_writer_waits_for_a_reader_in_another_process(writer: StoreWriter,
@@ -79,7 +80,7 @@ def test_writer_waits_for_a_reader_in_another_process(writer: StoreWriter,
         assert time.monotonic() - start > 0.3  # it did wait for the reader
     finally:
         proc.wait(timeout=30)
-    assert writer.done_ids() == {"m1"}
+    assert done_ids(writer.path) == {"m1"}
 
 
 def test_reader_process_sees_commits_as_they_land(writer: StoreWriter) -> None:

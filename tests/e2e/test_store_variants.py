@@ -263,3 +263,49 @@ def test_the_docs_document_every_trainer_member_and_count_the_methods() -> None:
     assert f"any of the {words[len(builtin)]} built-ins" in docs
     smoke = re.search(r'^methods = \[(.*)\]', (REPO / "benchmarks" / "methods-smoke.toml").read_text(), re.M)
     assert smoke is not None and f"BeLUGA's {words[smoke.group(1).count(',') + 1]} methods" in docs
+
+
+def _plan_ids(config: Path, store: Path) -> tuple[set[str], set[str]]:
+    """(the IID models' job ids, the other jobs' ids) of ``config`` planned for ``store``."""
+    from beluga_core.config.load import load_config
+    from beluga_core.orchestration.teachers import plan_run
+
+    plan = plan_run(load_config(config).with_store_path(str(store.resolve())), config.resolve())
+    return {j.id for j in plan.jobs if j.is_iid_model}, {j.id for j in plan.jobs if not j.is_iid_model}
+
+
+def test_the_iid_model_is_the_same_whatever_the_suite_and_the_folds_are_not(base_store: Path, tmp_path: Path) -> None:
+    """The IID model never trains on the suite: a suite with a case less, or another suite-only size, leaves its
+    id, its training seed and so its weights as they were, while every fold gets a new id. Its T_test is checked
+    apart from its id: scored on other cases, it is not done."""
+    from beluga_core.core.hashing import sorted_ids_digest
+    from beluga_core.data.suite.suite_io import load_suite, write_suite
+    from beluga_core.store.reader import done_ids
+
+    suite = load_suite("builtin:sst2-phenomena")
+    write_suite(tmp_path / "fewer.jsonl", suite.header, suite.cases[1:])
+    fewer = BASE.replace('suite = "builtin:sst2-phenomena"', f'suite = "{(tmp_path / "fewer.jsonl").as_posix()}"')
+    more_train = BASE.replace("suite_train_per_group = 2", "suite_train_per_group = 3")
+    new_store = tmp_path / "none.duckdb"
+    base_iid, base_folds = _plan_ids(_config(tmp_path, "base.toml", BASE), new_store)
+    for text in (fewer, more_train):
+        iid, folds = _plan_ids(_config(tmp_path, "changed.toml", text), new_store)
+        assert iid == base_iid and len(iid) == 1
+        assert folds and not folds & base_folds
+
+    # The weights: a run with the other suite-only size trains the IID model to the same bits as the base run.
+    store = tmp_path / "more-train.duckdb"
+    from helpers import run_benchmark
+    run_benchmark(_config(tmp_path, "more-train.toml", more_train + "[method.l2]\nweight_decay = 0.05\n"), store)
+    (iid_id,) = base_iid
+    import torch
+    a = torch.load(base_store.with_name(base_store.name + ".cache") / f"{iid_id}.pt", weights_only=True)
+    b = torch.load(store.with_name(store.name + ".cache") / f"{iid_id}.pt", weights_only=True)
+    a, b = (x.get("model", x) if isinstance(x, dict) else x for x in (a, b))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+    # Scored on other T_test cases (another suite_test_per_group), the same IID model is not done.
+    ids = [r[0] for r in query(base_store, f"SELECT case_id FROM outcomes WHERE model_id = '{iid_id}'")]
+    assert done_ids(base_store, scored_on={iid_id: ("sst2-phenomena", sorted_ids_digest(ids))}) >= {iid_id}
+    assert iid_id not in done_ids(base_store, scored_on={iid_id: ("sst2-phenomena", sorted_ids_digest(ids[1:]))})
+    assert iid_id not in done_ids(base_store, scored_on={iid_id: ("renamed", sorted_ids_digest(ids))})

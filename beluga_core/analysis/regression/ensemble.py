@@ -106,19 +106,19 @@ def _baseline(con: duckdb.DuckDBPyConnection, members: Sequence[dict[str, Any]])
     parents = {m["parent_model_id"] for m in members}
     if len(parents) == 1 and None not in parents:
         return str(next(iter(parents)))
-    first = members[0]
-    row = con.execute("""SELECT model_id FROM models WHERE status = 'done' AND config = 'iid' AND method = 'vanilla'
-                         AND scenario = 'standard' AND task = ? AND suite IS NOT DISTINCT FROM ?
-                         AND model_name IS NOT DISTINCT FROM ? AND seed IS NOT DISTINCT FROM ?
-                         AND split_seed IS NOT DISTINCT FROM ? AND variant = ? ORDER BY finished_at DESC LIMIT 1""",
-                      [first["task"], first["suite"], first["model_name"], first["seed"],
-                       first["split_seed"], first["variant"]]).fetchall()
+    # The IID baseline of the first member's draw (its replicate key under config iid, method vanilla).
+    row = con.execute("""SELECT b.model_id FROM models m
+                         JOIN models b ON draw_key(b) = draw_key(m)
+                         WHERE m.model_id = ? AND b.status = 'done' AND b.config = 'iid' AND b.method = 'vanilla'
+                           AND b.scenario = 'standard' ORDER BY b.finished_at DESC LIMIT 1""",
+                      [members[0]["model_id"]]).fetchall()
     return row[0][0] if row else None
 
 
 def _class_count(con: duckdb.DuckDBPyConnection, task: str, suite: str | None) -> int | None:
-    row = con.execute("SELECT json_array_length(labels) FROM task_heads WHERE task = ? AND suite IS NOT DISTINCT "
-                      "FROM ?", [task, suite]).fetchall()
+    row = con.execute("SELECT json_array_length(labels) FROM task_heads h "
+                      "WHERE suite_key(h) = suite_key({'task': ?::VARCHAR, 'suite': ?::VARCHAR})",
+                      [task, suite]).fetchall()
     return int(row[0][0]) if row and row[0][0] is not None else None
 
 

@@ -50,9 +50,6 @@ def cell_digests(con: duckdb.DuckDBPyConnection) -> dict[Cell, str]:
         f"SELECT {', '.join(CELL_COLUMNS)}, digest FROM replicate_inputs").fetchall()}
 
 
-_SAME = " AND ".join(f"m.{c} IS NOT DISTINCT FROM k.{c}" for c in CELL_COLUMNS)
-
-
 # Where a cell's per-case outcomes come from: (group, outcome, excluded, part) per model and case. ``part`` splits one
 # cell into several Replicates (an eval suite and basis of cross-suite scores; '' for the others).
 SOURCES = {
@@ -95,15 +92,13 @@ def load_parts(con: duckdb.DuckDBPyConnection, cells: Iterable[Cell],
             SELECT {', '.join(f'k.{c}' for c in CELL_COLUMNS)}, m.seed, s.case_id, s.grp, s.outcome, s.excluded,
                    s.part
             FROM _beluga_cells k
-            JOIN models m ON m.status = 'done' AND {_SAME.replace('m.split_seed IS', 'm.split_seed::VARCHAR IS')}
+            JOIN models m ON m.status = 'done' AND cell_key(m) = cell_key(k) AND m.scenario = k.scenario
             JOIN ({SOURCES[source]}) s ON s.model_id = m.model_id""").fetchall()
         iid = con.execute(f"""
             SELECT {', '.join(f'k.{c}' for c in CELL_COLUMNS)}, i.seed, p.example_idx, p.correct, p.gold, p.pred,
                    i.metric, i.s_iid, h.labels::VARCHAR, h.task IS NOT NULL
             FROM _beluga_cells k
-            JOIN iid_scores i ON i.task = k.task AND i.suite IS NOT DISTINCT FROM k.suite
-             AND i.model_name IS NOT DISTINCT FROM k.model_name AND i.config = k.config AND i.method = k.method
-             AND i.variant = k.variant AND i.split_seed::VARCHAR IS NOT DISTINCT FROM k.split_seed
+            JOIN iid_scores i ON cell_key(i) = cell_key(k)
             JOIN iid_predictions p ON p.model_id = i.model_id AND p.split = 'test'
             LEFT JOIN task_heads h ON h.task = k.task AND h.suite = k.suite""").fetchall()
     finally:

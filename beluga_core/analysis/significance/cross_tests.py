@@ -52,18 +52,17 @@ def _suite_counts(con: duckdb.DuckDBPyConnection, rows: Sequence[dict[str, Any]]
     try:
         con.executemany(f"INSERT INTO _beluga_cross_pairs VALUES ({', '.join('?' * 12)})",
                         [[i, *(r[k] for k in _KEY)] for i, r in enumerate(rows)])
-        same = " AND ".join(f"x.{c} IS NOT DISTINCT FROM p.{c}" for c in ("suite", "model_name", "seed", "split_seed",
-                                                                           "variant", "mapped_level"))
+        same = "draw_key(x) = draw_key(p) AND x.mapped_level IS NOT DISTINCT FROM p.mapped_level"
         result = con.execute(f"""
             WITH a AS (
                 SELECT p.pair_id, x.case_id, x.eval_group, x.outcome
                 FROM _beluga_cross_pairs p
-                JOIN cross_case_bases x ON x.task = p.task AND {same} AND x.eval_suite = p.eval_suite
+                JOIN cross_case_bases x ON {same} AND x.eval_suite = p.eval_suite
                                        AND x.config = p.config AND x.method = p.method AND x.scenario = p.scenario
             ), b AS (
                 SELECT p.pair_id, x.case_id, x.outcome
                 FROM _beluga_cross_pairs p
-                JOIN cross_case_bases x ON x.task = p.task AND {same} AND x.eval_suite = p.eval_suite
+                JOIN cross_case_bases x ON {same} AND x.eval_suite = p.eval_suite
                                        AND x.config = ? AND x.method = ? AND x.scenario = ?
             )
             SELECT a.pair_id, a.eval_group, a.outcome, b.outcome, count(*)

@@ -20,10 +20,9 @@ from beluga_core.evaluation.metric_forms import model_parts, stored_form
 
 
 def _same_key(alias: str) -> str:
-    """Join condition: ``alias`` has the replicate key of pair row ``p`` (NULL keys match NULL)."""
-    return " AND ".join([f"{alias}.task = p.task"] + [f"{alias}.{c} IS NOT DISTINCT FROM p.{c}"
-                                                     for c in ("suite", "model_name", "seed", "split_seed",
-                                                               "variant")])
+    """Join condition: ``alias`` is of the draw of pair row ``p`` (its replicate key but config and method, which
+    are each arm's own)."""
+    return f"draw_key({alias}) = draw_key(p)"
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.execution.results import CrossResult, IIDResult, JobResult, ModelRecord, Outcomes
 from beluga_core.planning.cross_evals import plan_eval_suite
 from beluga_core.planning.jobs import Fold
+from beluga_core.store.reader import done_ids
 from beluga_core.store.rows import CaseRow, SuiteRow
 from beluga_core.store.writer import StoreWriter
 
@@ -239,10 +240,10 @@ def test_only_matrix_diagonal_is_each_models_pass_rate_on_its_own_group(tmp_path
 def test_a_model_lacking_an_evaluation_is_not_done(tmp_path: Path) -> None:
     writer = _store(tmp_path / "s.duckdb")
     _model(writer, "iid", "iid", "standard", {"f1-0": "pass"}, IID_CROSS, accuracy=0.8)
-    assert writer.done_ids() == {"iid"}
-    assert writer.done_ids({"iid": {"evals": "d"}}) == {"iid"}           # evaluated on those cases
-    assert writer.done_ids({"iid": {"evals": "other"}}) == set()         # the sample or mapping changed
-    assert writer.done_ids({"iid": {"evals": "d", "more": "x"}}) == set()  # an eval suite added since
+    assert done_ids(writer.path) == {"iid"}
+    assert done_ids(writer.path, {"iid": {"evals": "d"}}) == {"iid"}           # evaluated on those cases
+    assert done_ids(writer.path, {"iid": {"evals": "other"}}) == set()         # the sample or mapping changed
+    assert done_ids(writer.path, {"iid": {"evals": "d", "more": "x"}}) == set()  # an eval suite added since
 
 
 # ------------------------------------------------------------------------------------------ config errors

@@ -42,6 +42,19 @@ def test_job_ids_are_those_recorded(config: str) -> None:
     assert now == recorded, f"{config}: {len(set(now.get('jobs', [])) ^ set(recorded['jobs']))} ids differ"
 
 
+# The ids before the IID model's identity hashed only what its training reads (issue 54; the changes and their reasons:
+# benchmarks/job_id_changes.py, benchmarks/records/job_id_changes.txt).
+SCHEME1_IDS: dict[str, Any] = json.loads(gzip.decompress((GOLDEN / "job_ids.scheme1.json.gz").read_bytes()))
+
+
+@pytest.mark.parametrize("config", sorted(c for c, v in SCHEME1_IDS.items() if c.startswith("tests/") and "jobs" in v))
+def test_a_store_of_the_earlier_iid_identity_keeps_every_id(config: str) -> None:
+    """Planned for a store that holds an earlier version's models, a config keeps every id it had: the IID model
+    takes its earlier id, and the folds that start from it keep theirs (so the store resumes)."""
+    recorded = SCHEME1_IDS[config]
+    assert build_golden.job_ids(REPO / config, store_ids=recorded["jobs"]) == recorded
+
+
 @pytest.mark.parametrize("golden", STORES, ids=[p.name for p in STORES])
 def test_every_view_is_what_it_was_over_the_same_rows(golden: Path, tmp_path: Path) -> None:
     views = build_golden.golden_views(golden, tmp_path / "s.duckdb")

@@ -33,7 +33,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.execution.results import IIDResult, JobResult, Outcomes
 from beluga_core.store import connection as connection_mod
 from beluga_core.store.migrations import MIGRATIONS, SCHEMA_VERSION
-from beluga_core.store.reader import VIEWS, fetch_dicts, open_store, read_meta
+from beluga_core.store.reader import VIEWS, done_ids, fetch_dicts, open_store, read_meta
 from beluga_core.store.rows import CaseRow, SuiteRow
 from beluga_core.store.writer import StoreWriter
 
@@ -271,13 +271,13 @@ def test_failed_commit_leaves_no_rows(writer: StoreWriter, monkeypatch: pytest.M
     with pytest.raises(RuntimeError, match="disk full"):
         writer.commit(result("m1"))
     assert sum(rows_of(writer.path, "m1").values()) == 0
-    assert writer.done_ids() == set()
+    assert done_ids(writer.path) == set()
 
 
 def test_failed_model_is_replaced_and_kept_on_error(writer: StoreWriter,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     writer.commit(JobResult(record("m1", status="failed", error="OOM"), outcomes_of([])))
-    assert writer.done_ids() == set()
+    assert done_ids(writer.path) == set()
     assert rows_of(writer.path, "m1")["models"] == 1
 
     monkeypatch.setattr(StoreWriter, "_insert_outcomes", lambda *a: 1 / 0)
@@ -289,7 +289,7 @@ def test_failed_model_is_replaced_and_kept_on_error(writer: StoreWriter,
     con.close()
 
     writer.commit(result("m1"))
-    assert writer.done_ids() == {"m1"}
+    assert done_ids(writer.path) == {"m1"}
     assert rows_of(writer.path, "m1") == {"models": 1, "iid_predictions": 5, "iid_metrics": 1,
                                           "outcomes": len(TEST_CASES)}
 
@@ -299,10 +299,10 @@ def test_commit_many_writes_all_or_none_and_deletes_what_it_replaces(writer: Sto
         writer.commit_many([result("m1"), result("m2", [*all_outcomes(), ("nope", "pass")], seed=2)])
     assert sum(rows_of(writer.path, "m1").values()) == 0          # m1 was fine, and went with m2
     writer.commit_many([result("m1"), result("m2", seed=2)])
-    assert writer.done_ids() == {"m1", "m2"}
+    assert done_ids(writer.path) == {"m1", "m2"}
     # m2 again with fewer outcomes (its old rows go, none linger), and m1 replaced by m3.
     writer.commit_many([result("m2", all_outcomes()[:3], seed=2), result("m3", seed=3)], replacing=["m1"])
-    assert writer.done_ids() == {"m2", "m3"}
+    assert done_ids(writer.path) == {"m2", "m3"}
     assert sum(rows_of(writer.path, "m1").values()) == 0
     assert rows_of(writer.path, "m2")["outcomes"] == 3
 
@@ -350,13 +350,13 @@ def test_record_validation(writer: StoreWriter) -> None:
         Outcomes.of(["f1-0", "f1-0"], ["pass", "fail"])
     with pytest.raises(ValueError, match="outcome must be one of"):
         Outcomes.of(["f1-0"], ["passed"])
-    assert writer.done_ids() == set()
+    assert done_ids(writer.path) == set()
     # The held-out checks accept a fold evaluated on its own group only.
     f1 = [(c.case_id, "pass") for c in TEST_CASES if c.group("functionality") == "f1"]
     writer.commit(result("m1", f1, scenario="functionality", heldout_group="f1"))
     mft = [(c.case_id, "pass") for c in TEST_CASES if c.test_type == "MFT"]
     writer.commit(result("m2", mft, scenario="test_type", heldout_group="MFT"))
-    assert writer.done_ids() == {"m1", "m2"}
+    assert done_ids(writer.path) == {"m1", "m2"}
 
 
 def test_ensure_suite_is_idempotent_and_detects_a_changed_suite(writer: StoreWriter) -> None:
@@ -520,7 +520,7 @@ def test_an_older_store_is_migrated_one_numbered_step_at_a_time(tmp_path: Path) 
     con.close()
     w = StoreWriter(path)
     assert read_meta(path)["schema_version"] == str(SCHEMA_VERSION) == str(len(MIGRATIONS))
-    assert w.done_ids() == {"old"}
+    assert done_ids(w.path) == {"old"}
     # The old case gains a gold label when a run of the same suite records its cases again.
     w.ensure_suite(SuiteRow("toy", ("functionality",), "functionality", "text", ("a", "b")),
                    [CaseRow("f1-0", "MFT", {"functionality": "f1"}, "1")])

@@ -20,7 +20,8 @@ from beluga_core.store.reader import VIEWS, read_meta
 sys.path.insert(0, str(REPO / "benchmarks"))
 import build_golden  # "a view's rows" as the recorder defined them
 
-MACROS = {"pass_rate", "suite_score", "g_score", "case_group", "mean_of", "sum_of", "std_of"}
+MACROS = {"pass_rate", "suite_score", "g_score", "case_group", "mean_of", "sum_of", "std_of", "replicate_key",
+          "draw_key", "cell_key", "cell_draw_key", "over_tasks_key", "recipe_key", "suite_key"}
 # The version before the macros, and the store it wrote (benchmarks/build_golden.py store; tests/data/stores).
 BEFORE = 13
 

@@ -10,7 +10,7 @@
 -- A "scenario key" is (task, suite, model_name, config, method, scenario, seed, split_seed, variant): the models of
 -- one key together give one outcome per T_test case (one model for standard / seen, one fold model per
 -- held-out group otherwise). Only models with status 'done' count. Key columns may be NULL (e.g. seed of an
--- external evaluation), hence the IS NOT DISTINCT FROM joins.
+-- external evaluation): joins compare replicate_key (migration 18), which matches NULL with NULL.
 
 -- The crossing levels held out in a task's suite (docs/method.md, "Scenarios and folds"): a held-out scenario's level
 -- at which some of the suite's cases have no group (the header's crossing_levels; a held-out scenario is named after
@@ -117,13 +117,7 @@ SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.
        s.n_groups, s.n_groups_no_evaluable, s.n_groups_excluded, s.n_cases, s.cases_of
 FROM suite_scores_on_cases s
 LEFT JOIN iid_scores i
-       ON i.task = s.task
-      AND i.suite IS NOT DISTINCT FROM s.suite
-      AND i.model_name IS NOT DISTINCT FROM s.model_name
-      AND i.config = s.config
-      AND i.method = s.method
-      AND i.seed IS NOT DISTINCT FROM s.seed
-      AND i.split_seed IS NOT DISTINCT FROM s.split_seed AND i.variant = s.variant;
+       ON replicate_key(i) = replicate_key(s);
 
 -- G per scenario key, on every case it has.
 CREATE OR REPLACE VIEW g_scores AS
@@ -153,35 +147,22 @@ WITH reference AS (
     WHERE case_group(c.test_type, c.groups, h.heldout_level) IS NULL
     GROUP BY ALL
 )
-SELECT g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario,
+SELECT gs.task, gs.suite, gs.model_name, gs.config, gs.method, gs.variant, gs.scenario,
        count(*) AS n_replicates,
-       count(g.g) AS n_g,
-       mean_of(g.g) AS g_mean,
-       std_of(g.g) AS g_std,
-       mean_of(g.s_suite) AS s_suite_mean,
-       mean_of(g.s_iid) AS s_iid_mean,
-       count(*) FILTER (WHERE g.scenario NOT IN ('seen', 'standard')
-                          AND g.n_cases < r.n_cases - coalesce(u.n_cases, 0)) AS n_incomplete,
-       g.cases_of
-FROM g_scores_on_cases g
+       count(gs.g) AS n_g,
+       mean_of(gs.g) AS g_mean,
+       std_of(gs.g) AS g_std,
+       mean_of(gs.s_suite) AS s_suite_mean,
+       mean_of(gs.s_iid) AS s_iid_mean,
+       count(*) FILTER (WHERE gs.scenario NOT IN ('seen', 'standard')
+                          AND gs.n_cases < r.n_cases - coalesce(u.n_cases, 0)) AS n_incomplete,
+       gs.cases_of
+FROM g_scores_on_cases gs
 LEFT JOIN reference r
-       ON r.task = g.task
-      AND r.suite IS NOT DISTINCT FROM g.suite
-      AND r.model_name IS NOT DISTINCT FROM g.model_name
-      AND r.config = g.config
-      AND r.method = g.method
-      AND r.seed IS NOT DISTINCT FROM g.seed
-      AND r.split_seed IS NOT DISTINCT FROM g.split_seed AND r.variant = g.variant
+       ON replicate_key(r) = replicate_key(gs)
 LEFT JOIN ungrouped u
-       ON u.task = g.task
-      AND u.suite IS NOT DISTINCT FROM g.suite
-      AND u.model_name IS NOT DISTINCT FROM g.model_name
-      AND u.config = g.config
-      AND u.method = g.method
-      AND u.scenario = g.scenario
-      AND u.seed IS NOT DISTINCT FROM g.seed
-      AND u.split_seed IS NOT DISTINCT FROM g.split_seed AND u.variant = g.variant
-GROUP BY g.task, g.suite, g.model_name, g.config, g.method, g.variant, g.scenario, g.cases_of;
+       ON replicate_key(u) = replicate_key(gs) AND u.scenario = gs.scenario
+GROUP BY gs.task, gs.suite, gs.model_name, gs.config, gs.method, gs.variant, gs.scenario, gs.cases_of;
 
 -- g_summary_on_cases on every case a scenario key has.
 CREATE OR REPLACE VIEW g_summary AS

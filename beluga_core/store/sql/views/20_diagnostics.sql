@@ -42,8 +42,8 @@ FROM counted k
 JOIN models m ON m.model_id = k.model_id
 LEFT JOIN label_names n
        ON n.label = k.label
-      AND n.suite IS NOT DISTINCT FROM m.suite
-      AND ((k.source = 'suite' AND n.space = 'suite') OR (k.source <> 'suite' AND n.space = 'head' AND n.task = m.task))
+      AND ((k.source = 'suite' AND n.space = 'suite' AND n.suite = m.suite)
+        OR (k.source <> 'suite' AND n.space = 'head' AND suite_key(n) = suite_key(m)))
 WHERE m.status = 'done';
 
 -- The degeneracy check: does a model's prediction set collapse onto one label? Per scenario key (task,
@@ -111,7 +111,7 @@ SELECT m.task, m.suite, m.config, m.method, m.scenario, m.seed, m.variant, k.mod
        k.tp::DOUBLE / nullif(k.support, 0) AS recall,
        2.0 * k.tp / nullif(k.n_pred + k.support, 0) AS f1
 FROM counts k JOIN models m ON m.model_id = k.model_id
-LEFT JOIN label_names n ON n.space = 'head' AND n.task = m.task AND n.suite IS NOT DISTINCT FROM m.suite
+LEFT JOIN label_names n ON n.space = 'head' AND suite_key(n) = suite_key(m)
                        AND n.label = k.label
 WHERE m.status = 'done';
 

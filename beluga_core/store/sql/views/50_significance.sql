@@ -15,9 +15,7 @@ WITH keys AS (
            m.model_id, m.finished_at
     FROM keys k
     JOIN iid_scores i
-      ON i.task = k.task AND i.suite IS NOT DISTINCT FROM k.suite
-     AND i.model_name IS NOT DISTINCT FROM k.model_name AND i.config = k.config AND i.method = k.method
-     AND i.seed IS NOT DISTINCT FROM k.seed AND i.split_seed IS NOT DISTINCT FROM k.split_seed AND i.variant = k.variant
+      ON replicate_key(i) = replicate_key(k)
     JOIN models m ON m.model_id = i.model_id
 ), exclusions AS (
     SELECT task, string_agg(scoring_group, ',' ORDER BY scoring_group) AS groups
@@ -45,16 +43,11 @@ WITH strata AS (
            a.digest AS a_digest, b.digest AS b_digest
     FROM significance_tests t
     JOIN significance_inputs a
-      ON a.config = t.config AND a.method = t.method
-     AND a.seed IS NOT DISTINCT FROM t.seed AND a.split_seed IS NOT DISTINCT FROM t.split_seed AND a.variant = t.variant
-     AND (t.scope = 'mean_over_tasks'
-          OR (a.task = t.task AND a.suite IS NOT DISTINCT FROM t.suite
-              AND a.model_name IS NOT DISTINCT FROM t.model_name))
+      ON over_tasks_key(a) = over_tasks_key(t)
+     AND (t.scope = 'mean_over_tasks' OR replicate_key(a) = replicate_key(t))
      AND (a.scenario = t.scenario OR (t.scenario IS NULL AND a.scenario NOT LIKE 'only:%'))
     JOIN significance_inputs b
-      ON b.task = a.task AND b.suite IS NOT DISTINCT FROM a.suite
-     AND b.model_name IS NOT DISTINCT FROM a.model_name
-     AND b.seed IS NOT DISTINCT FROM a.seed AND b.split_seed IS NOT DISTINCT FROM a.split_seed AND b.variant = a.variant
+      ON draw_key(b) = draw_key(a)
      AND b.config = t.base_config AND b.method = t.base_method
      AND b.scenario = coalesce(t.base_scenario, a.scenario)
     WHERE NOT (a.config = b.config AND a.method = b.method AND a.scenario = b.scenario)
@@ -80,29 +73,24 @@ CREATE OR REPLACE VIEW significance AS
 WITH baseline AS (
     SELECT * FROM g_scores WHERE config = 'iid' AND method = 'vanilla' AND scenario = 'standard'
 ), arms AS (
-    SELECT g.task, g.suite, g.model_name, g.config, g.method, g.scenario, g.seed, g.split_seed, g.variant,
-           g.s_iid, b.s_iid AS base_s_iid
-    FROM g_scores g
+    SELECT gs.task, gs.suite, gs.model_name, gs.config, gs.method, gs.scenario, gs.seed, gs.split_seed, gs.variant,
+           gs.s_iid, b.s_iid AS base_s_iid, draw_key(gs) AS draw   -- once per arm, not per case below
+    FROM g_scores gs
     JOIN baseline b
-      ON b.task = g.task AND b.suite IS NOT DISTINCT FROM g.suite
-     AND b.model_name IS NOT DISTINCT FROM g.model_name
-     AND b.seed IS NOT DISTINCT FROM g.seed AND b.split_seed IS NOT DISTINCT FROM g.split_seed AND b.variant = g.variant
-    WHERE NOT (g.config = 'iid' AND g.method = 'vanilla' AND g.scenario = 'standard')
+      ON draw_key(b) = draw_key(gs)
+    WHERE NOT (gs.config = 'iid' AND gs.method = 'vanilla' AND gs.scenario = 'standard')
 ), arm_outcomes AS (
-    SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant,
+    SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant, a.draw,
            o.suite AS case_suite, o.case_id, o.outcome
     FROM arms a
     JOIN models m
-      ON m.status = 'done' AND m.task = a.task AND m.suite IS NOT DISTINCT FROM a.suite
-     AND m.model_name IS NOT DISTINCT FROM a.model_name AND m.config = a.config AND m.method = a.method
-     AND m.scenario = a.scenario AND m.seed IS NOT DISTINCT FROM a.seed
-     AND m.split_seed IS NOT DISTINCT FROM a.split_seed AND m.variant = a.variant
+      ON m.status = 'done' AND replicate_key(m) = replicate_key(a) AND m.scenario = a.scenario
     JOIN outcomes o ON o.model_id = m.model_id
 ), base_outcomes AS (
-    SELECT m.task, m.suite, m.model_name, m.seed, m.split_seed, m.variant, o.suite AS case_suite, o.case_id, o.outcome
-    FROM models m
+    SELECT m.draw, o.suite AS case_suite, o.case_id, o.outcome
+    FROM (SELECT model_id, draw_key(m) AS draw FROM models m
+          WHERE status = 'done' AND config = 'iid' AND method = 'vanilla' AND scenario = 'standard') m
     JOIN outcomes o ON o.model_id = m.model_id
-    WHERE m.status = 'done' AND m.config = 'iid' AND m.method = 'vanilla' AND m.scenario = 'standard'
 ), shared_counts AS (
     -- Per arm and scoring group: both sides' passes and fails over the cases both have an outcome for.
     SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant,
@@ -112,9 +100,7 @@ WITH baseline AS (
            count(*) FILTER (WHERE b.outcome = 'fail') AS base_n_fail
     FROM arm_outcomes a
     JOIN base_outcomes b
-      ON b.task = a.task AND b.suite IS NOT DISTINCT FROM a.suite AND b.model_name IS NOT DISTINCT FROM a.model_name
-     AND b.seed IS NOT DISTINCT FROM a.seed AND b.split_seed IS NOT DISTINCT FROM a.split_seed
-     AND b.variant = a.variant AND b.case_suite = a.case_suite AND b.case_id = a.case_id
+      ON b.draw = a.draw AND b.case_suite = a.case_suite AND b.case_id = a.case_id
     JOIN cases c ON c.suite = a.case_suite AND c.case_id = a.case_id
     GROUP BY ALL
 ), shared AS (
@@ -129,9 +115,7 @@ WITH baseline AS (
            a.s_iid, a.base_s_iid, g_score(s.s_suite, a.s_iid) AS g, g_score(s.base_s_suite, a.base_s_iid) AS base_g
     FROM arms a
     LEFT JOIN shared s
-      ON s.task = a.task AND s.suite IS NOT DISTINCT FROM a.suite AND s.model_name IS NOT DISTINCT FROM a.model_name
-     AND s.config = a.config AND s.method = a.method AND s.scenario = a.scenario AND s.seed IS NOT DISTINCT FROM a.seed
-     AND s.split_seed IS NOT DISTINCT FROM a.split_seed AND s.variant = a.variant
+      ON replicate_key(s) = replicate_key(a) AND s.scenario = a.scenario
 ), per_task AS (
     -- Within a task: mean over its strata (model names; and scenarios for the Avg. row, scenario NULL, which
     -- pools the generalization scenarios, not the only:LEVEL=g models).
@@ -160,10 +144,7 @@ WITH baseline AS (
            s.delta_g AS tested_delta_g, s.rounds, s.rng_seed, s.computed_at, s.comparison_id, s.stale
     FROM live l
     LEFT JOIN stored s
-      ON s.scope = 'replicate' AND s.task = l.task AND s.suite IS NOT DISTINCT FROM l.suite
-     AND s.model_name IS NOT DISTINCT FROM l.model_name AND s.config = l.config AND s.method = l.method
-     AND s.scenario = l.scenario AND s.seed IS NOT DISTINCT FROM l.seed
-     AND s.split_seed IS NOT DISTINCT FROM l.split_seed AND s.variant = l.variant
+      ON s.scope = 'replicate' AND replicate_key(s) = replicate_key(l) AND s.scenario = l.scenario
     UNION ALL
     SELECT 'mean_over_tasks', NULL, NULL, NULL, l.config, l.method, l.scenario, l.seed, l.split_seed, l.variant,
            l.n_tasks, l.s_iid, l.base_s_iid, l.g, l.base_g,
@@ -171,9 +152,9 @@ WITH baseline AS (
            s.rounds, s.rng_seed, s.computed_at, s.comparison_id, s.stale
     FROM mean_live l
     LEFT JOIN stored s
-      ON s.scope = 'mean_over_tasks' AND s.config = l.config AND s.method = l.method
-     AND s.scenario IS NOT DISTINCT FROM l.scenario AND s.seed IS NOT DISTINCT FROM l.seed
-     AND s.split_seed IS NOT DISTINCT FROM l.split_seed AND s.variant = l.variant
+      ON s.scope = 'mean_over_tasks'
+     AND over_tasks_key(s) = over_tasks_key(l)
+     AND s.scenario IS NOT DISTINCT FROM l.scenario
 )
 SELECT scope, task, suite, model_name, config, method, scenario, seed, split_seed, variant, n_tasks,
        s_iid, base_s_iid, s_iid - base_s_iid AS delta_iid, p_iid, iid_test, n_discordant, k_better,

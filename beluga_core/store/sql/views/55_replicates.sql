@@ -22,14 +22,10 @@ WITH current_inputs AS (
            CASE WHEN r.base_config IS NULL THEN a.digest ELSE md5(a.digest || '/' || b.digest) END AS current_digest
     FROM replicate_intervals r
     LEFT JOIN replicate_inputs a
-           ON a.task = r.task AND a.suite IS NOT DISTINCT FROM r.suite
-          AND a.model_name IS NOT DISTINCT FROM r.model_name AND a.config = r.config AND a.method = r.method
-          AND a.variant = r.variant AND a.scenario = r.scenario AND a.split_seed IS NOT DISTINCT FROM r.split_seed
+           ON cell_key(a) = cell_key(r) AND a.scenario = r.scenario
     LEFT JOIN replicate_inputs b
-           ON b.task = r.task AND b.suite IS NOT DISTINCT FROM r.suite
-          AND b.model_name IS NOT DISTINCT FROM r.model_name AND b.config = r.base_config
-          AND b.method = r.base_method AND b.variant = r.variant AND b.scenario = r.base_scenario
-          AND b.split_seed IS NOT DISTINCT FROM r.split_seed
+           ON cell_draw_key(b) = cell_draw_key(r)
+          AND b.config = r.base_config AND b.method = r.base_method AND b.scenario = r.base_scenario
 ), rule AS (
     SELECT 5 AS min_seeds   -- HIERARCHICAL_MIN_SEEDS
 ), kinds AS (

@@ -70,13 +70,7 @@ SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.
        i.metric AS iid_metric, i.model_id AS iid_model_id, s.n_groups, s.n_groups_no_evaluable, s.n_cases
 FROM scores s
 LEFT JOIN iid_scores i
-       ON i.task = s.task
-      AND i.suite IS NOT DISTINCT FROM s.suite
-      AND i.model_name IS NOT DISTINCT FROM s.model_name
-      AND i.config = s.config
-      AND i.method = s.method
-      AND i.seed IS NOT DISTINCT FROM s.seed
-      AND i.split_seed IS NOT DISTINCT FROM s.split_seed AND i.variant = s.variant;
+       ON replicate_key(i) = replicate_key(s);
 
 -- cross_scores and cross_pass_rates as the report shows them: per (task, suite, config, method, variant, scenario,
 -- eval suite, basis[, eval group]), the mean over replicates and model names.
@@ -155,18 +149,13 @@ SELECT (CASE WHEN a.variant = ''  -- the unnamed variant keeps the ids stores ha
        md5(ia.digest || '/' || ib.digest || '|' || coalesce(mp.map_digest, '')) AS inputs_digest
 FROM cross_scores a
 JOIN cross_scores b
-  ON b.task = a.task AND b.suite IS NOT DISTINCT FROM a.suite AND b.model_name IS NOT DISTINCT FROM a.model_name
- AND b.seed IS NOT DISTINCT FROM a.seed AND b.split_seed IS NOT DISTINCT FROM a.split_seed AND b.variant = a.variant
+  ON draw_key(b) = draw_key(a)
  AND b.config = 'iid' AND b.method = 'vanilla' AND b.scenario = 'standard'
  AND b.eval_suite = a.eval_suite AND b.mapped_level IS NOT DISTINCT FROM a.mapped_level
 JOIN significance_inputs ia
-  ON ia.task = a.task AND ia.suite IS NOT DISTINCT FROM a.suite AND ia.model_name IS NOT DISTINCT FROM a.model_name
- AND ia.config = a.config AND ia.method = a.method AND ia.scenario = a.scenario
- AND ia.seed IS NOT DISTINCT FROM a.seed AND ia.split_seed IS NOT DISTINCT FROM a.split_seed AND ia.variant = a.variant
+  ON replicate_key(ia) = replicate_key(a) AND ia.scenario = a.scenario
 JOIN significance_inputs ib
-  ON ib.task = b.task AND ib.suite IS NOT DISTINCT FROM b.suite AND ib.model_name IS NOT DISTINCT FROM b.model_name
- AND ib.config = b.config AND ib.method = b.method AND ib.scenario = b.scenario
- AND ib.seed IS NOT DISTINCT FROM b.seed AND ib.split_seed IS NOT DISTINCT FROM b.split_seed AND ib.variant = b.variant
+  ON replicate_key(ib) = replicate_key(b) AND ib.scenario = b.scenario
 LEFT JOIN map_digests mp
   ON mp.task = a.task AND mp.train_suite = a.suite AND mp.eval_suite = a.eval_suite AND mp.level = a.mapped_level
 WHERE (a.mapped_level IS NULL OR a.mapped_level = a.scenario)

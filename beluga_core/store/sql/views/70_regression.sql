@@ -24,9 +24,7 @@ SELECT m.model_id, m.task, m.suite, m.model_name, m.config, m.method, m.scenario
 FROM models m
 LEFT JOIN models p ON p.model_id = m.parent_model_id AND p.status = 'done'
 LEFT JOIN baselines b
-       ON b.task = m.task AND b.suite IS NOT DISTINCT FROM m.suite
-      AND b.model_name IS NOT DISTINCT FROM m.model_name AND b.seed IS NOT DISTINCT FROM m.seed
-      AND b.split_seed IS NOT DISTINCT FROM m.split_seed AND b.variant = m.variant
+       ON draw_key(b) = draw_key(m)
 WHERE m.status = 'done' AND coalesce(p.model_id, b.model_id) IS NOT NULL
   AND coalesce(p.model_id, b.model_id) <> m.model_id;
 
