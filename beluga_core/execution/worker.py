@@ -88,8 +88,10 @@ def iid_train_examples(cfg: BenchmarkConfig, config: str, train: Sequence[Exampl
     return []
 
 
-def _seed_of(job_id: str, seed: int) -> int:
-    return (int(hashlib.sha256(job_id.encode()).hexdigest()[:8], 16) + seed) % (2**31)
+def _seed_of(key: str, seed: int) -> int:
+    """A job's training seed: from its ``Job.training_key`` (its id, or for the IID model the identity of its
+    training alone) and its seed, so that what does not change the training does not redraw it."""
+    return (int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) + seed) % (2**31)
 
 
 @dataclass
@@ -241,7 +243,7 @@ class Worker:
             checkpoints = self.checkpoints_of(job, method)
             resume = checkpoints.resume(1) if checkpoints is not None else None
             at = None if checkpoints is None else StageCheckpoints(checkpoints, 0, 1, (0, 0, 0.0), resume)
-            seed = _seed_of(job.id, job.seed)
+            seed = _seed_of(job.training_key, job.seed)
             specs.append(MemberSpec(job.id, trainset, stage_method, stage_hp, seed, seed,
                                     progress=partial(progress, job, "train") if progress else None, checkpoints=at))
             built.append((trainset, len(iid_train), [c.id for c in cases], resume))
@@ -291,7 +293,7 @@ class Worker:
         task, suite = state.task, state.plan.suite
         conf = CONFIGURATIONS.get(job.config)
         method = METHODS.get(job.method)(job.hparams.get("method", {}))
-        seed_everything(_seed_of(job.id, job.seed))
+        seed_everything(_seed_of(job.training_key, job.seed))
         model = self.model(task, job.model, method.model_overrides())
         model.load_state_dict(self._start_state(job, state.plan))
         for p in model.parameters():
@@ -367,7 +369,7 @@ class Worker:
                 checkpoints, i, len(stages), (done.steps, done.examples, done.seconds),
                 resume if resume is not None and i == resume.stage else None)
             stats = train_stage(task, model, encoder, self.device, trainset, stage_hp, stage_method,
-                                _seed_of(job.id, job.seed) + i,
+                                _seed_of(job.training_key, job.seed) + i,
                                 progress=partial(progress, label) if progress else None,
                                 teachers=partial(self.teacher, job), checkpoints=at)
             done = TrainStats(done.steps + stats.steps, done.examples + stats.examples, stats.mean_loss,

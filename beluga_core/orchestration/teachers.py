@@ -114,7 +114,7 @@ def _settings(con: duckdb.DuckDBPyConnection, model_id: str) -> dict[str, Any]:
 
 def _head(con: duckdb.DuckDBPyConnection, task: str, suite: str | None) -> list[str] | None:
     row = con.execute("SELECT labels::VARCHAR FROM task_heads h "
-                      "WHERE suite_key(h) = suite_key({'task': ?::VARCHAR, 'suite': ?::VARCHAR})",
+                      "WHERE same_suite(h, {'task': ?::VARCHAR, 'suite': ?::VARCHAR})",
                       [task, suite]).fetchone()
     return json.loads(row[0]) if row is not None and row[0] is not None else None
 

@@ -118,6 +118,9 @@ class Job(JobSpec):
 
     id: str
     hparams: dict[str, Any]
+    # The identity of its training alone, where its id hashes more (the IID model's names the suite it is scored on,
+    # which its training does not read): its training seed derives from it (``training_key``).
+    training_id: str = ""
     kind: JobKind = JobKind.FOLD
     point: dict[str, Any] | None = None
     grid_scoring: Mapping[str, Any] = field(default_factory=dict)
@@ -126,6 +129,11 @@ class Job(JobSpec):
     @property
     def is_iid_model(self) -> bool:
         return self.kind is JobKind.IID
+
+    @property
+    def training_key(self) -> str:
+        """What the worker derives the training seed from: the training's identity, else the job's id."""
+        return self.training_id or self.id
 
     @property
     def is_grid_point(self) -> bool:
@@ -167,6 +175,9 @@ def iid_identity(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str)
     ``"identity": 2`` tells these ids from the earlier scheme's (``legacy_iid_id``)."""
     sizes = cfg.sizes
     return {
+        # The suite's name: not read by training (``iid_training_identity`` leaves it out, and the training seed with
+        # it), but the suite the model is scored on, so that a store scoring one recipe on two suites keeps two rows.
+        "suite": suite.header.name,
         "format": JOB_FORMAT, "identity": 2, "task": spec.name, "iid": spec.iid, "head": suite.header.label_space,
         "model": model, "max_length": cfg.model.max_length, "iid_train": sizes.iid_train, "iid_test": sizes.iid_test,
         "iid_eval_seed": cfg.split.iid_eval_seed,
@@ -177,6 +188,11 @@ def iid_identity(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str)
         **({"deterministic": True} if cfg.executor.deterministic else {}),
         **({"variant": cfg.variant} if cfg.variant else {}),
     }
+
+
+def iid_training_identity(iid_common: Mapping[str, Any], spec: JobSpec, hparams: Mapping[str, Any]) -> dict[str, Any]:
+    """What the IID model's training reads (its seed derives from the hash): its identity without the suite's name."""
+    return job_identity({k: v for k, v in iid_common.items() if k != "suite"}, spec, JobKind.IID, hparams, {})
 
 
 def legacy_iid_identity(common: Mapping[str, Any], spec: JobSpec, hparams: Mapping[str, Any]) -> dict[str, Any]:

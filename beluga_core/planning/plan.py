@@ -39,6 +39,7 @@ from beluga_core.planning.jobs import (
     common_identity,
     iid_identity,
     iid_spec,
+    iid_training_identity,
     job_identity,
     legacy_iid_identity,
     make_job,
@@ -170,12 +171,14 @@ class TaskPlan:
         scheme where the run's store holds a done model of that id (``jobs.legacy_iid_id``)."""
         job = make_job(self.iid_common if kind is JobKind.IID else self.common, spec, hp, kind=kind, point=point,
                        grid_scoring=grid_scoring, steps=self.steps_of(cfg, spec, kind))
-        if kind is JobKind.IID and job.id not in self.store_ids:
+        if kind is not JobKind.IID:
+            return job
+        if job.id not in self.store_ids:
             legacy = digest(legacy_iid_identity(self.common, spec, hp))
-            if legacy in self.store_ids:
+            if legacy in self.store_ids:  # trained as then: its seed from its id
                 self.legacy_iid_ids.add(legacy)
-                job = replace(job, id=legacy)
-        return job
+                return replace(job, id=legacy)
+        return replace(job, training_id=digest(iid_training_identity(self.iid_common, spec, hp)))
 
     def fold_job(self, cfg: BenchmarkConfig, spec: JobSpec, hp: dict[str, Any]) -> Job:
         conf = CONFIGURATIONS.get(spec.config)

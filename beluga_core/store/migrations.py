@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import duckdb
 
 from beluga_core import __version__ as BELUGA_VERSION
-from beluga_core.store.connection import sql_file, transaction, view_files
+from beluga_core.store.connection import sql_file, transaction, view_files, view_sql
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def views_digest() -> str:
     """What the store's views are made of: every view file's name and text, and the DuckDB that binds them."""
     h = hashlib.sha256(duckdb.__version__.encode())
     for name in view_files():
-        h.update(b"\0" + name.encode() + b"\0" + sql_file(name).encode())
+        h.update(b"\0" + name.encode() + b"\0" + view_sql(name).encode())
     return h.hexdigest()
 
 
@@ -85,7 +85,7 @@ def refresh_views(con: duckdb.DuckDBPyConnection, *, force: bool = False) -> Non
     stored = con.execute("SELECT value FROM beluga_meta WHERE key = 'views_digest'").fetchall()
     if force or not stored or stored[0][0] != views_digest():
         for name in view_files():
-            con.execute(sql_file(name))
+            con.execute(view_sql(name))
         con.execute("INSERT OR REPLACE INTO beluga_meta VALUES ('views_digest', ?)", [views_digest()])
     con.executemany("INSERT OR REPLACE INTO beluga_meta VALUES (?, ?)",
                     [["last_beluga_version", BELUGA_VERSION], ["last_duckdb_version", duckdb.__version__]])

@@ -330,7 +330,7 @@ def _insert_arrow(con: duckdb.DuckDBPyConnection, table: str, model_id: str, row
 
 
 # A model's slot: its replicate cell (the record's key columns as a row for replicate_key), scenario and groups.
-_SLOT = """replicate_key(models) = replicate_key({'task': ?::VARCHAR, 'suite': ?::VARCHAR, 'model_name': ?::VARCHAR,
+_SLOT = """same_replicate(models, {'task': ?::VARCHAR, 'suite': ?::VARCHAR, 'model_name': ?::VARCHAR,
     'config': ?::VARCHAR, 'method': ?::VARCHAR, 'seed': ?::BIGINT, 'split_seed': ?::BIGINT, 'variant': ?::VARCHAR})
     AND scenario = ? AND heldout_group IS NOT DISTINCT FROM ? AND trained_group IS NOT DISTINCT FROM ?
     AND model_id <> ?"""

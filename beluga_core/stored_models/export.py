@@ -20,6 +20,7 @@ from beluga_core.data.suite.suite_io import Suite
 from beluga_core.data.suite.suite_schema import SuiteHeader
 from beluga_core.execution.worker import cache_dir_for, weights_path
 from beluga_core.planning.plan import make_task
+from beluga_core.store.connection import expand_key_comparisons
 from beluga_core.store.reader import FAILED_JOBS, open_store
 from beluga_core.store.selectors import select_one
 from beluga_core.training.checkpoints import CheckpointRejected, checkpoint_folder, peek
@@ -97,11 +98,7 @@ def export_model(store: Path, selector: str, out: Path) -> Path:
         m = select_one(con, selector, where=str(store))
         sm = stored_model(con, store, m)
         mid = m["model_id"]
-        # The model's own replicate cell: a store with several suites, model names, split seeds or variants
-        # has one row per cell and scenario.
-        scores = con.execute("""SELECT s.scenario, s.s_suite, s.s_iid, s.g FROM g_scores s JOIN models m
-                                ON replicate_key(s) = replicate_key(m) WHERE m.model_id = ? ORDER BY s.scenario""",
-                             [mid]).fetchall()
+        scores = card_scores(con, mid)
         metrics = con.execute("SELECT split, metric, value FROM iid_metrics WHERE model_id = ? ORDER BY ALL",
                               [mid]).fetchall()
     model = sm.build()
@@ -114,6 +111,14 @@ def export_model(store: Path, selector: str, out: Path) -> Path:
     load_tokenizer(m["model_name"]).save_pretrained(out)
     (out / "README.md").write_text(model_card(m, sm.config, scores, metrics, store), encoding="utf-8")
     return out
+
+
+def card_scores(con: duckdb.DuckDBPyConnection, model_id: str) -> list[tuple[Any, ...]]:
+    """(scenario, s_suite, s_iid, g) of every scenario of the model's own replicate cell: a store with several
+    suites, model names, split seeds or variants has one ``g_scores`` row per cell and scenario."""
+    return con.execute(expand_key_comparisons("""SELECT s.scenario, s.s_suite, s.s_iid, s.g FROM g_scores s
+                                                 JOIN models m ON same_replicate(s, m) WHERE m.model_id = ?
+                                                 ORDER BY s.scenario"""), [model_id]).fetchall()
 
 
 def model_card(m: dict[str, Any], cfg: BenchmarkConfig, scores: list[tuple[Any, ...]],

@@ -1,13 +1,14 @@
-"""Does joining on replicate_key (migration 18: md5 of the key columns as JSON) slow the views down? Every view read
-on the synthetic store with the views of a base commit (each key column compared with IS NOT DISTINCT FROM) and
-with this checkout's, paired and alternated in one run.
+"""Do the replicate key's macros (migration 18) slow the views down? Every view read on the synthetic store with the
+views of a base commit (each key column compared with IS NOT DISTINCT FROM, written out in every join) and with this
+checkout's (the same_* macros), paired and alternated in one run.
 
     python benchmarks/perf/replicate_key_joins.py [--base 471a717] [--rounds 10] [--per-group 40]
 
 Builds the benchmarks' synthetic store (three training seeds) with this checkout, copies it, and re-creates the base
 commit's view files (`git show BASE:beluga_core/store/sql/views/…`) in the copy. Each round reads every view of both
 stores in fresh read-only connections, in alternating order, and times the whole read. Prints the per-round ratio
-new / base, its mean with a 95 % t interval, the machine line, and the wall times.
+new / base, its mean with a 95 % t interval, the machine line, and the wall times. Run it with the floors
+virtualenv's Python for DuckDB 1.2.0.
 """
 
 from __future__ import annotations

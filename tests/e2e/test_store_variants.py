@@ -265,26 +265,30 @@ def test_the_docs_document_every_trainer_member_and_count_the_methods() -> None:
     assert smoke is not None and f"BeLUGA's {words[smoke.group(1).count(',') + 1]} methods" in docs
 
 
-def _plan_ids(config: Path, store: Path) -> tuple[set[str], set[str]]:
-    """(the IID models' job ids, the other jobs' ids) of ``config`` planned for ``store``."""
+def _plan_ids(config: Path, store: Path) -> tuple[set[tuple[str, str]], set[str]]:
+    """((the IID models' job id, training key), the other jobs' ids) of ``config`` planned for ``store``."""
     from beluga_core.config.load import load_config
     from beluga_core.orchestration.teachers import plan_run
 
     plan = plan_run(load_config(config).with_store_path(str(store.resolve())), config.resolve())
-    return {j.id for j in plan.jobs if j.is_iid_model}, {j.id for j in plan.jobs if not j.is_iid_model}
+    return ({(j.id, j.training_key) for j in plan.jobs if j.is_iid_model},
+            {j.id for j in plan.jobs if not j.is_iid_model})
 
 
 def test_the_iid_model_is_the_same_whatever_the_suite_and_the_folds_are_not(base_store: Path, tmp_path: Path) -> None:
     """The IID model never trains on the suite: a suite with a case less, or another suite-only size, leaves its
-    id, its training seed and so its weights as they were, while every fold gets a new id. Its T_test is checked
-    apart from its id: scored on other cases, it is not done."""
+    id, its training seed and so its weights as they were, while every fold gets a new id; a renamed suite gives it
+    another id (the suite it is scored on: one store can score it on two) and the same training seed. Its T_test is
+    checked apart from its id: scored on other cases, it is not done."""
     from beluga_core.core.hashing import sorted_ids_digest
     from beluga_core.data.suite.suite_io import load_suite, write_suite
     from beluga_core.store.reader import done_ids
 
     suite = load_suite("builtin:sst2-phenomena")
     write_suite(tmp_path / "fewer.jsonl", suite.header, suite.cases[1:])
-    fewer = BASE.replace('suite = "builtin:sst2-phenomena"', f'suite = "{(tmp_path / "fewer.jsonl").as_posix()}"')
+    write_suite(tmp_path / "renamed.jsonl", suite.header.model_copy(update={"name": "renamed"}), suite.cases)
+    fewer, renamed = (BASE.replace('suite = "builtin:sst2-phenomena"', f'suite = "{(tmp_path / f).as_posix()}"')
+                      for f in ("fewer.jsonl", "renamed.jsonl"))
     more_train = BASE.replace("suite_train_per_group = 2", "suite_train_per_group = 3")
     new_store = tmp_path / "none.duckdb"
     base_iid, base_folds = _plan_ids(_config(tmp_path, "base.toml", BASE), new_store)
@@ -292,12 +296,15 @@ def test_the_iid_model_is_the_same_whatever_the_suite_and_the_folds_are_not(base
         iid, folds = _plan_ids(_config(tmp_path, "changed.toml", text), new_store)
         assert iid == base_iid and len(iid) == 1
         assert folds and not folds & base_folds
+    ((base_id, base_key),) = base_iid
+    ((other_id, other_key),) = _plan_ids(_config(tmp_path, "renamed.toml", renamed), new_store)[0]
+    assert other_id != base_id and other_key == base_key != base_id
 
     # The weights: a run with the other suite-only size trains the IID model to the same bits as the base run.
     store = tmp_path / "more-train.duckdb"
     from helpers import run_benchmark
     run_benchmark(_config(tmp_path, "more-train.toml", more_train + "[method.l2]\nweight_decay = 0.05\n"), store)
-    (iid_id,) = base_iid
+    iid_id = base_id
     import torch
     a = torch.load(base_store.with_name(base_store.name + ".cache") / f"{iid_id}.pt", weights_only=True)
     b = torch.load(store.with_name(store.name + ".cache") / f"{iid_id}.pt", weights_only=True)

@@ -43,6 +43,7 @@ from beluga_core.execution.results import (
     ModelRecord,
     Outcomes,
 )
+from beluga_core.store.connection import expand_key_comparisons
 from beluga_core.store.reader import open_store
 from beluga_core.store.selectors import select_models
 from beluga_core.store.writer import StoreWriter
@@ -107,17 +108,17 @@ def _baseline(con: duckdb.DuckDBPyConnection, members: Sequence[dict[str, Any]])
     if len(parents) == 1 and None not in parents:
         return str(next(iter(parents)))
     # The IID baseline of the first member's draw (its replicate key under config iid, method vanilla).
-    row = con.execute("""SELECT b.model_id FROM models m
-                         JOIN models b ON draw_key(b) = draw_key(m)
+    row = con.execute(expand_key_comparisons("""SELECT b.model_id FROM models m
+                         JOIN models b ON same_draw(b, m)
                          WHERE m.model_id = ? AND b.status = 'done' AND b.config = 'iid' AND b.method = 'vanilla'
-                           AND b.scenario = 'standard' ORDER BY b.finished_at DESC LIMIT 1""",
+                           AND b.scenario = 'standard' ORDER BY b.finished_at DESC LIMIT 1"""),
                       [members[0]["model_id"]]).fetchall()
     return row[0][0] if row else None
 
 
 def _class_count(con: duckdb.DuckDBPyConnection, task: str, suite: str | None) -> int | None:
     row = con.execute("SELECT json_array_length(labels) FROM task_heads h "
-                      "WHERE suite_key(h) = suite_key({'task': ?::VARCHAR, 'suite': ?::VARCHAR})",
+                      "WHERE same_suite(h, {'task': ?::VARCHAR, 'suite': ?::VARCHAR})",
                       [task, suite]).fetchall()
     return int(row[0][0]) if row and row[0][0] is not None else None
 

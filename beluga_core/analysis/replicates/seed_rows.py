@@ -16,6 +16,7 @@ import numpy as np
 
 from beluga_core.analysis.replicates.intervals import IidParts, Replicates
 from beluga_core.evaluation.metric_forms import MEAN, MetricForm, model_parts, stored_form
+from beluga_core.store.connection import expand_key_comparisons
 
 CELL_COLUMNS = ("task", "suite", "model_name", "config", "method", "variant", "scenario", "split_seed")
 
@@ -72,6 +73,10 @@ SOURCES = {
 }
 
 
+# The cell columns of the temporary table k, as text (as ``build_cells`` matches them).
+_CELL_TEXT = ", ".join(f"k.{c}::VARCHAR" for c in CELL_COLUMNS)
+
+
 def load_cells(con: duckdb.DuckDBPyConnection, cells: Iterable[Cell],
                source: str = "outcomes") -> dict[Cell, Replicates]:
     """The ``Replicates`` of ``cells`` from ``source`` (SOURCES; one part)."""
@@ -84,23 +89,24 @@ def load_parts(con: duckdb.DuckDBPyConnection, cells: Iterable[Cell],
     wanted = sorted(set(cells))
     if not wanted:
         return {}
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _beluga_cells ({', '.join(f'{c} VARCHAR' for c in CELL_COLUMNS)})")
+    # split_seed as the store types it (the same_* macros compare the columns); every column read back as text.
+    con.execute("CREATE OR REPLACE TEMP TABLE _beluga_cells "
+                f"({', '.join(f'{c} BIGINT' if c == 'split_seed' else f'{c} VARCHAR' for c in CELL_COLUMNS)})")
     try:
         con.executemany(f"INSERT INTO _beluga_cells VALUES ({', '.join('?' * len(CELL_COLUMNS))})",
                         [list(_text(c)) for c in wanted])
-        outcomes = con.execute(f"""
-            SELECT {', '.join(f'k.{c}' for c in CELL_COLUMNS)}, m.seed, s.case_id, s.grp, s.outcome, s.excluded,
-                   s.part
+        outcomes = con.execute(expand_key_comparisons(f"""
+            SELECT {_CELL_TEXT}, m.seed, s.case_id, s.grp, s.outcome, s.excluded, s.part
             FROM _beluga_cells k
-            JOIN models m ON m.status = 'done' AND cell_key(m) = cell_key(k) AND m.scenario = k.scenario
-            JOIN ({SOURCES[source]}) s ON s.model_id = m.model_id""").fetchall()
-        iid = con.execute(f"""
-            SELECT {', '.join(f'k.{c}' for c in CELL_COLUMNS)}, i.seed, p.example_idx, p.correct, p.gold, p.pred,
+            JOIN models m ON m.status = 'done' AND same_cell(m, k) AND m.scenario = k.scenario
+            JOIN ({SOURCES[source]}) s ON s.model_id = m.model_id""")).fetchall()
+        iid = con.execute(expand_key_comparisons(f"""
+            SELECT {_CELL_TEXT}, i.seed, p.example_idx, p.correct, p.gold, p.pred,
                    i.metric, i.s_iid, h.labels::VARCHAR, h.task IS NOT NULL
             FROM _beluga_cells k
-            JOIN iid_scores i ON cell_key(i) = cell_key(k)
+            JOIN iid_scores i ON same_cell(i, k)
             JOIN iid_predictions p ON p.model_id = i.model_id AND p.split = 'test'
-            LEFT JOIN task_heads h ON h.task = k.task AND h.suite = k.suite""").fetchall()
+            LEFT JOIN task_heads h ON h.task = k.task AND h.suite = k.suite""")).fetchall()
     finally:
         con.execute("DROP TABLE IF EXISTS _beluga_cells")
     return build_cells(wanted, outcomes, iid)

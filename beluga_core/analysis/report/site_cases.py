@@ -32,7 +32,7 @@ from beluga_core.core.constants import (
     pair_order,
     scenario_order,
 )
-from beluga_core.store.connection import sql_file
+from beluga_core.store.connection import expand_key_comparisons
 
 CHUNK = 1000            # cases per shard: a few hundred kB with 50 arms, parsed in tens of milliseconds
 FETCH = 20_000          # rows per fetch when streaming
@@ -131,8 +131,6 @@ class CaseShards:
     def __init__(self, stores: list[Path], variants: list[str], layouts: list[dict[str, SuiteLayout]]) -> None:
         self.stores = stores
         self.con = duckdb.connect()
-        # The stores' replicate_key, for joining their rows here (a bare macro name resolves in this catalog).
-        self.con.execute(sql_file("migrations/0018_replicate_key.sql"))
         for i, path in enumerate(stores):
             self.con.execute(f"ATTACH '{_sql_text(str(path.resolve()))}' AS s{i} (READ_ONLY)")
         self.arms = self._arms(variants)
@@ -156,7 +154,7 @@ class CaseShards:
         if arms:
             self.con.executemany("INSERT INTO site_arms VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                  [[a.index, a.store, *[a.key[k] for k in ARM_KEY]] for a in arms])
-        same = "replicate_key(m) = replicate_key(a) AND m.scenario = a.scenario"
+        same = expand_key_comparisons("same_replicate(m, a)") + " AND m.scenario = a.scenario"
         self.con.execute("CREATE TABLE site_models AS " + _union(len(self.stores), lambda i: (
             f"SELECT {i} AS store, m.model_id, a.arm, m.heldout_group FROM s{i}.models m JOIN site_arms a "
             f"ON a.store = {i} AND m.status = 'done' AND {same}")))
@@ -237,7 +235,7 @@ class CaseShards:
     def pass_rates(self, suite: SuiteInfo) -> list[list[Any]]:
         """[arm, gi, n_pass, n_fail, n_skip, pass_rate] per arm and group: the ``pass_rates`` view for the training
         suite, ``cross_pass_rates`` at the arm's own basis for an eval suite."""
-        same = "replicate_key(p) = replicate_key(a) AND p.scenario = a.scenario"
+        same = expand_key_comparisons("same_replicate(p, a)") + " AND p.scenario = a.scenario"
         parts = []
         for i in range(len(self.stores)):
             parts.append(f"SELECT a.arm, g.gi, p.n_pass, p.n_fail, p.n_skip, p.pass_rate FROM s{i}.pass_rates p "

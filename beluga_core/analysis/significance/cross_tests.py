@@ -26,6 +26,7 @@ from beluga_core.analysis.significance.tests_on_counts import (
     comparison_rng,
     randomization_test,
 )
+from beluga_core.store.connection import expand_key_comparisons
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import SignificanceWriter
 
@@ -52,7 +53,7 @@ def _suite_counts(con: duckdb.DuckDBPyConnection, rows: Sequence[dict[str, Any]]
     try:
         con.executemany(f"INSERT INTO _beluga_cross_pairs VALUES ({', '.join('?' * 12)})",
                         [[i, *(r[k] for k in _KEY)] for i, r in enumerate(rows)])
-        same = "draw_key(x) = draw_key(p) AND x.mapped_level IS NOT DISTINCT FROM p.mapped_level"
+        same = expand_key_comparisons("same_draw(x, p)") + " AND x.mapped_level IS NOT DISTINCT FROM p.mapped_level"
         result = con.execute(f"""
             WITH a AS (
                 SELECT p.pair_id, x.case_id, x.eval_group, x.outcome

@@ -17,12 +17,13 @@ import duckdb
 from beluga_core.analysis.significance.comparisons import Arm
 from beluga_core.analysis.significance.tests_on_counts import IidCounts, SuiteCounts
 from beluga_core.evaluation.metric_forms import model_parts, stored_form
+from beluga_core.store.connection import expand_key_comparisons
 
 
 def _same_key(alias: str) -> str:
     """Join condition: ``alias`` is of the draw of pair row ``p`` (its replicate key but config and method, which
     are each arm's own)."""
-    return f"draw_key({alias}) = draw_key(p)"
+    return expand_key_comparisons(f"same_draw({alias}, p)")
 
 
 @contextmanager

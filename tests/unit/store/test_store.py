@@ -431,8 +431,8 @@ def test_pass_rates_of_a_hand_made_group_in_memory() -> None:
 @pytest.mark.usefixtures("real_store_creation")
 def test_new_store_is_complete_or_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "sub" / "new.duckdb"
-    real = connection_mod.sql_file
-    monkeypatch.setattr("beluga_core.store.migrations.sql_file",
+    real = connection_mod.view_sql
+    monkeypatch.setattr("beluga_core.store.migrations.view_sql",
                         lambda name: "CREATE VIEW broken AS SELECT * FROM nowhere;" if name == "views/10_scores.sql"
                         else real(name))
     with pytest.raises(duckdb.Error):
@@ -629,8 +629,8 @@ def test_a_writer_re_creates_the_views_only_when_their_definitions_changed(tmp_p
     digest = migrations.views_digest()
     assert read_meta(path)["views_digest"] == digest
     created: list[str] = []
-    real = migrations.sql_file
-    monkeypatch.setattr(migrations, "sql_file", lambda name: created.append(name) or real(name))
+    real = migrations.view_sql
+    monkeypatch.setattr(migrations, "view_sql", lambda name: created.append(name) or real(name))
     StoreWriter(path)                                   # views current: none re-created
     assert created == []
     con = duckdb.connect(str(path))

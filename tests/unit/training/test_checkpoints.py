@@ -113,7 +113,8 @@ def _lp_ft(checkpoints: ck.JobCheckpoints | None, stop_at: tuple[str, int] | Non
     worker.device = CPU
     seed_everything(7)
     model = tiny_bert(seed=1)
-    job = SimpleNamespace(id="job-a", seed=0, hparams={**HP, "method": {"lp_epochs": 2, "ft_epochs": 2}})
+    job = SimpleNamespace(id="job-a", training_key="job-a", seed=0,
+                          hparams={**HP, "method": {"lp_epochs": 2, "ft_epochs": 2}})
 
     def progress(label: str, step: int, n: int) -> None:
         if (label, step) == stop_at:

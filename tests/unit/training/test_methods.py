@@ -106,7 +106,7 @@ def test_lp_ft_second_stage_starts_from_the_probed_head_with_a_fresh_optimizer(
     model = tiny_bert()
     initial = {k: v.clone() for k, v in model.state_dict().items()}
     # The production path: the worker trains the job's stages one after the other.
-    job = SimpleNamespace(id="lp-ft-job", seed=0, hparams=hp)
+    job = SimpleNamespace(id="lp-ft-job", training_key="lp-ft-job", seed=0, hparams=hp)
     stats, _ = Worker._train(SimpleNamespace(device=CPU, teacher=lambda *_: None), job, ToyTask(), model,
                              ToyEncoder(), token_trainset(), method, None)
     assert len(created) == 2 and len(ended) == 2 and stats.steps > 0

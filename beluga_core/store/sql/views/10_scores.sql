@@ -117,7 +117,7 @@ SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.
        s.n_groups, s.n_groups_no_evaluable, s.n_groups_excluded, s.n_cases, s.cases_of
 FROM suite_scores_on_cases s
 LEFT JOIN iid_scores i
-       ON replicate_key(i) = replicate_key(s);
+       ON same_replicate(i, s);
 
 -- G per scenario key, on every case it has.
 CREATE OR REPLACE VIEW g_scores AS
@@ -159,9 +159,9 @@ SELECT gs.task, gs.suite, gs.model_name, gs.config, gs.method, gs.variant, gs.sc
        gs.cases_of
 FROM g_scores_on_cases gs
 LEFT JOIN reference r
-       ON replicate_key(r) = replicate_key(gs)
+       ON same_replicate(r, gs)
 LEFT JOIN ungrouped u
-       ON replicate_key(u) = replicate_key(gs) AND u.scenario = gs.scenario
+       ON same_replicate(u, gs) AND u.scenario = gs.scenario
 GROUP BY gs.task, gs.suite, gs.model_name, gs.config, gs.method, gs.variant, gs.scenario, gs.cases_of;
 
 -- g_summary_on_cases on every case a scenario key has.

@@ -43,7 +43,7 @@ JOIN models m ON m.model_id = k.model_id
 LEFT JOIN label_names n
        ON n.label = k.label
       AND ((k.source = 'suite' AND n.space = 'suite' AND n.suite = m.suite)
-        OR (k.source <> 'suite' AND n.space = 'head' AND suite_key(n) = suite_key(m)))
+        OR (k.source <> 'suite' AND n.space = 'head' AND same_suite(n, m)))
 WHERE m.status = 'done';
 
 -- The degeneracy check: does a model's prediction set collapse onto one label? Per scenario key (task,
@@ -111,7 +111,7 @@ SELECT m.task, m.suite, m.config, m.method, m.scenario, m.seed, m.variant, k.mod
        k.tp::DOUBLE / nullif(k.support, 0) AS recall,
        2.0 * k.tp / nullif(k.n_pred + k.support, 0) AS f1
 FROM counts k JOIN models m ON m.model_id = k.model_id
-LEFT JOIN label_names n ON n.space = 'head' AND suite_key(n) = suite_key(m)
+LEFT JOIN label_names n ON n.space = 'head' AND same_suite(n, m)
                        AND n.label = k.label
 WHERE m.status = 'done';
 

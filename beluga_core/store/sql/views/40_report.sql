@@ -56,7 +56,7 @@ WITH present AS (
     FROM present p
     WHERE p.scenario <> 'standard'
        OR NOT EXISTS (SELECT 1 FROM present q
-                      WHERE suite_key(q) = suite_key(p) AND q.scenario <> 'standard')
+                      WHERE same_suite(q, p) AND q.scenario <> 'standard')
 ), pairs AS (
     SELECT task, suite, config, method, variant, bool_and(scenario = 'standard') AS standard_only
     FROM present
@@ -65,9 +65,9 @@ WITH present AS (
 SELECT c.task, c.suite, p.config, p.method, p.variant, c.scenario,
        CASE WHEN p.standard_only THEN 'standard' ELSE c.scenario END AS source_scenario
 FROM columns_ c
-JOIN pairs p ON suite_key(p) = suite_key(c)
+JOIN pairs p ON same_suite(p, c)
 JOIN present x
-  ON recipe_key(x) = recipe_key(p)
+  ON same_recipe(x, p)
  AND x.scenario = CASE WHEN p.standard_only THEN 'standard' ELSE c.scenario END;
 
 -- The paper's Table 3: one row per cell. kind 'iid': a configuration-method's i.i.d. score in a task (iid_scores:
@@ -84,14 +84,14 @@ CREATE OR REPLACE VIEW table3 AS
 WITH columns_ AS (
     SELECT c.*, x.level AS crossing
     FROM report_columns c
-    LEFT JOIN crossing_levels x ON suite_key(x) = suite_key(c) AND x.level = c.scenario
+    LEFT JOIN crossing_levels x ON same_suite(x, c) AND x.level = c.scenario
 ), g_cells AS (
     SELECT c.task, c.config, c.method, c.variant, c.scenario, any_value(c.source_scenario) AS source_scenario,
            mean_of(s.g) AS value, mean_of(s.s_suite) AS s_suite, sum(s.n_replicates)::BIGINT AS n_replicates,
            sum(s.n_incomplete) > 0 AS partial
     FROM columns_ c
     JOIN scenario_summary_on_cases s
-      ON recipe_key(s) = recipe_key(c) AND s.scenario = c.source_scenario
+      ON same_recipe(s, c) AND s.scenario = c.source_scenario
      AND s.cases_of IS NOT DISTINCT FROM (CASE WHEN c.source_scenario <> c.scenario THEN c.crossing END)
     GROUP BY c.task, c.config, c.method, c.variant, c.scenario
 ), cases_cells AS (
@@ -99,7 +99,7 @@ WITH columns_ AS (
            mean_of(s.g) AS value, mean_of(s.s_suite) AS s_suite, sum(s.n_replicates)::BIGINT AS n_replicates
     FROM columns_ c
     JOIN scenario_summary_on_cases s
-      ON recipe_key(s) = recipe_key(c) AND s.cases_of = c.crossing
+      ON same_recipe(s, c) AND s.cases_of = c.crossing
      AND s.scenario = CASE WHEN c.source_scenario = c.scenario THEN 'seen' ELSE c.source_scenario END
     GROUP BY c.task, c.config, c.method, c.variant, c.scenario
 ), iid_per_model_name AS (
@@ -189,7 +189,7 @@ WITH counts AS (
                                     OR (o.label LIKE 'not %' AND o.label[5:] <> c.label)) AS n_gold_upper
     FROM counts c
     JOIN counts o
-      ON recipe_key(o) = recipe_key(c) AND o.scenario = c.scenario AND o.prediction_set = c.prediction_set
+      ON same_recipe(o, c) AND o.scenario = c.scenario AND o.prediction_set = c.prediction_set
     GROUP BY ALL
 )
 SELECT c.task, c.suite, c.config, c.method, c.variant, c.scenario, c.prediction_set, c.label, c.name, c.n_pred, c.n_gold,
@@ -201,12 +201,12 @@ SELECT c.task, c.suite, c.config, c.method, c.variant, c.scenario, c.prediction_
        coalesce(f.n_sets, 0)::BIGINT AS n_sets
 FROM counts c
 JOIN totals t
-  ON recipe_key(t) = recipe_key(c)
+  ON same_recipe(t, c)
  AND t.scenario = c.scenario AND t.prediction_set = c.prediction_set
 LEFT JOIN upper_ u
-  ON recipe_key(u) = recipe_key(c)
+  ON same_recipe(u, c)
  AND u.scenario = c.scenario AND u.prediction_set = c.prediction_set AND u.label IS NOT DISTINCT FROM c.label
 LEFT JOIN flags f
-  ON recipe_key(f) = recipe_key(c)
+  ON same_recipe(f, c)
  AND f.scenario = c.scenario AND f.prediction_set = c.prediction_set
 WHERE c.label IS NULL OR c.label NOT LIKE 'not %';

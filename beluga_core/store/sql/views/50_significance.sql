@@ -15,7 +15,7 @@ WITH keys AS (
            m.model_id, m.finished_at
     FROM keys k
     JOIN iid_scores i
-      ON replicate_key(i) = replicate_key(k)
+      ON same_replicate(i, k)
     JOIN models m ON m.model_id = i.model_id
 ), exclusions AS (
     SELECT task, string_agg(scoring_group, ',' ORDER BY scoring_group) AS groups
@@ -43,11 +43,11 @@ WITH strata AS (
            a.digest AS a_digest, b.digest AS b_digest
     FROM significance_tests t
     JOIN significance_inputs a
-      ON over_tasks_key(a) = over_tasks_key(t)
-     AND (t.scope = 'mean_over_tasks' OR replicate_key(a) = replicate_key(t))
+      ON same_over_tasks(a, t)
+     AND (t.scope = 'mean_over_tasks' OR same_replicate(a, t))
      AND (a.scenario = t.scenario OR (t.scenario IS NULL AND a.scenario NOT LIKE 'only:%'))
     JOIN significance_inputs b
-      ON draw_key(b) = draw_key(a)
+      ON same_draw(b, a)
      AND b.config = t.base_config AND b.method = t.base_method
      AND b.scenario = coalesce(t.base_scenario, a.scenario)
     WHERE NOT (a.config = b.config AND a.method = b.method AND a.scenario = b.scenario)
@@ -74,23 +74,23 @@ WITH baseline AS (
     SELECT * FROM g_scores WHERE config = 'iid' AND method = 'vanilla' AND scenario = 'standard'
 ), arms AS (
     SELECT gs.task, gs.suite, gs.model_name, gs.config, gs.method, gs.scenario, gs.seed, gs.split_seed, gs.variant,
-           gs.s_iid, b.s_iid AS base_s_iid, draw_key(gs) AS draw   -- once per arm, not per case below
+           gs.s_iid, b.s_iid AS base_s_iid
     FROM g_scores gs
     JOIN baseline b
-      ON draw_key(b) = draw_key(gs)
+      ON same_draw(b, gs)
     WHERE NOT (gs.config = 'iid' AND gs.method = 'vanilla' AND gs.scenario = 'standard')
 ), arm_outcomes AS (
-    SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant, a.draw,
+    SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant,
            o.suite AS case_suite, o.case_id, o.outcome
     FROM arms a
     JOIN models m
-      ON m.status = 'done' AND replicate_key(m) = replicate_key(a) AND m.scenario = a.scenario
+      ON m.status = 'done' AND same_replicate(m, a) AND m.scenario = a.scenario
     JOIN outcomes o ON o.model_id = m.model_id
 ), base_outcomes AS (
-    SELECT m.draw, o.suite AS case_suite, o.case_id, o.outcome
-    FROM (SELECT model_id, draw_key(m) AS draw FROM models m
-          WHERE status = 'done' AND config = 'iid' AND method = 'vanilla' AND scenario = 'standard') m
+    SELECT m.task, m.suite, m.model_name, m.seed, m.split_seed, m.variant, o.suite AS case_suite, o.case_id, o.outcome
+    FROM models m
     JOIN outcomes o ON o.model_id = m.model_id
+    WHERE m.status = 'done' AND m.config = 'iid' AND m.method = 'vanilla' AND m.scenario = 'standard'
 ), shared_counts AS (
     -- Per arm and scoring group: both sides' passes and fails over the cases both have an outcome for.
     SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant,
@@ -100,7 +100,7 @@ WITH baseline AS (
            count(*) FILTER (WHERE b.outcome = 'fail') AS base_n_fail
     FROM arm_outcomes a
     JOIN base_outcomes b
-      ON b.draw = a.draw AND b.case_suite = a.case_suite AND b.case_id = a.case_id
+      ON same_draw(b, a) AND b.case_suite = a.case_suite AND b.case_id = a.case_id
     JOIN cases c ON c.suite = a.case_suite AND c.case_id = a.case_id
     GROUP BY ALL
 ), shared AS (
@@ -115,7 +115,7 @@ WITH baseline AS (
            a.s_iid, a.base_s_iid, g_score(s.s_suite, a.s_iid) AS g, g_score(s.base_s_suite, a.base_s_iid) AS base_g
     FROM arms a
     LEFT JOIN shared s
-      ON replicate_key(s) = replicate_key(a) AND s.scenario = a.scenario
+      ON same_replicate(s, a) AND s.scenario = a.scenario
 ), per_task AS (
     -- Within a task: mean over its strata (model names; and scenarios for the Avg. row, scenario NULL, which
     -- pools the generalization scenarios, not the only:LEVEL=g models).
@@ -144,7 +144,7 @@ WITH baseline AS (
            s.delta_g AS tested_delta_g, s.rounds, s.rng_seed, s.computed_at, s.comparison_id, s.stale
     FROM live l
     LEFT JOIN stored s
-      ON s.scope = 'replicate' AND replicate_key(s) = replicate_key(l) AND s.scenario = l.scenario
+      ON s.scope = 'replicate' AND same_replicate(s, l) AND s.scenario = l.scenario
     UNION ALL
     SELECT 'mean_over_tasks', NULL, NULL, NULL, l.config, l.method, l.scenario, l.seed, l.split_seed, l.variant,
            l.n_tasks, l.s_iid, l.base_s_iid, l.g, l.base_g,
@@ -153,7 +153,7 @@ WITH baseline AS (
     FROM mean_live l
     LEFT JOIN stored s
       ON s.scope = 'mean_over_tasks'
-     AND over_tasks_key(s) = over_tasks_key(l)
+     AND same_over_tasks(s, l)
      AND s.scenario IS NOT DISTINCT FROM l.scenario
 )
 SELECT scope, task, suite, model_name, config, method, scenario, seed, split_seed, variant, n_tasks,

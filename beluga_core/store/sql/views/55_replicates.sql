@@ -22,9 +22,9 @@ WITH current_inputs AS (
            CASE WHEN r.base_config IS NULL THEN a.digest ELSE md5(a.digest || '/' || b.digest) END AS current_digest
     FROM replicate_intervals r
     LEFT JOIN replicate_inputs a
-           ON cell_key(a) = cell_key(r) AND a.scenario = r.scenario
+           ON same_cell(a, r) AND a.scenario = r.scenario
     LEFT JOIN replicate_inputs b
-           ON cell_draw_key(b) = cell_draw_key(r)
+           ON same_cell_draw(b, r)
           AND b.config = r.base_config AND b.method = r.base_method AND b.scenario = r.base_scenario
 ), rule AS (
     SELECT 5 AS min_seeds   -- HIERARCHICAL_MIN_SEEDS

@@ -70,7 +70,7 @@ SELECT s.task, s.suite, s.model_name, s.config, s.method, s.scenario, s.seed, s.
        i.metric AS iid_metric, i.model_id AS iid_model_id, s.n_groups, s.n_groups_no_evaluable, s.n_cases
 FROM scores s
 LEFT JOIN iid_scores i
-       ON replicate_key(i) = replicate_key(s);
+       ON same_replicate(i, s);
 
 -- cross_scores and cross_pass_rates as the report shows them: per (task, suite, config, method, variant, scenario,
 -- eval suite, basis[, eval group]), the mean over replicates and model names.
@@ -149,13 +149,13 @@ SELECT (CASE WHEN a.variant = ''  -- the unnamed variant keeps the ids stores ha
        md5(ia.digest || '/' || ib.digest || '|' || coalesce(mp.map_digest, '')) AS inputs_digest
 FROM cross_scores a
 JOIN cross_scores b
-  ON draw_key(b) = draw_key(a)
+  ON same_draw(b, a)
  AND b.config = 'iid' AND b.method = 'vanilla' AND b.scenario = 'standard'
  AND b.eval_suite = a.eval_suite AND b.mapped_level IS NOT DISTINCT FROM a.mapped_level
 JOIN significance_inputs ia
-  ON replicate_key(ia) = replicate_key(a) AND ia.scenario = a.scenario
+  ON same_replicate(ia, a) AND ia.scenario = a.scenario
 JOIN significance_inputs ib
-  ON replicate_key(ib) = replicate_key(b) AND ib.scenario = b.scenario
+  ON same_replicate(ib, b) AND ib.scenario = b.scenario
 LEFT JOIN map_digests mp
   ON mp.task = a.task AND mp.train_suite = a.suite AND mp.eval_suite = a.eval_suite AND mp.level = a.mapped_level
 WHERE (a.mapped_level IS NULL OR a.mapped_level = a.scenario)

@@ -24,7 +24,7 @@ SELECT m.model_id, m.task, m.suite, m.model_name, m.config, m.method, m.scenario
 FROM models m
 LEFT JOIN models p ON p.model_id = m.parent_model_id AND p.status = 'done'
 LEFT JOIN baselines b
-       ON draw_key(b) = draw_key(m)
+       ON same_draw(b, m)
 WHERE m.status = 'done' AND coalesce(p.model_id, b.model_id) IS NOT NULL
   AND coalesce(p.model_id, b.model_id) <> m.model_id;
 
