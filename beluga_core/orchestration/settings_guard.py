@@ -104,7 +104,12 @@ def _message(plan: Plan, store: Path, cells: Mapping[tuple[str, str, str], list[
              "writing this run's beside them would mix two settings in every view:"]
     for (task, config, method), clashes in sorted(cells.items()):
         job, _, settings = clashes[0]
-        if settings is None:
+        if job.is_iid_model and (settings is None or "identity" not in json.loads(settings)):
+            why = ("its IID model was stored by a beluga before the IID model's second identity scheme, whose id "
+                   "hashed the suite's cases, [sizes] and [split] and the T_test it was scored on besides what its "
+                   "training reads: with any of them changed it cannot be matched to this run's (docs/reference/"
+                   "store.md, \"Job identities\")")
+        elif settings is None:
             why = "its models were stored by an earlier beluga that did not record their settings; their ids differ"
         else:
             diff = settings_diff(json.loads(settings), by_task[task].settings(job))

@@ -185,6 +185,15 @@ def test_a_store_of_the_previous_beluga_migrates_and_reads_the_same(
     out = " ".join(out.split())
     assert "IID models: 1 planned, 1 done" in out and "scenario models: 4 planned, 4 done, 0 failed (retried), 0 to " \
         "run" in out
+    # With a suite-only size changed, its IID model's earlier id (which hashed [sizes]) cannot be matched: refused,
+    # saying why.
+    text = config.read_text(encoding="utf-8")
+    changed = tmp_path / "changed.toml"
+    changed.write_text(re.sub(r"suite_train_per_group = \d+", "suite_train_per_group = 7", text), encoding="utf-8")
+    assert changed.read_text(encoding="utf-8") != text
+    code, out, err = run_cli(capsys, "run", changed, "--dry-run")
+    assert code == 2 and "iid/vanilla (1 model(s)): its IID model was stored by a beluga before the IID model's " \
+        "second identity scheme" in " ".join(err.split()), err
 
 
 def _norm(row: tuple[object, ...]) -> list[object]:
