@@ -155,24 +155,19 @@ def common_identity(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: s
         # do not use them stay as they were (stores keep resuming).
         "sizes": sizes.model_dump(exclude={k for k in ("suite_test_per_group_of", "iid_mix_of", "groups_per_level")
                                            if not getattr(sizes, k)}),
-        **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
-        **({"task_options": spec.options} if spec.options else {}),
-        **({"label_map": spec.label_map} if spec.label_map else {}),
-        **({"model_config": cfg.model.config_overrides} if cfg.model.config_overrides else {}),
-        **({"deterministic": True} if cfg.executor.deterministic else {}),
-        # A named variant is a complete set of models of its own (its IID model included).
-        **({"variant": cfg.variant} if cfg.variant else {}),
+        **_task_settings(cfg, spec),
     }
 
 
 def iid_identity(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str) -> dict[str, Any]:
     """What the IID model's training reads, and so what its id hashes (with its seed, method and hyper-parameters):
     the task's i.i.d. data, its head (a suite's label space where the task has no head of its own: the one thing of
-    the suite it reads), the model, the i.i.d. sizes and the D_val / D_test seed. Not the suite's name, cases,
-    corrections or split, nor the suite-only sizes: it never trains on the suite, so a change there leaves it, and
-    its training seed, as they were. What it is scored on (T_test) is checked apart from its id
-    (``reader.done_ids``' ``scored_on``: a done IID model scored on other cases is run again, to the same weights).
-    ``"identity": 2`` tells these ids from the earlier scheme's (``legacy_iid_id``)."""
+    the suite it reads), the model, the i.i.d. sizes and the D_val / D_test seed; and the suite's name, the suite it
+    is scored on, which its training seed leaves out (``iid_training_identity``). Not the suite's cases, corrections
+    or split, nor the suite-only sizes: it never trains on the suite, so a change there leaves it, and its training
+    seed, as they were. What it is scored on (T_test) is checked apart from its id (``reader.done_ids``'
+    ``scored_on``: a done IID model scored on other cases is run again, to the same weights). ``"identity": 2``
+    tells these ids from the earlier scheme's (``legacy_iid_identity``)."""
     sizes = cfg.sizes
     return {
         # The suite's name: not read by training (``iid_training_identity`` leaves it out, and the training seed with
@@ -181,11 +176,20 @@ def iid_identity(cfg: BenchmarkConfig, spec: TaskSpec, suite: Suite, model: str)
         "format": JOB_FORMAT, "identity": 2, "task": spec.name, "iid": spec.iid, "head": suite.header.label_space,
         "model": model, "max_length": cfg.model.max_length, "iid_train": sizes.iid_train, "iid_test": sizes.iid_test,
         "iid_eval_seed": cfg.split.iid_eval_seed,
+        **_task_settings(cfg, spec),
+    }
+
+
+def _task_settings(cfg: BenchmarkConfig, spec: TaskSpec) -> dict[str, Any]:
+    """The settings every job of a task hashes, the IID model's included, each only when set (so the ids of jobs
+    that do not use one stay as they were and stores keep resuming)."""
+    return {
         **({"iid_metric": spec.iid_metric} if spec.iid_metric else {}),
         **({"task_options": spec.options} if spec.options else {}),
         **({"label_map": spec.label_map} if spec.label_map else {}),
         **({"model_config": cfg.model.config_overrides} if cfg.model.config_overrides else {}),
         **({"deterministic": True} if cfg.executor.deterministic else {}),
+        # A named variant is a complete set of models of its own (its IID model included).
         **({"variant": cfg.variant} if cfg.variant else {}),
     }
 
@@ -217,8 +221,8 @@ def job_identity(common: Mapping[str, Any], spec: JobSpec, kind: JobKind, hparam
     """Everything that determines a job's result, as hashed.
 
     ``common`` is what every job of a task shares (suite, data, model, split, sizes): ``common_identity``; for
-    the IID model, ``iid_identity``, what its training reads (it hashes neither the suite nor what it is scored
-    on). A fold hashes the T_test cases it is scored on, its suite cases and its parent's id.
+    the IID model, ``iid_identity``, what its training reads and the suite's name (not the suite's cases, nor
+    what it is scored on). A fold hashes the T_test cases it is scored on, its suite cases and its parent's id.
     """
     fold = spec.fold
     out = {**common, "seed": spec.seed, "config": spec.config, "method": spec.method, "hparams": dict(hparams)}
