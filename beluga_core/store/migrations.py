@@ -50,6 +50,7 @@ MIGRATIONS = (
     Migration(16, "packs"),
     Migration(17, "deterministic_aggregates"),
     Migration(18, "replicate_key"),
+    Migration(19, "honest_records"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

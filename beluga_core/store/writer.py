@@ -126,18 +126,23 @@ class StoreWriter(PlanRecords):
 
     def begin_run(self, config_path: str | Path | None = None, config_text: str | None = None, *,
                   device: str | None = None, host: str | None = None, run_id: str | None = None,
-                  started_at: datetime | None = None, executor: Mapping[str, Any] | None = None) -> str:
+                  started_at: datetime | None = None, executor: Mapping[str, Any] | None = None,
+                  pid: int | None = None, effective_config: Mapping[str, Any] | None = None,
+                  config_changes: Sequence[str] = ()) -> str:
         """Record a run as 'running'; returns its id (sortable by start time). ``executor``: its workers (the
-        setting, each worker's device and threads, and why)."""
+        setting, each worker's device and threads, and why); ``pid``: its coordinator's process (this one unless
+        said); ``effective_config``: the config it actually runs (JSON-ready), ``config_changes``: what changed the
+        file's settings (migration 19)."""
         started = as_utc(started_at) or utc_now()
         run_id = run_id or f"{started:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
         with self.store.transaction() as con:
             con.execute("INSERT INTO runs (run_id, config_path, config_text, started_at, finished_at, status, "
-                        "beluga_version, duckdb_version, host, device, executor) "
-                        "VALUES (?, ?, ?, ?, NULL, 'running', ?, ?, ?, ?, ?)",
+                        "beluga_version, duckdb_version, host, device, executor, pid, effective_config, "
+                        "config_changes) VALUES (?, ?, ?, ?, NULL, 'running', ?, ?, ?, ?, ?, ?, ?, ?)",
                         [run_id, None if config_path is None else str(config_path), config_text, started,
                          BELUGA_VERSION, duckdb.__version__, host or socket.gethostname(), device,
-                         canonical_json(executor)])
+                         canonical_json(executor), os.getpid() if pid is None else pid,
+                         canonical_json(effective_config), canonical_json(list(config_changes))])
         return run_id
 
     def finish_run(self, run_id: str, status: str = "done", *, finished_at: datetime | None = None) -> None:
