@@ -51,6 +51,9 @@ def tiny_configs() -> list[Path]:
     return sorted(DATA.glob("tiny-*.toml"))
 BELUGA = [sys.executable, "-m", "beluga_core"]
 # Wide rich output, so that assertions on printed text do not depend on the terminal's width.
+# pack = "auto"'s probe measures in every test and in the runs tests start, never reading or writing the user's
+# cache folder (tests/unit/execution/test_pack_probe.py points XDG_CACHE_HOME at its own folder and unsets this).
+os.environ.setdefault("BELUGA_PROBE_CACHE", "off")
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
 
 

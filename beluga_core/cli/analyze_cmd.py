@@ -102,7 +102,7 @@ def _mark(row: dict, p: str, delta: str) -> str | None:
 def analyze(
     store: Path = typer.Argument(..., help="A beluga result store (DuckDB file)."),
     rounds: int = typer.Option(10_000, "--rounds", min=1,
-                               help="Randomization rounds per test (docs/method.md, 'Significance')."),
+                               help="Rounds of each paired approximate randomization test."),
     seed: int = typer.Option(0, "--seed", help="Seed of the randomization tests."),
     compare: tuple[str, str] | None = typer.Option(
         None, "--compare", metavar="A B",

@@ -24,8 +24,9 @@ def export(
 
 
 def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB file).")) -> None:
-    """What a store holds: its size and schema, runs and models, rows per table (kept probabilities included),
-    and the weights, token cache and checkpoints in flight kept beside it."""
+    """What a store holds: its size and schema, runs (a run recorded as running: still going, or interrupted when its
+    process is gone) and models, rows per table (kept probabilities included), and the weights, token cache and
+    checkpoints in flight kept beside it."""
     from beluga_core.core.io import human_size as _size
     from beluga_core.stored_models.export import store_info
 
@@ -33,6 +34,8 @@ def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB f
     console = Console(highlight=False)
     console.print(f"{escape(str(i['store']))}: {_size(i['bytes'])}, schema version {i['schema_version']}, "
                   f"{i['runs']} run(s) (last started {i['last_run']} UTC)")
+    for run in i["unfinished"]:  # recorded as running: still going, or its process is gone
+        console.print(escape(run.info_line()), soft_wrap=True)
     console.print("models: " + ", ".join(f"{n} {s}" for s, n in sorted(i["models"].items())))
     if len(i["variants"]) > 1 or any(i["variants"]):
         console.print("variants (done models): "

@@ -41,8 +41,8 @@ def power(
 ) -> None:
     """From the store's variance components (between seeds, between cases within groups, the rest), the seeds and
     the T_test cases per group that detect --effect at --power and --alpha with the hierarchical interval's test
-    (docs/method.md, "Power"). σ²_seed from S seeds has S − 1 degrees of freedom: the seeds needed are also given at
-    the ends of its 95 % interval."""
+    (paired by seed, then by case). σ²_seed from S seeds has S − 1 degrees of freedom: the seeds needed are also
+    given at the ends of its 95 % interval."""
     from beluga_core.analysis.replicates.seed_rows import Cell, cell_digests, load_cells
     from beluga_core.analysis.report.report_data import pick_variant, store_variants
     from beluga_core.store.reader import open_store
@@ -90,7 +90,8 @@ def power(
     if not pairs:
         raise BelugaError(f"no cell with two or more seeds to compare with {b}"
                           + (f" among {', '.join(a)}" if a else "") + ": the variance between training runs needs "
-                          "several seeds (e.g. benchmarks/quick-seeds.toml)", source=store)
+                          "several seeds (`seeds = [1, 2, 3]` in the run's config trains every model three times)",
+                          source=store)
     console = Console(highlight=False)
     console.print(f"power {target:.0%} at α = {alpha} (two-sided), effect {100 * effect:+.1f} points of {statistic}"
                   + (f" ({group})" if group else "") + f", against {b}:", soft_wrap=True, markup=False)

@@ -35,13 +35,16 @@ def rank(
     order against the models' pass rates on the group's T_test cases. Prints per signal the pairwise ranking
     accuracy (95 % two-stage bootstrap interval over groups and probes), pairs used and excluded (equal true
     scores), the tie rate, Kendall τ-b, the top-1 hit rate, and the paired comparison with ACC on the same
-    probes; stores it all (views fewshot_accuracy, fewshot_pairs). The table fits the terminal's width (80 columns
-    in a CI log), split into parts that repeat the signal column where it is wider."""
+    probes; stores it all (views fewshot_accuracy, fewshot_pairs). Where the candidates were trained with several
+    seeds, also each seed's candidates ranked among themselves and that accuracy over the seeds (mean, seed-level t
+    interval; view fewshot_seed_accuracy). The table fits the terminal's width (80 columns in a CI log), split
+    into parts that repeat the signal column where it is wider."""
+    from beluga_core.analysis.ranking.over_seeds import candidate_seeds, read_over_seeds
     from beluga_core.analysis.ranking.rank import rank_groups, signal_specs
     from beluga_core.analysis.ranking.rank_inputs import load_store_groups
     from beluga_core.analysis.ranking.ranking_accuracy import TIES
     from beluga_core.analysis.ranking.save import save_ranking
-    from beluga_core.analysis.report.terminal import print_ranking
+    from beluga_core.analysis.report.terminal import print_over_seeds, print_ranking
     from beluga_core.cli.explain_cmd import dotted_options
     from beluga_core.core.errors import BelugaError
     from beluga_core.store.reader import open_store
@@ -91,5 +94,16 @@ def rank(
     if save:
         rid = save_ranking(store, ranking, source="store", task=loaded.task, suite=loaded.suite,
                            split_id=loaded.split_id)
+        # A replicated zoo (candidates trained with several seeds): each seed's candidates among themselves, over
+        # the seeds, as the store's view fewshot_seed_accuracy defines it.
+        with open_store(store) as con:
+            print_over_seeds(read_over_seeds(con, rid), console, order=list(ranking.summaries))
         console.print(f"stored as ranking {rid} (SELECT * FROM fewshot_accuracy WHERE rank_id = '{rid}')",
                       highlight=False)
+    else:
+        with open_store(store) as con:
+            seeds = candidate_seeds(con, [c.model_id for g in loaded.groups for c in g.candidates])
+        if seeds > 1:
+            console.print(f"The candidates were trained with {seeds} seeds: the ranking accuracy over seeds is read "
+                          "from the stored ranking (view fewshot_seed_accuracy); rank without --no-save to see it.",
+                          style="dim", highlight=False)

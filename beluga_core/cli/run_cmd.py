@@ -330,6 +330,11 @@ def _print_checkpoints(plan: Plan, tp: TaskPlan, console: Console, rates: Rates,
                         f"\"{interval}\")", title_justify="left")
     for col in ("configuration", "method", "jobs", "interval"):
         table.add_column(col, justify="right" if col == "jobs" else "left")
+    labels = make_task(tp.spec, tp.suite).head_labels if tp.unavailable is None else None
+    params = parameter_count(tp.model, cfg.model.config_overrides, max(2, len(tp.suite.header.label_space or labels
+                                                                                or [""])))
+    # What a save writes, so that "auto" plans no more saves than their cost justifies (checkpoints.auto_interval).
+    size = checkpoint_bytes(params) if params is not None else None
     groups: dict[tuple[str, str], list[str]] = {}
     suite_inputs: dict[int, int] = {}   # per training-id tuple (folds share them): its suite inputs
     for spec in [*tp.jobs, *tp.grid_jobs, *tp.pending]:
@@ -340,22 +345,19 @@ def _print_checkpoints(plan: Plan, tp: TaskPlan, console: Console, rates: Rates,
             ids = spec.fold.train_ids
             if id(ids) not in suite_inputs:
                 suite_inputs[id(ids)] = sum(n_inputs[c] for c in ids)
-            what = describe_interval(interval, seconds(rates, training_examples(cfg, spec, suite_inputs[id(ids)]), 0))
+            what = describe_interval(interval, seconds(rates, training_examples(cfg, spec, suite_inputs[id(ids)]), 0),
+                                     size)
         groups.setdefault((spec.config, spec.method), []).append(what)
     for (config, method), whats in groups.items():
         counts = Counter(whats)
         table.add_row(config, method, str(len(whats)),
                       escape("; ".join(w if n == len(whats) else f"{n}: {w}" for w, n in counts.most_common())))
     console.print(table)
-    if all(w.startswith("off") for whats in groups.values() for w in whats):
+    if all(w.startswith(("off", "none")) for whats in groups.values() for w in whats):
         console.print("  checkpoints: none written (no job saves one; see the table)", highlight=False)
         return
-    labels = make_task(tp.spec, tp.suite).head_labels if tp.unavailable is None else None
-    params = parameter_count(tp.model, cfg.model.config_overrides, max(2, len(tp.suite.header.label_space or labels
-                                                                                or [""])))
-    if params is not None:
+    if params is not None and size is not None:
         slots = (workers.count if workers is not None else None) or 1
-        size = checkpoint_bytes(params)
         console.print(f"  checkpoints: ≈ {human_size(size)} each ({params / 1e6:.1f}M parameters: weights and AdamW's "
                       f"moments), one per job in flight, two while a save replaces the last: ≈ "
                       f"{human_size(2 * size * slots)} in {escape(str(plan.store_path()))}.cache/checkpoints at most "
@@ -478,6 +480,7 @@ def run(
     """Train and evaluate every fold of a benchmark config; results go to a DuckDB store."""
     console = Console()
     cfg = load_config(config)
+    changes: list[str] = []  # recorded with the run (runs.config_changes), beside the config it runs
     if tiny:
         try:
             cfg, notes = tiny_config(cfg)
@@ -485,10 +488,13 @@ def run(
             raise with_config_line(exc, config.resolve()) from None
         for note in notes:
             console.print(f"[bold]--tiny[/]: {escape(note)}", highlight=False)
+        changes += [f"--tiny: {note}" for note in notes]
     if store is not None:
         cfg = cfg.with_store_path(str(store.resolve()))
+        changes.append(f"--store {store.resolve()}")
     if variant is not None:
         cfg = cfg.with_variant(variant)
+        changes.append(f"--variant {variant}")
     path = config.resolve()
     try:
         EXECUTORS.require(cfg.executor.name, field="executor.name")
@@ -496,7 +502,7 @@ def run(
             check_criterion(cfg.grid.criterion)
     except BelugaError as exc:
         raise with_config_line(exc, path) from None
-    plan = plan_run(cfg, path, allow_missing_tasks=dry_run)
+    plan = plan_run(cfg, path, allow_missing_tasks=dry_run, config_changes=changes)
     try:
         footprints = method_footprints(plan)
     except BelugaError as exc:

@@ -4,19 +4,29 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from beluga_core.core.errors import BelugaError
+from beluga_core.data.iid.label_share import label_counts, majority_label_warning
+from beluga_core.data.suite.suite_io import Suite
 from beluga_core.evaluation.suites import load_checked_suite
 
 
 def info(
     file: str = typer.Argument(..., help="Suite file (.jsonl / .jsonl.gz) or builtin:NAME."),
     as_released: bool = typer.Option(False, "--as-released", help="Ignore the documented corrections."),
+    config: Path | None = typer.Option(
+        None, "--config", help="A benchmark config with a task on this suite: also show the labels of that task's "
+                               "i.i.d. data, and warn when one label dominates them while G's i.i.d. score is "
+                               "accuracy."),
 ) -> None:
-    """Levels, groups with case and input counts, test types, losses and label space of a suite."""
+    """Levels, groups with case and input counts, test types, losses and label space of a suite; with --config, the
+    labels of its task's i.i.d. data."""
     console = Console()
     released = load_checked_suite(file)
     suite = released if as_released else released.with_corrections()
@@ -83,3 +93,30 @@ def info(
             row = [parent[g]] if parent else []
             table.add_row(*row, g, f"{cases[g]:,}", f"{inputs[g]:,}", ", ".join(sorted(types[g])))
         console.print(table)
+    if config is not None:
+        iid_lines(console, config, file, suite)
+
+
+def iid_lines(console: Console, config: Path, file: str, suite: Suite) -> None:
+    """Per task of ``config`` on the suite ``file``: its i.i.d. labels on D_val and D_test, G's i.i.d. metric,
+    and the warning ``beluga run`` gives when one label dominates them under accuracy."""
+    from beluga_core.config.load import load_config
+    from beluga_core.planning.plan import make_task
+
+    cfg = load_config(config)
+    target = file if file.startswith("builtin:") else str(Path(file).resolve())
+    specs = [s for s in cfg.tasks if (s.suite if s.suite.startswith("builtin:") else str(Path(s.suite).resolve()))
+             == target]
+    if not specs:
+        suites = ", ".join(sorted({s.suite for s in cfg.tasks}))
+        raise BelugaError(f"no task of the config has suite {file} (its tasks' suites: {suites})", source=config)
+    for spec in specs:
+        task = make_task(spec, suite)
+        data = task.load_iid(spec.iid, eval_seed=cfg.split.iid_eval_seed)
+        labels = label_counts(data)
+        shown = labels.line() if labels is not None else "answers (no class labels)"
+        console.print(f"i.i.d. data of task '{spec.name}' ({spec.iid}), D_val + D_test: {shown}; G's i.i.d. metric: "
+                      f"{task.metric}", highlight=False, markup=False, soft_wrap=True)
+        warning = majority_label_warning(data, task=spec.name, metric=task.metric, metrics=task.metrics)
+        if warning:
+            console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False, soft_wrap=True)

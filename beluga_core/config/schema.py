@@ -265,12 +265,14 @@ class ExecutorSpec(_Strict):
         "(the learning rate may differ) train together in one worker, one pass of the frozen base per step over "
         "every member's batch, each member with its own adapters, head, optimizer, clipping, data order and "
         "dropout. 1: every job alone (bit for bit as before packs). \"auto\": as many as the device's free memory "
-        "holds at the peak a probe step measures per member (at the largest batch, max_length tokens), up to 8 on a "
-        "CPU and 16 on a GPU; recorded with the run and kept by a later run on the same store. Packs are "
+        "holds beside the pack's base at a member's measured share, up to 8 on a CPU and 16 on a GPU; a probe "
+        "measures per member the peak of one training step with 2 members less the peak with 1, at the run's "
+        "largest batch with every row max_length tokens (kept in the user's cache folder: "
+        "BELUGA_PROBE_CACHE=refresh measures again); recorded with the run and kept by a later run on the same "
+        "store. Packs are "
         "as even as the size allows (4 trainings at 3: 2 + 2). The local and multi executors train packs, Ray "
         "every job alone. Job ids do not change; a packed model's results equal its sequential training's up to "
-        "float rounding (models.pack records its pack). `beluga run --dry-run` prints the packs; "
-        "docs/guides/speed-and-scale.md has the measurements."))
+        "float rounding (models.pack records its pack). `beluga run --dry-run` prints the packs."))
     fail_fast: bool = Field(False, description=(
         "Stop starting jobs once one failed (the jobs in flight finish). Default: a failed job is recorded in "
         "the store and the jobs that do not need it go on."))
@@ -281,8 +283,10 @@ class ExecutorSpec(_Strict):
     checkpoint_every: str | int = Field("auto", description=(
         "How often a job saves its training state into the run's cache, so that a killed run resumes inside the "
         "fold: a number of steps (500 or \"500 steps\"), a time (\"90 s\", \"5 min\"), \"off\", or \"auto\": "
-        "every 5 % of the job's expected time but at most once per 50 measured save times, none for a job "
-        "expected under a minute. Not part of a job's identity: a resumed job stores the figures an "
+        "every 5 % of the job's expected time, but at most once per 50 save times (saves cost at most 2 % of the "
+        "training; a save's time is estimated from the state it writes at 100 MiB/s until one is measured) and "
+        "every 30 s; none for a job expected under a minute, nor where that interval exceeds the job. Not part "
+        "of a job's identity: a resumed job stores the figures an "
         "uninterrupted one would."))
     options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
 

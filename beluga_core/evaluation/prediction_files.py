@@ -33,7 +33,8 @@ Adapter = Callable[[np.ndarray], np.ndarray]
 # task → {vector length → function mapping [N, length] vectors into the suite's label space}
 ADAPTERS: dict[str, dict[int, tuple[Adapter, str]]] = {
     "sentiment": {2: (lambda v: binary_to_three(v[:, 1]),
-                      "binary [p(negative), p(positive)], mapped to three classes (docs/method.md)")},
+                      "binary [p(negative), p(positive)], mapped to three classes (neutral where p(positive) is "
+                      "between 1/3 and 2/3)")},
 }
 
 

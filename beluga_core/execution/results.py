@@ -237,6 +237,15 @@ class ProbeResult:
     predictions: CasePredictions | None
 
 
+@dataclass(frozen=True)
+class PackTime:
+    """A pack's wall time so far (``training.packs.PackClock``): seconds it trained, members finished, its start."""
+
+    seconds: float
+    finished: int
+    started_at: datetime
+
+
 @dataclass
 class JobResult:
     """Everything a finished job produced; the coordinator writes it to the store in one transaction."""
@@ -252,6 +261,8 @@ class JobResult:
     # Where the job's training resumed from its checkpoint ("step 340 of 1000"), for the run's console; not stored:
     # a resumed job stores what an uninterrupted one would.
     resumed_from: str | None = None
+    # A pack member's: the pack's time when it finished (the ``packs`` row, written once per pack).
+    pack_time: PackTime | None = None
 
     @property
     def id(self) -> str:

@@ -14,6 +14,7 @@ Long: the dispatch loop and the events and backend interface it speaks are one p
 from __future__ import annotations
 
 import importlib
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -298,7 +299,8 @@ def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progres
             if len(group) == 1:
                 backend.submit(job)
             else:
-                backend.submit_pack(group, {"setting": pack_setting, "size": packs.size if packs else len(group),
+                backend.submit_pack(group, {"id": uuid.uuid4().hex[:16], "setting": pack_setting,
+                                            "size": packs.size if packs else len(group),
                                             "members": [j.id for j in group]})
         if not in_flight:
             if failures:

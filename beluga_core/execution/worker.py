@@ -32,7 +32,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import sorted_ids_digest
 from beluga_core.core.io import atomic_save
 from beluga_core.data.iid.examples import Example, IIDData
-from beluga_core.execution.results import GridPointRecord, JobResult, ModelRecord
+from beluga_core.execution.results import GridPointRecord, JobResult, ModelRecord, PackTime
 from beluga_core.execution.step_runners import Evaluation, run_step, sample_examples
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
@@ -220,9 +220,10 @@ class Worker:
         """Train ``jobs`` as the members of one pack (``training.packs``; ``planning.packs`` formed it), and yield
         each member's result as soon as it has trained and been evaluated, in the order the members finish.
         ``pack`` is recorded with each model (``models.pack``)."""
-        from beluga_core.training.packs import MemberSpec, train_pack
+        from beluga_core.training.packs import MemberSpec, PackClock, train_pack
 
         started = datetime.now(UTC)
+        clock = PackClock(len(jobs))
         jobs = list(jobs)   # the caller's list may shrink as members finish
         first = jobs[0]
         state = self.tasks[first.task]
@@ -247,7 +248,8 @@ class Worker:
             specs.append(MemberSpec(job.id, trainset, stage_method, stage_hp, seed, seed,
                                     progress=partial(progress, job, "train") if progress else None, checkpoints=at))
             built.append((trainset, len(iid_train), [c.id for c in cases], resume))
-        for m, weights, stats in train_pack(task, model, encoder, self.device, specs):
+        for finished, (m, weights, stats) in enumerate(train_pack(task, model, encoder, self.device, specs, clock),
+                                                       start=1):
             job = jobs[m]
             trainset, n_iid, suite_ids, resume = built[m]
             model.load_state_dict(weights)
@@ -257,8 +259,10 @@ class Worker:
                 self._save_weights(job.id, model)
             trained = _Trained(model, encoder, stats, n_iid, suite_ids, dict(trainset.notes),
                                resume.describe() if resume is not None else None)
-            yield self._evaluated(job, state, trained, started,
-                                  partial(progress, job) if progress else None, pack=pack)
+            result = self._evaluated(job, state, trained, started,
+                                     partial(progress, job) if progress else None, pack=pack)
+            result.pack_time = PackTime(clock.seconds, finished, started)
+            yield result
 
     def _evaluated(self, job: Job, state: _TaskState, trained: _Trained, started: datetime,
                    progress: ProgressFn | None, pack: dict[str, Any] | None = None) -> JobResult:

@@ -32,6 +32,7 @@ from beluga_core.planning.plan import Plan, make_task
 from beluga_core.planning.steps import Attributions
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 from beluga_core.store.reader import done_ids, recorded_pack_size
+from beluga_core.store.run_liveness import RunLock, discard_lock, running_runs
 from beluga_core.store.suite_rows import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
 from beluga_core.training.checkpoints import FolderCheckpoints, checkpoint_folder
@@ -100,9 +101,13 @@ def _note_unattributed(finished: list[Job], writer: StoreWriter, cache_dir: Path
 
 
 def note_task_mismatch(plan: Plan, console: Console) -> None:
+    """What a run (and its dry run) says of each task before training: a suite declaring another task, and i.i.d.
+    data one label dominates while G's i.i.d. score is accuracy."""
     for tp in plan.tasks:
         if tp.task_note:
             console.print(f"[yellow]note:[/] {escape(tp.task_note)}", soft_wrap=True, highlight=False)
+        if tp.iid_note:
+            console.print(f"[yellow]warning:[/] {escape(tp.iid_note)}", soft_wrap=True, highlight=False)
 
 
 def generated_against_lines(plan: Plan) -> list[str]:
@@ -174,9 +179,15 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         if packing.final:
             record["pack"] = packing.record()
     run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
-                              device=plan.config.executor.device, executor=record)
+                              device=plan.config.executor.device, executor=record,
+                              effective_config=plan.config.model_dump(mode="json", by_alias=True),
+                              config_changes=plan.config_changes)
 
     checkpoints = FolderCheckpoints(checkpoint_folder(cache_dir))
+    # The run's lock, held while this process lives (its heartbeat touches the file): a run killed outright reads as
+    # interrupted (store.run_liveness). Released, and its file removed, in the `finally` below.
+    run_lock = RunLock(store_path, run_id).acquire()
+    record_dead_runs(writer, console)
 
     def on_result(result: JobResult) -> None:
         try:
@@ -240,14 +251,17 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         status = "interrupted"
         raise
     finally:
-        if status == "done":
-            writer.finish_run(run_id, status)
-        else:
-            # The store may be what stopped the run (still held by a reader): try briefly, else the run stays
-            # recorded as 'running', as a killed run's does.
-            writer.store.lock_timeout = min(lock_timeout, 5.0)
-            with contextlib.suppress(BelugaError):
+        try:
+            if status == "done":
                 writer.finish_run(run_id, status)
+            else:
+                # The store may be what stopped the run (still held by a reader): try briefly, else the run stays
+                # recorded as 'running', as a killed run's does, and reads as interrupted once this process is gone.
+                writer.store.lock_timeout = min(lock_timeout, 5.0)
+                with contextlib.suppress(BelugaError):
+                    writer.finish_run(run_id, status)
+        finally:
+            run_lock.release()
         console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}",
                       soft_wrap=True)
         exe = plan.config.executor
@@ -260,6 +274,24 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
     if failed is not None:
         raise failed
     return store_path
+
+
+def record_dead_runs(writer: StoreWriter, console: Console) -> None:
+    """Record the store's runs whose coordinator died (SIGKILL, the OOM killer, a power loss: recorded 'running') as
+    interrupted, at the last time each was alive, and say so; a store held by a reader past the lock timeout leaves
+    them for the next run."""
+    try:
+        with writer.connection() as con:
+            dead = [r for r in running_runs(con, writer.path) if not r.running]
+        changed = set(writer.record_interrupted({r.run_id: r.last_alive for r in dead}))
+    except BelugaError:
+        return
+    for r in dead:
+        if r.run_id in changed:
+            discard_lock(writer.path, r.run_id)
+            console.print(f"run {r.run_id} {'was' if r.certain else 'was probably'} interrupted ({r.why}; last alive "
+                          f"{r.last_alive:%Y-%m-%d %H:%M:%S} UTC): recorded as interrupted", highlight=False,
+                          markup=False, soft_wrap=True)
 
 
 def failed_result(plan: Plan, failure: JobFailure) -> JobResult:

@@ -107,8 +107,7 @@ def _message(plan: Plan, store: Path, cells: Mapping[tuple[str, str, str], list[
         if job.is_iid_model and (settings is None or "identity" not in json.loads(settings)):
             why = ("its IID model was stored by a beluga before the IID model's second identity scheme, whose id "
                    "hashed the suite's cases, [sizes] and [split] and the T_test it was scored on besides what its "
-                   "training reads: with any of them changed it cannot be matched to this run's (docs/reference/"
-                   "store.md, \"Job identities\")")
+                   "training reads: with any of them changed it cannot be matched to this run's")
         elif settings is None:
             why = "its models were stored by an earlier beluga that did not record their settings; their ids differ"
         else:

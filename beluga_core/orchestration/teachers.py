@@ -10,7 +10,7 @@ Planning may not read stores (a lower layer): ``plan_run`` is the one place that
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,16 @@ from beluga_core.store.reader import done_ids, open_store
 from beluga_core.store.selectors import select_models, select_one, selector_text
 
 
-def plan_run(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False) -> Plan:
+def plan_run(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False,
+             config_changes: Sequence[str] = ()) -> Plan:
     """The complete plan of a run: planning's, with the outside teachers resolved by ``teacher_weights``, and the
-    run's store's done models, whose IID models of an earlier id scheme keep their ids."""
+    run's store's done models, whose IID models of an earlier id scheme keep their ids. ``config_changes``: what
+    made ``cfg`` differ from the file at ``config_path`` (``Plan.config_changes``)."""
     store = store_path_of(cfg, config_path)
-    return build_plan(cfg, config_path, allow_missing_tasks=allow_missing_tasks, teachers=teacher_weights,
+    plan = build_plan(cfg, config_path, allow_missing_tasks=allow_missing_tasks, teachers=teacher_weights,
                       starts=start_model, store_ids=done_ids(store) if store.exists() else ())
+    plan.config_changes = tuple(config_changes)
+    return plan
 
 
 def store_source(text: str, base: Path) -> tuple[Path, str]:

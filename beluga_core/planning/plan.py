@@ -23,6 +23,7 @@ from beluga_core.contracts.tasks import Task, TaskSettings
 from beluga_core.core.constants import BASELINE_METHOD, SEEN
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import digest
+from beluga_core.data.iid.label_share import majority_label_warning
 from beluga_core.data.splits import SuiteSplit, split_suite
 from beluga_core.data.suite.suite_io import Suite
 from beluga_core.evaluation.suites import load_checked_suite
@@ -102,6 +103,8 @@ class TaskPlan:
     pending: list[JobSpec] = field(default_factory=list)
     iid_ids: dict[int, str] = field(default_factory=dict)  # seed → the IID model's job id
     unavailable: str | None = None  # why the task plugin cannot be loaded (dry runs only)
+    # Said before a run trains: one label dominates the local i.i.d. data and G's i.i.d. score is accuracy.
+    iid_note: str | None = None
     iid_common: dict[str, Any] = field(default_factory=dict)  # what the IID model's id hashes (jobs.iid_identity)
     store_ids: frozenset[str] = frozenset()  # the done models of the run's store (legacy IID ids: new_job)
     legacy_iid_ids: set[str] = field(default_factory=set)  # IID jobs that kept the earlier scheme's id
@@ -212,6 +215,9 @@ class Plan:
     # their weights are in: of every job, by ``build_plan`` and ``resolve`` (with ``teacher_weights``).
     teachers: dict[str, str] = field(default_factory=dict)
     teacher_weights: TeacherResolver | None = field(default=None, repr=False, compare=False)
+    # What changed the config file's settings into ``config`` (``beluga run``'s --tiny notes, --variant, --store),
+    # one line each: recorded with the run (``runs.config_changes``) beside ``config`` itself.
+    config_changes: tuple[str, ...] = ()
 
     def for_workers(self) -> Plan:
         """The plan with each suite cut to the cases its jobs (and the folds still pending a grid search) read:
@@ -277,23 +283,27 @@ class Plan:
         resolve_outside_teachers(jobs, self.teachers, self.teacher_weights, self.config_path)
 
 
-def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool, config_path: Path, index: int) -> str | None:
+def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool, config_path: Path,
+               index: int) -> tuple[str | None, str | None]:
     """Load and configure the task plugin (it checks its own settings and the suite, so a dry run catches
     mistakes in them); with ``allow_missing`` (a dry run), a plugin that cannot be imported is reported
     instead of failing, since the plan itself needs only the suite. A local i.i.d. source is read here too, so that
     a missing column or a label outside the suite's label space stops the dry run (and the run before any
-    training), not a worker. A setting or source the plugin refuses is located in the config (file, line,
-    ``tasks.index.field``)."""
+    training), not a worker, and so that one label dominating it under accuracy is said before then too
+    (``majority_label_warning``). A setting or source the plugin refuses is located in the config (file, line,
+    ``tasks.index.field``). Returns (why the plugin cannot be loaded, that warning)."""
     try:
         TASKS.get(spec.name)
     except BelugaError as exc:
         if allow_missing:
-            return str(exc)
+            return str(exc), None
         raise
+    note = None
     try:
         task = make_task(spec, suite)
         if Path(spec.iid).is_absolute() and Path(spec.iid).exists():
-            task.load_iid(spec.iid, eval_seed=0)
+            note = majority_label_warning(task.load_iid(spec.iid, eval_seed=0), task=spec.name, metric=task.metric,
+                                          metrics=task.metrics)
     except BelugaError as exc:
         if (exc.source is not None and Path(exc.source) == config_path) or (exc.field or "").startswith("tasks."):
             raise
@@ -301,7 +311,7 @@ def _load_task(spec: TaskSpec, suite: Suite, allow_missing: bool, config_path: P
         field = f"tasks.{index}.{exc.field if exc.source is None and exc.field else 'iid'}"
         raise with_config_line(BelugaError(str(exc) if exc.source is not None else exc.message, field=field),
                                config_path) from None
-    return None
+    return None, note
 
 
 def build_plan(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False,
@@ -376,7 +386,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         suite = load_checked_suite(spec.suite)
         if spec.apply_corrections:
             suite = suite.with_corrections()
-        unavailable = _load_task(spec, suite, allow_missing_tasks, config_path, index)
+        unavailable, iid_note = _load_task(spec, suite, allow_missing_tasks, config_path, index)
         check_levels(cfg, suite, config_path)
         sizes = cfg.sizes
         check_size_groups(sizes.suite_test_per_group_of, suite, config_path)
@@ -387,7 +397,7 @@ def _build_plan(cfg: BenchmarkConfig, config_path: Path, allow_missing_tasks: bo
         model = cfg.model.task_models.get(spec.name, cfg.model.name)
         check_model_config(cfg, model, config_path)
         tp = TaskPlan(spec, suite, split, split_identity(suite, cfg), common_identity(cfg, spec, suite, model), model,
-                      folds, skipped_groups=skipped, unavailable=unavailable,
+                      folds, skipped_groups=skipped, unavailable=unavailable, iid_note=iid_note,
                       shaping={"precision": cfg.executor.precision},
                       iid_common=iid_identity(cfg, spec, suite, model), store_ids=store_ids)
         tp.evals = _eval_plans(cfg, config_path, index, spec, suite, unavailable is None)

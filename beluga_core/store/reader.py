@@ -37,7 +37,8 @@ VIEWS = ("crossing_levels", "pass_rates_on_cases", "pass_rates", "suite_scores_o
          "only_matrix", "only_matrix_summary", "cross_comparisons", "cross_significance", "regression_pairs",
          "iid_flips", "regression_iid", "case_flips", "regression_cases", "regression_test_status",
          "regression_summary", "seed_expansions", "expansion_flips", "expansion_summary", "fewshot_status",
-         "fewshot_pairs", "fewshot_group_accuracy", "fewshot_accuracy", "replicate_inputs", "replicate_summary")
+         "fewshot_pairs", "fewshot_group_accuracy", "fewshot_accuracy", "fewshot_seed_accuracy",
+         "replicate_inputs", "replicate_summary")
 RELATIONS = frozenset(TABLES) | frozenset(VIEWS)
 
 Source = str | Path | duckdb.DuckDBPyConnection

@@ -3,6 +3,9 @@
 Exactly one process writes a store: the one that runs the plan (the coordinator). A write that fails rolls
 back entirely: a store never holds part of a model. Bulk rows (outcomes, i.i.d. predictions) go in as
 numpy column arrays that DuckDB scans directly.
+
+Long: every table a run writes (runs, packs, models and their rows, grid points) is written here, one transaction
+per method; split, the one-writer, all-or-none discipline would be spread over modules that each open the store.
 """
 
 from __future__ import annotations
@@ -58,6 +61,11 @@ def _record_values(record: TrainingRecord, columns: Sequence[str], run_id: str |
             value = as_utc(value) or (utc_now() if name == "finished_at" else None)
         values.append(value)
     return [run_id, *values]
+
+
+def new_run_id(started: datetime) -> str:
+    """A run's id: ``YYYYmmddTHHMMSSZ-xxxxxxxx``, its start (UTC) and a random suffix, so ids sort by start."""
+    return f"{as_utc(started):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
 
 
 class StoreWriter(PlanRecords):
@@ -134,7 +142,7 @@ class StoreWriter(PlanRecords):
         said); ``effective_config``: the config it actually runs (JSON-ready), ``config_changes``: what changed the
         file's settings (migration 19)."""
         started = as_utc(started_at) or utc_now()
-        run_id = run_id or f"{started:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+        run_id = run_id or new_run_id(started)
         with self.store.transaction() as con:
             con.execute("INSERT INTO runs (run_id, config_path, config_text, started_at, finished_at, status, "
                         "beluga_version, duckdb_version, host, device, executor, pid, effective_config, "
@@ -153,6 +161,18 @@ class StoreWriter(PlanRecords):
                                 [status, as_utc(finished_at) or utc_now(), run_id]).fetchall()
             if not found:
                 raise ValueError(f"no run {run_id!r} in the store")
+
+    def record_interrupted(self, last_alive: Mapping[str, datetime]) -> list[str]:
+        """Record runs found dead (``store.run_liveness``) as ``interrupted``, each with ``finished_at`` the last time
+        it was alive (run id → UTC), in one transaction; a run no longer ``running`` (it recorded its own end
+        meanwhile) is left as it is. Returns the ids it changed."""
+        if not last_alive:
+            return []
+        with self.store.transaction() as con:
+            return [r[0] for run_id, at in last_alive.items()
+                    for r in con.execute("UPDATE runs SET status = 'interrupted', finished_at = ? "
+                                         "WHERE run_id = ? AND status = 'running' RETURNING run_id",
+                                         [as_utc(at), run_id]).fetchall()]
 
     # ---- finished jobs
 
@@ -180,6 +200,7 @@ class StoreWriter(PlanRecords):
                     self._write_grid_point(con, result, run_id)
                 else:
                     self._write_model(con, result, run_id)
+                _write_pack(con, result, run_id)
 
     def _write_model(self, con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
         record = result.record
@@ -343,6 +364,22 @@ _SLOT = """same_replicate(models, {'task': ?::VARCHAR, 'suite': ?::VARCHAR, 'mod
 
 _MODEL_TABLES = ("outcomes", "iid_predictions", "iid_metrics", "iid_probs", "cross_outcomes", "cross_evaluations",
                  "case_predictions", "attributions", "probe_outcomes", "probe_predictions", "models")
+
+
+def _write_pack(con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
+    """The ``packs`` row of a packed member's pack: inserted with its first member, then the pack's time and count
+    of finished members as each later member commits (its members finish in turn; the last one brings the whole)."""
+    pack, time = result.record.pack, result.pack_time
+    if pack is None or time is None or "id" not in pack:
+        return
+    con.execute("""INSERT INTO packs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (pack_id) DO UPDATE SET
+                       train_seconds = greatest(packs.train_seconds, excluded.train_seconds),
+                       finished = greatest(packs.finished, excluded.finished),
+                       finished_at = greatest(packs.finished_at, excluded.finished_at)""",
+                [pack["id"], run_id, canonical_json(pack.get("setting")), pack.get("size"),
+                 canonical_json(pack.get("members")), time.seconds, time.finished, as_utc(time.started_at),
+                 as_utc(result.record.finished_at) or utc_now()])
 
 
 def _delete_models(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> None:

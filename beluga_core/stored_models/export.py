@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,26 +16,51 @@ import duckdb
 from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.tasks import Task
-from beluga_core.core.errors import BelugaError
+from beluga_core.core.errors import BelugaError, format_validation_error
 from beluga_core.data.suite.suite_io import Suite
 from beluga_core.data.suite.suite_schema import SuiteHeader
 from beluga_core.execution.worker import cache_dir_for, weights_path
 from beluga_core.planning.plan import make_task
 from beluga_core.store.connection import expand_key_comparisons
 from beluga_core.store.reader import FAILED_JOBS, open_store
+from beluga_core.store.run_liveness import running_runs
 from beluga_core.store.selectors import select_one
 from beluga_core.training.checkpoints import CheckpointRejected, checkpoint_folder, peek
 from beluga_core.training.models import load_tokenizer
 
 
-def _run_config(con: duckdb.DuckDBPyConnection, run_id: str | None) -> BenchmarkConfig | None:
-    row = con.execute("SELECT config_text FROM runs WHERE run_id = ?", [run_id]).fetchall() if run_id else []
-    if not row or not row[0][0]:
-        return None
+def run_config(con: duckdb.DuckDBPyConnection, run_id: str | None, what: str) -> tuple[BenchmarkConfig, str]:
+    """The config the run ``run_id`` ran, and where it was read: its ``effective_config`` (what ``--tiny``,
+    ``--variant`` and ``--store`` made of the file), else, for a run recorded before schema 19, its ``config_text``
+    (the file as read). Everything that rebuilds a stored model reads it here. A ``BelugaError`` starting with
+    ``what`` (the model) names the run and what is wrong when there is no config to read or it is not valid."""
+    row = con.execute("SELECT effective_config::VARCHAR, config_text FROM runs WHERE run_id = ?",
+                      [run_id]).fetchall() if run_id else []
+    if not row:
+        raise BelugaError(f"{what}: the store records no run that trained it" +
+                          (f" (no run '{run_id}' in its runs table)" if run_id else ""))
+    effective, text = row[0]
+    if effective is not None:
+        where = f"run {run_id}'s effective config (runs.effective_config)"
+        try:
+            data = json.loads(effective)
+        except json.JSONDecodeError as exc:
+            raise BelugaError(f"{what}: {where} is not JSON: {exc}") from None
+    elif text:
+        where = (f"run {run_id}'s config file text (runs.config_text: the run recorded no effective config, as "
+                 "none before schema 19 did; the file as read, before any --tiny, --variant or --store)")
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise BelugaError(f"{what}: {where} is not valid TOML: {exc}") from None
+    else:
+        raise BelugaError(f"{what}: the store does not hold the config of run {run_id}, which trained it "
+                          "(runs.effective_config and runs.config_text are empty)")
     try:
-        return BenchmarkConfig.model_validate(tomllib.loads(row[0][0]))
-    except (tomllib.TOMLDecodeError, ValueError):
-        return None
+        return BenchmarkConfig.model_validate(data), where
+    except ValueError as exc:   # pydantic's ValidationError; a plugin's validator's ValueError
+        why = format_validation_error(exc) if hasattr(exc, "errors") else str(exc)
+        raise BelugaError(f"{what}: {where} is not a config this beluga ({BELUGA_VERSION}) reads: {why}") from None
 
 
 @dataclass
@@ -46,13 +72,22 @@ class StoredModel:
     task: Task[Any]
     config: BenchmarkConfig
     weights: Path
+    config_from: str = "its run's config"  # where ``config`` was read (``run_config``)
 
     def build(self) -> Any:
         import torch
 
         overrides = self.config.model.config_overrides
         model = self.task.build_model(self.row["model_name"], seed=0, config_overrides=overrides)
-        model.load_state_dict(torch.load(self.weights, map_location="cpu", weights_only=True))
+        state = torch.load(self.weights, map_location="cpu", weights_only=True)
+        try:
+            model.load_state_dict(state)
+        except RuntimeError:
+            m = self.row
+            raise BelugaError(f"model {m['model_id'][:12]} ({m['config']}/{m['method']}@{m['scenario']}): its kept "
+                              f"weights ({self.weights}) do not fit the model built from {self.config_from}, "
+                              f"{m['model_name']}" + (f" with config overrides {overrides}" if overrides else "")
+                              + f": {_state_mismatch(model.state_dict(), state)}") from None
         return model.eval()
 
     @property
@@ -61,6 +96,18 @@ class StoredModel:
         if self.task.head_labels is None and isinstance(options, dict) and "max_length" in options:
             return int(options["max_length"])   # a span model reads windows of its own length
         return self.config.model.max_length
+
+
+def _state_mismatch(own: Mapping[str, Any], kept: Mapping[str, Any]) -> str:
+    """What differs between a model's state dict and kept weights: keys missing, unexpected, of another shape."""
+    parts = []
+    for what, keys in (("missing from the weights", [k for k in own if k not in kept]),
+                       ("not in the model", [k for k in kept if k not in own]),
+                       ("of another shape", [k for k in own if k in kept and tuple(own[k].shape) !=
+                                             tuple(kept[k].shape)])):
+        if keys:
+            parts.append(f"{len(keys)} tensor(s) {what} (e.g. {keys[0]})")
+    return "; ".join(parts) or "the weights do not load into it"
 
 
 def has_kept_weights(store: Path, model_id: str) -> bool:
@@ -77,18 +124,18 @@ def stored_model(con: duckdb.DuckDBPyConnection, store: Path, m: dict[str, Any])
                           f"{weights.parent}: keep them with [store] keep_weights (\"seen\" or \"all\"; the IID "
                           "models' are always kept) and re-run")
     run_id = con.execute("SELECT run_id FROM models WHERE model_id = ?", [mid]).fetchall()[0][0]
-    cfg = _run_config(con, run_id)
+    cfg, config_from = run_config(con, run_id, f"model {mid[:12]}")
     suite_row = con.execute("SELECT label_space::VARCHAR, levels::VARCHAR, scoring_level, input_kind FROM suites "
                             "WHERE suite = ?", [m["suite"]]).fetchall()
-    if cfg is None or not suite_row:
-        raise BelugaError(f"model {mid[:12]}: the store does not hold the config of the run that trained it")
+    if not suite_row:
+        raise BelugaError(f"model {mid[:12]}: the store does not hold its suite '{m['suite']}'")
     spec = next((t for t in cfg.tasks if t.name == m["task"]), None)
     if spec is None:
-        raise BelugaError(f"model {mid[:12]}: its run's config has no task '{m['task']}'")
+        raise BelugaError(f"model {mid[:12]}: {config_from} has no task '{m['task']}'")
     space, levels, scoring, input_kind = suite_row[0]
     header = SuiteHeader(name=m["suite"], levels=json.loads(levels), scoring_level=scoring, input_kind=input_kind,
                          label_space=json.loads(space) if space else None)
-    return StoredModel(m, make_task(spec, Suite(header, [])), cfg, weights)
+    return StoredModel(m, make_task(spec, Suite(header, [])), cfg, weights, config_from)
 
 
 def export_model(store: Path, selector: str, out: Path) -> Path:
@@ -151,7 +198,8 @@ def model_card(m: dict[str, Any], cfg: BenchmarkConfig, scores: list[tuple[Any, 
 
 
 def store_info(store: Path) -> dict[str, Any]:
-    """Size, schema, runs, models and rows per table of a store, and what its cache folder holds."""
+    """Size, schema, runs (those recorded as running judged running or interrupted: ``unfinished``), models and rows
+    per table of a store, and what its cache folder holds."""
     with open_store(store) as con:
         version = con.execute("SELECT value FROM beluga_meta WHERE key = 'schema_version'").fetchall()[0][0]
         tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
@@ -164,12 +212,13 @@ def store_info(store: Path) -> dict[str, Any]:
         names = [d[0] for d in cur.description]
         failed = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
         runs = con.execute("SELECT count(*), max(started_at) FROM runs").fetchall()[0]
+        unfinished = running_runs(con, store)
     cache = cache_dir_for(store)
     weights = sorted(cache.glob("*.pt")) if cache.exists() else []
     tokens = sum(p.stat().st_size for p in (cache / "tokens").rglob("*") if p.is_file()) if cache.exists() else 0
     return {"store": store, "bytes": store.stat().st_size, "schema_version": version, "runs": runs[0],
-            "last_run": runs[1], "models": models, "variants": variants, "failed": failed, "rows": rows,
-            "weights": len(weights),
+            "last_run": runs[1], "unfinished": unfinished, "models": models, "variants": variants, "failed": failed,
+            "rows": rows, "weights": len(weights),
             "weights_bytes": sum(p.stat().st_size for p in weights), "token_cache_bytes": tokens,
             "checkpoints": checkpoints_in_flight(checkpoint_folder(cache))}
 

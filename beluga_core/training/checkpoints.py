@@ -45,10 +45,25 @@ from beluga_core.core.io import atomic_write
 log = logging.getLogger("beluga.checkpoints")
 
 FORMAT = "beluga-checkpoint/1"
-# "auto": a save every 5 % of the job's expected time, at most once per 50 save times, none under a minute.
+# "auto" (``auto_interval``): the interval is the largest of
+# - AUTO_SHARE of the job's expected time: a kill then loses at most 5 % of the job;
+# - AUTO_SAVE_FACTOR save times: saves never cost more than 1/50 = 2 % of the training time. Before a job's first
+#   save is measured (and in the dry run) a save's time is estimated from the state it writes (weights, AdamW's
+#   moments) at AUTO_WRITE_BYTES_PER_S;
+# - AUTO_MIN_INTERVAL_S: never more often than every 30 s, whatever the state's size. A killed job's restart
+#   costs ~15 s before training resumes (imports, building the model: benchmarks/drills/RESULTS.md), so saving
+#   more often cuts the work a kill loses by less than the restart costs anyway;
+# and no save at all in a job expected under AUTO_MIN_JOB_SECONDS (a kill loses under a minute), nor where the
+# interval is longer than the job (saves would cost more than they can save).
 AUTO_SHARE = 0.05
 AUTO_SAVE_FACTOR = 50.0
+AUTO_MIN_INTERVAL_S = 30.0
 AUTO_MIN_JOB_SECONDS = 60.0
+# A save's rate when none is measured yet: the slowest the fold drill measured on a loaded 2-core machine, the
+# 272-MB state of MiniLM (encoding, digest, atomic write) in 2.5 s, ≈ 104 MiB/s, rounded down
+# (benchmarks/drills/RESULTS.md, "What checkpoints cost"). Deliberately slow: a faster disk only saves more often
+# once its first save is measured.
+AUTO_WRITE_BYTES_PER_S = 100 * 2 ** 20
 # A stage's expected time is projected from its measured step rate once this many seconds have passed (the
 # first steps include one-off costs: allocation, lazily built kernels).
 PROJECT_AFTER_S = 2.0
@@ -326,9 +341,10 @@ def stage_blob(job_id: str, stage: int, n_stages: int, step: int, n_steps: int, 
 class JobCheckpoints:
     """One job's checkpoints: the one to resume from, and when the next save is due.
 
-    ``interval`` is the config's; with "auto" a save is due once 5 % of the job's projected time has passed
-    since the last one (projected from the measured step rate) and 50 save times, and never in a job projected
-    under a minute."""
+    ``interval`` is the config's; with "auto" a save is due once ``auto_interval`` has passed since the last one:
+    5 % of the job's projected time (projected from the measured step rate), but at least 50 save times (the last
+    save's, or before any, estimated from ``training_state_bytes``) and 30 s; never in a job projected under a
+    minute."""
 
     store: CheckpointStore
     job_id: str
@@ -337,6 +353,8 @@ class JobCheckpoints:
     warn: Callable[[str], None] = field(default=log.warning)
     saves: int = 0
     save_seconds: float = 0.0   # the last save's
+    # What a save writes (``training_state_bytes``), set as each stage starts: a save's time until one is measured.
+    state_bytes: int = 0
     bytes_written: int = 0
     _last: float = field(default_factory=lambda: time.perf_counter())
     _stage_start: float = field(default_factory=lambda: time.perf_counter())
@@ -396,7 +414,8 @@ class JobCheckpoints:
         if in_stage < PROJECT_AFTER_S or step <= self._first_step:
             return False
         projected = self._before_stage + in_stage / (step - self._first_step) * n_steps
-        return projected >= AUTO_MIN_JOB_SECONDS and since >= auto_interval(projected, self.save_seconds)
+        save = self.save_seconds or estimated_save_seconds(self.state_bytes)   # before the first save: estimated
+        return projected >= AUTO_MIN_JOB_SECONDS and since >= auto_interval(projected, save)
 
     def save(self, blob: Callable[[], bytes]) -> None:
         start = time.perf_counter()
@@ -426,13 +445,28 @@ def checkpoint_bytes(n_parameters: int) -> int:
     return 12 * n_parameters
 
 
+def training_state_bytes(model: torch.nn.Module) -> int:
+    """What a checkpoint of ``model``'s training writes: its state (every weight and buffer) and AdamW's two
+    moments of its trainable parameters (a LoRA job's moments are its adapters' and head's only)."""
+    weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    return weights + 2 * sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+
+
+def estimated_save_seconds(n_bytes: int) -> float:
+    """A save's time before one is measured: ``n_bytes`` at ``AUTO_WRITE_BYTES_PER_S``."""
+    return n_bytes / AUTO_WRITE_BYTES_PER_S
+
+
 def auto_interval(job_seconds: float, save_seconds: float) -> float:
-    """The "auto" interval of a job expected to take ``job_seconds`` whose saves take ``save_seconds``."""
-    return max(AUTO_SHARE * job_seconds, AUTO_SAVE_FACTOR * save_seconds)
+    """The "auto" interval of a job expected to take ``job_seconds`` whose saves take ``save_seconds``: 5 % of
+    the job, but at least 50 save times (saves cost at most 2 % of training) and 30 s (constants above)."""
+    return max(AUTO_SHARE * job_seconds, AUTO_SAVE_FACTOR * save_seconds, AUTO_MIN_INTERVAL_S)
 
 
-def describe_interval(interval: CheckpointEvery, expected_seconds: float | None) -> str:
-    """What the dry run says of a job's interval."""
+def describe_interval(interval: CheckpointEvery, expected_seconds: float | None,
+                      save_bytes: int | None = None) -> str:
+    """What the dry run says of a job's interval; ``save_bytes``: what a save writes, when known (its time is then
+    estimated at ``AUTO_WRITE_BYTES_PER_S``)."""
     if interval.mode == "off":
         return "off"
     if interval.mode != "auto":
@@ -441,7 +475,15 @@ def describe_interval(interval: CheckpointEvery, expected_seconds: float | None)
         return "auto"
     if expected_seconds < AUTO_MIN_JOB_SECONDS:
         return "off (expected < 1 min)"
-    return f"every ≈ {auto_interval(expected_seconds, 0.0):.0f} s (5 % of ≈ {expected_seconds / 60:.0f} min)"
+    save = 0.0 if save_bytes is None else estimated_save_seconds(save_bytes)
+    every = auto_interval(expected_seconds, save)
+    share, by_cost = AUTO_SHARE * expected_seconds, AUTO_SAVE_FACTOR * save
+    why = (f"5 % of ≈ {expected_seconds / 60:.0f} min" if every == share else
+           f"50 × a ≈ {save:.1f}-s save of {save_bytes / 2 ** 20:.0f} MiB at {AUTO_WRITE_BYTES_PER_S // 2 ** 20} MiB/s"
+           if every == by_cost and save_bytes is not None else f"the {AUTO_MIN_INTERVAL_S:.0f}-s floor")
+    if every >= expected_seconds:
+        return f"none (a save is due every ≈ {every:.0f} s, {why}; the job ≈ {expected_seconds / 60:.0f} min)"
+    return f"every ≈ {every:.0f} s ({why})"
 
 
 @dataclass
@@ -460,6 +502,7 @@ class StageCheckpoints:
         """Bring a stage that has a checkpoint to its step: check it fits, replay the data order to the step,
         load the state. Returns (steps, examples, loss sum) so far, or None for a stage that starts afresh.
         Raises ``CheckpointRejected`` before changing anything when the checkpoint does not fit."""
+        self.job.state_bytes = training_state_bytes(model)
         if self.resume is None:
             self.job.stage_started(self.prior[2])
             return None

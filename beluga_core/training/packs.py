@@ -211,7 +211,8 @@ class _Member:
     steps: int = 0
     examples: int = 0
     total: torch.Tensor | None = None
-    started: float = field(default_factory=time.perf_counter)
+    # Its share of the pack's time (``PackClock``): what its train_seconds records.
+    seconds: float = 0.0
     # The collated batches of the step, padded to the pack's length, in the order the task asks for logits.
     pending: list[dict[str, torch.Tensor]] = field(default_factory=list)
     resumed: bool = False
@@ -302,6 +303,8 @@ class Pack:
         self.shared, self.body = shared, body
         self._output: Any = None
         self._blocks: list[tuple[int, int, int]] = []
+        # The tokens (rows × padded width) each member put through the base's passes in the current step.
+        self.step_tokens: dict[int, int] = {}
         self.members = [self._member(i, spec) for i, spec in enumerate(specs)]
 
     def _adapters_of(self, spec: MemberSpec, shared: torch.nn.Module, body: torch.nn.Module,
@@ -390,6 +393,7 @@ class Pack:
         then each member's own clipping, optimizer step and schedule."""
         collated = {m: [self.encoder.collate(b.inputs) for b in batches] for m, batches in active}
         losses: dict[int, torch.Tensor] = {}
+        self.step_tokens = {}
         self.body.train()
         for m, _ in active:
             self.members[m].trainer.zero_grad()
@@ -429,6 +433,7 @@ class Pack:
             padded = [_pad_to(c, width, pad_id) for c in collated[m]]
             n = sum(int(c["input_ids"].shape[0]) for c in padded)
             blocks.append((m, row, row + n))
+            self.step_tokens[m] = self.step_tokens.get(m, 0) + n * width
             row += n
             parts += padded
             self.members[m].pending[:] = padded
@@ -450,15 +455,63 @@ class Pack:
         return state
 
 
+class PackClock:
+    """The pack's wall time, and each member's share of it (what the member's ``train_seconds`` records).
+
+    The pack's time is the time ``train_pack`` runs: its set-up, its steps and merging its members, never the time
+    its caller spends between two members (evaluating and committing the one that finished). A step's time goes
+    to the members in it in proportion to the tokens each put through the base's forward passes (rows × padded
+    width): a member of many long rows costs the pass more. The set-up is shared equally (each member's adapters,
+    head and optimizer are built alike), and a member's merge is its own. The shares sum to the pack's time.
+    """
+
+    def __init__(self, n_members: int) -> None:
+        self.seconds = 0.0      # the pack's time so far
+        self._pending = 0.0     # run since the last ``take``
+        self._mark: float | None = time.perf_counter()
+        self.n_members = n_members
+
+    def pause(self) -> None:
+        """The caller has the member that finished: time stops counting for the pack."""
+        if self._mark is not None:
+            self._pending += time.perf_counter() - self._mark
+            self._mark = None
+
+    def resume(self) -> None:
+        self._mark = time.perf_counter()
+
+    def take(self) -> float:
+        """The pack's seconds since the last ``take`` (added to the pack's time)."""
+        self.pause()
+        self.resume()
+        taken, self._pending = self._pending, 0.0
+        self.seconds += taken
+        return taken
+
+    def share(self, members: Sequence[_Member], tokens: dict[int, int], seconds: float) -> None:
+        """Give ``seconds`` to the members whose tokens ``tokens`` counts, in proportion; equally where none."""
+        total = sum(tokens.values())
+        for m, member in enumerate(members):
+            if tokens:
+                member.seconds += seconds * tokens.get(m, 0) / total if total else seconds / len(tokens)
+            else:
+                member.seconds += seconds / len(members)
+
+
 def train_pack(task: Task, model: torch.nn.Module, encoder: Encoder, device: torch.device,
-               specs: Sequence[MemberSpec]) -> Iterator[tuple[int, dict[str, torch.Tensor], TrainStats]]:
+               specs: Sequence[MemberSpec],
+               clock: PackClock | None = None) -> Iterator[tuple[int, dict[str, torch.Tensor], TrainStats]]:
     """Train the members of ``specs`` together from ``model``'s weights (the start model every member starts
     from; left unchanged); yields (member index, its trained weights merged into a plain model, its stats) as each
-    member finishes, in the order they finish (a member's update count decides when)."""
+    member finishes, in the order they finish (a member's update count decides when). A member's stats' seconds
+    are its share of the pack's time (``PackClock``; pass ``clock`` to read the pack's own)."""
+    clock = clock or PackClock(len(specs))
+    clock.resume()
     pack = Pack(task, model, encoder, device, specs)
     for spec in specs:
         spec.trainset.length_of = encoder.length
     encoder.encode_many(x for spec in specs for x in spec.trainset.inputs())
+    clock.share(pack.members, {}, clock.take())
     active = list(range(len(pack.members)))
     # Checkpoints are taken for every member at the same pack step (when the first member with checkpoints says
     # one is due), so a resumed pack's steps pad as the uninterrupted pack's did.
@@ -469,7 +522,11 @@ def train_pack(task: Task, model: torch.nn.Module, encoder: Encoder, device: tor
             batches = next(member.updates, None) if member.steps < member.n_steps else None
             if batches is None:
                 active.remove(m)
-                yield m, pack.merged_state(m), _stats(member)
+                merged = pack.merged_state(m)
+                member.seconds += clock.take()   # its merge, and drawing its batches since the last step
+                clock.pause()
+                yield m, merged, _stats(member)
+                clock.resume()
                 continue
             step.append((m, batches))
         if not step:
@@ -492,9 +549,9 @@ def train_pack(task: Task, model: torch.nn.Module, encoder: Encoder, device: tor
                     assert member.total is not None
                     ck.save(member.steps, member.n_steps, member.examples, member.total, member.model,
                             member.trainer.optimizer, member.trainer.scheduler, member.spec.method, device)
+        clock.share(pack.members, pack.step_tokens, clock.take())
 
 
 def _stats(member: _Member) -> TrainStats:
     assert member.total is not None
-    return TrainStats(member.steps, member.examples, float(member.total) / max(1, member.steps),
-                      time.perf_counter() - member.started)
+    return TrainStats(member.steps, member.examples, float(member.total) / max(1, member.steps), member.seconds)

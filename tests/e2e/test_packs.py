@@ -2,8 +2,10 @@
 
 Equivalence with sequential training is measured against the drift one ulp of input perturbation causes in
 sequential training itself, on the same setup (benchmarks/perf/pack_tolerance.py measures both on the full model):
-fp32, CPU, deterministic algorithms, no dropout anywhere. Dropout under a pack is tested statistically. Then a real
-packed run through the worker, executor and store, and the packed SIGKILL drill.
+fp32, CPU, deterministic algorithms, no dropout anywhere. Dropout under a pack is tested exactly: with every dropout
+on, each member draws bit for bit the masks it draws alone (and, on the dropout function, at its rate and independently
+of its mates, statistically). Then a real packed run through the worker, executor and store, and the packed SIGKILL
+drill.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import math
 import random
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,6 +164,98 @@ def test_pack_dropout_draws_each_members_rows_from_its_own_generator() -> None:
     assert torch.equal(packs._dropout(torch.ones(2, n), p, alone) == 0, dropped[2:4])
 
 
+# Every dropout on: the base's hidden and attention-probability dropout, the head's (hidden_dropout_prob), LoRA's.
+WITH_DROPOUT = {"num_hidden_layers": 2, "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+# Three members whose every sentence is 12 tokens: different data, numbers of steps (3, 4, 2) and seeds.
+EVEN_MEMBERS = [(trainset(12, 4, (10, 11)), 44, 2e-3), (trainset(16, 5, (10, 11)), 55, 1e-3),
+                (trainset(8, 6, (10, 11)), 66, 5e-4)]
+# What the pack's drop-in layers are to the dropout they draw (pack_attention, a function, draws the fourth kind).
+DROPOUT_KINDS = {packs.PackDropout: "hidden", packs.PackedLoRALinear: "lora", packs.MemberDropout: "head"}
+Masks = dict[int, list[tuple[str, torch.Tensor]]]
+
+
+def masks_drawn(model: torch.nn.Module, members: list[tuple[TrainSet, int, float]],
+                share_generator: bool = False) -> tuple[Masks, set[tuple[int, ...]]]:
+    """Train ``members`` as one pack; every dropout mask each member drew, in order (kind, kept elements), and the
+    members of each forward pass of the base. ``share_generator``: every member draws from member 0's generator."""
+    drawn: Masks = {m: [] for m in range(len(members))}
+    passes: set[tuple[int, ...]] = set()
+    heads: dict[int, int] = {}   # a member's head dropout (its id) → the member
+    draw = packs._dropout
+
+    def recording(x: torch.Tensor, p: float, rows: packs.PackRows) -> torch.Tensor:
+        caller = sys._getframe(1)
+        owner = caller.f_locals.get("self")
+        kind = DROPOUT_KINDS.get(type(owner)) or ("attention" if caller.f_code.co_name == "pack_attention" else "")
+        assert kind, f"_dropout called by {caller.f_code.co_name}"
+        # The same draws, from the same generators, on ones: x times what comes back is what _dropout returns on x,
+        # bit for bit (a product with 1 is exact), and its zeros are the mask, whatever x's values.
+        scale = draw(torch.ones_like(x), p, rows)
+        kept = scale != 0
+        if kind == "head":
+            drawn[heads[id(owner)]].append((kind, kept))
+        else:
+            passes.add(tuple(m for m, _, _ in rows.blocks))
+            for m, s, e in rows.blocks:
+                drawn[m].append((kind, kept[s:e]))
+        return x * scale
+
+    class Recorded(packs.Pack):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            shared = self.rows.generators[0]
+            for m, member in enumerate(self.members):
+                for module in member.model.modules():
+                    if isinstance(module, packs.MemberDropout):
+                        heads[id(module)] = m
+                        if share_generator:
+                            module.generator = shared
+            if share_generator:
+                self.rows.generators[:] = [shared] * len(self.members)
+
+    specs = [packs.MemberSpec(str(i), ts, METHODS.get("lora")({"dropout": 0.1}), hp(lr), seed, seed)
+             for i, (ts, seed, lr) in enumerate(members)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(packs, "Pack", Recorded)
+        patch.setattr(packs, "_dropout", recording)
+        # A pass takes at most two members' 4 × 12 tokens: a step of three members takes two passes.
+        patch.setattr(packs, "CPU_PASS_TOKENS", 100)
+        finished = [m for m, _, _ in packs.train_pack(ToyTask(), copy.deepcopy(model), ToyEncoder(), CPU, specs)]
+    assert sorted(finished) == list(range(len(members)))
+    return drawn, passes
+
+
+def same_masks(a: list[tuple[str, torch.Tensor]], b: list[tuple[str, torch.Tensor]]) -> bool:
+    return len(a) == len(b) and all(ka == kb and torch.equal(x, y) for (ka, x), (kb, y) in zip(a, b, strict=True))
+
+
+def test_each_member_of_a_pack_draws_bit_for_bit_the_dropout_masks_it_draws_alone() -> None:
+    """Every dropout on (hidden, attention probabilities, LoRA, the head's): each member's masks in a pack of three
+    equal, bit for bit, the masks it draws trained alone (a pack of one), and differ from its pack mates'.
+
+    Equal by construction: a mask is a function of the member's generator state and of the shape of its rows
+    only, never of the values masked (``masks_drawn`` reads it off a draw on ones). Every sentence is 12 tokens, so
+    no batch is padded, alone or beside its mates, and a member's rows have the same shape in both. Its draws come
+    in the same order: a pass of the base draws each member's rows from its own generator, module by module, and
+    its head draws after the pass its rows were in; the pack's three members take two passes a step (members 0
+    and 1, then 2: ``row_groups`` under a lowered ``CPU_PASS_TOKENS``), which changes no member's order. The
+    variant where every member draws from one generator shows the comparison has power: it fails there."""
+    model = load_sequence_classifier("embedded:minilm", 2, config_overrides=WITH_DROPOUT)
+    together, passes = masks_drawn(model, EVEN_MEMBERS)
+    assert {(0, 1), (2,)} <= passes   # a pass of two members, and one the third took alone
+    alone = [masks_drawn(model, [member])[0][0] for member in EVEN_MEMBERS]
+    for m in range(len(EVEN_MEMBERS)):
+        assert same_masks(together[m], alone[m]), m
+        for kind in ("hidden", "attention", "lora", "head"):   # some elements dropped, some kept, in every kind
+            kept = torch.cat([x.flatten() for k, x in together[m] if k == kind])
+            assert 0 < int(kept.sum()) < kept.numel(), (m, kind)
+        for other in range(m):   # the members' masks differ from each other, call by call
+            assert not any(torch.equal(x, y) for (_, x), (_, y) in zip(together[m], together[other], strict=False))
+    shared, _ = masks_drawn(model, EVEN_MEMBERS, share_generator=True)
+    for m in range(len(EVEN_MEMBERS)):
+        assert not same_masks(shared[m], alone[m]), m
+
+
 def test_packs_group_jobs_by_base_start_method_and_hyper_parameters(tmp_path: Path) -> None:
     config = config_with(DATA / "tiny-packs.toml", tmp_path, {'configurations = ["iid-plus-t"]':
                                                               'configurations = ["iid", "iid-plus-t", "iid-then-t"]'},
@@ -216,6 +311,22 @@ def packed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store
 
 
+def test_a_packs_members_share_its_time_and_the_pack_records_it_once(packed_store: Path) -> None:
+    """Each member's train_seconds is its share of the pack's time (``PackClock``), not the pack's elapsed time
+    when it left: the shares sum to the pack's wall time, stored once in ``packs``."""
+    (pack_id, members, size, finished, wall), = query(packed_store, "SELECT pack_id, members, size, finished, "
+                                                      "train_seconds FROM packs")
+    rows = query(packed_store, "SELECT model_id, train_seconds, pack->>'id' FROM models ORDER BY finished_at")
+    assert sorted(json.loads(members)) == sorted(m for m, _, _ in rows) and size == finished == 4
+    assert {p for _, _, p in rows} == {pack_id}
+    shares = [t for _, t, _ in rows]
+    assert all(t > 0 for t in shares)
+    assert abs(sum(shares) - wall) <= 0.05 * wall
+    # The first member to leave holds a share of the steps it was in, not the time since the pack began: the last
+    # one's elapsed time was the whole pack's, what each member recorded before.
+    assert max(shares) < 0.9 * wall
+
+
 @pytest.mark.slow
 def test_a_packed_run_stores_what_the_sequential_run_does(packed_store: Path, tmp_path: Path) -> None:
     config = config_with(DATA / "tiny-packs.toml", tmp_path, {"pack = 4": "pack = 1"})
@@ -255,7 +366,9 @@ def test_a_pack_killed_mid_pack_and_resumed_equals_the_uninterrupted_pack(packed
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     assert query(store, "SELECT count(*) FROM models WHERE status = 'done'") == [(1,)]
     assert "packs: up to 8 members (auto: 8, the most on a CPU; " in killed.stdout
-    assert "(measured: a step of 1 and of 2 members at batch 8 × 64 tokens peaked at " in killed.stdout
+    assert ("(measured now: per member, the peak of one training step with 2 members less the peak with 1, at the "
+            "run's largest batch with every row max_length tokens: at batch 8 × 64 tokens, the process's peak "
+            "resident memory during the step was ") in " ".join(killed.stdout.split())
     resumed = beluga("run", str(config), "--store", str(store), env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "packs: up to 8 members (auto: 8, as the store's first run of it measured" in resumed.stdout

@@ -22,7 +22,7 @@ from beluga_core.analysis.report.degeneracy import DegeneracyRow, degeneracy_row
 from beluga_core.analysis.report.fewshot_tables import FewshotTable, build_fewshot
 from beluga_core.analysis.report.figures import FigureFiles, Heatmap, MatrixFigure, slug, write_heatmaps, write_matrices
 from beluga_core.analysis.report.regression import RegressionLine, build_regression
-from beluga_core.analysis.report.report_data import ReportData, read_report_data, scope_lines
+from beluga_core.analysis.report.report_data import ReportData, read_report_data, run_lines, scope_lines
 from beluga_core.analysis.report.seeds import SeedFigure, write_seed_figures
 from beluga_core.analysis.report.table3 import PARTIAL_NOTE, Table3, build_table3
 
@@ -88,9 +88,7 @@ class ReportContent:
         d = self.data
         lines = [f"{d.n_done} model(s) done, {d.n_failed} failed; read {d.read_at:%Y-%m-%d %H:%M:%S} UTC.",
                  *scope_lines(d)]
-        for r in d.running:
-            lines.append(f"Run {r['run_id']} is still going (started {r['started_at']:%Y-%m-%d %H:%M:%S} UTC): "
-                         "this report shows what is finished so far.")
+        lines += run_lines(d)
         if any(c.partial for c in self.table.cells.values()):
             lines.append(f"{PARTIAL} {PARTIAL_NOTE}")
         status = self.table.significance_status
@@ -135,7 +133,8 @@ def build_content(store: str | Path, figures_dir: Path, variant: str | None = No
                          only, write_matrices([only_figure(m) for m in only], figures_dir),
                          regression, write_matrices(nfr_figures, figures_dir), failing_groups(data.failing_words),
                          build_alignment(data.alignment_units),
-                         build_fewshot(data.fewshot, data.fewshot_pairs, figures_dir, data.grid_on_seen),
+                         build_fewshot(data.fewshot, data.fewshot_pairs, figures_dir, data.grid_on_seen,
+                                       data.fewshot_seeds),
                          write_seed_figures(data, figures_dir))
 
 
@@ -177,7 +176,7 @@ def degeneracy_rule(content: ReportContent) -> str:
     gold = "Gold labels are the store's (each case's expected label, recorded by the run)." if mft_gold else \
         "The store holds no gold label for these MFT cases: MFT shows predictions only."
     return ("Predicted-label distribution on D_test (the models whose s_iid G uses) and on the MFT cases of T_test, "
-            "against gold (docs/method.md, 'Scores'), summed over replicates. *Collapsed* (the store's `degeneracy` "
+            "against gold, summed over replicates. *Collapsed* (the store's `degeneracy` "
             "view): at "
             "least 20 predictions, the most frequent label ≥ 90 % of them and ≥ 20 points above its gold share (just "
             f"the share where gold is unknown), in some replicate. {gold} \"+\" after a gold share: \"not X\" gold "

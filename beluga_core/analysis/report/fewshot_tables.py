@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from beluga_core.analysis.ranking.over_seeds import NOTE as OVER_SEEDS_NOTE
+from beluga_core.analysis.ranking.over_seeds import over_seeds
 from beluga_core.analysis.ranking.save import interval, percent
 from beluga_core.analysis.report.figures import save_figure, slug
 
@@ -22,6 +24,9 @@ FEWSHOT_NOTE = ("Which model blind to a group will do best there, predicted from
                 "true pass rates are excluded. Near/far: pairs with a true gap at most / above the median.")
 HEADER = ["signal", "accuracy % [95 % CI]", "pairs used / excl.", "ties %", "τ-b", "top-1 %", "Δ vs ACC [95 % CI]",
           "near / far %"]
+# A replicated zoo (candidates trained with several seeds): each seed's candidates ranked among themselves.
+SEEDS_HEADER = ["signal", "accuracy over seeds % [95 % t]", "seeds", "per seed %"]
+SEEDS_NOTE = OVER_SEEDS_NOTE
 
 
 @dataclass
@@ -32,6 +37,7 @@ class FewshotTable:
     png: Path | None = None
     svg: Path | None = None
     notes: list[str] = field(default_factory=list)
+    seed_rows: list[list[str]] = field(default_factory=list)     # SEEDS_HEADER's rows; none with fewer than 2 seeds
 
 
 def _ci(lo: Any, hi: Any) -> str:
@@ -40,9 +46,12 @@ def _ci(lo: Any, hi: Any) -> str:
 
 
 def build_fewshot(rows: list[dict[str, Any]], pairs: list[dict[str, Any]], out_dir: Path | None,
-                  grid_on_seen: set[str] | None = None) -> list[FewshotTable]:
+                  grid_on_seen: set[str] | None = None,
+                  seeds: list[dict[str, Any]] | None = None) -> list[FewshotTable]:
     """One table per stored ranking; ``grid_on_seen``: tasks whose hyper-parameters were selected on the seen
-    scenario's T_val (which holds part of every probe pool)."""
+    scenario's T_val (which holds part of every probe pool); ``seeds``: rows of ``fewshot_seed_accuracy``, whose
+    rankings over two or more seeds get a second table, their accuracy over the seeds."""
+    by_seeds = over_seeds(seeds or [])
     by_rank: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_rank[r["rank_id"]].append(r)
@@ -65,6 +74,10 @@ def build_fewshot(rows: list[dict[str, Any]], pairs: list[dict[str, Any]], out_d
                                f"{percent(r['top1'])}{_ci(r['top1_ci_low'], r['top1_ci_high'])}", diff,
                                f"{percent(r['near_accuracy'])} / {percent(r['far_accuracy'])}"])
         table = FewshotTable(title, table_rows, any(bool(r["stale"]) for r in rs))
+        for r in sorted(rs, key=lambda x: (-(x["accuracy"] if x["accuracy"] is not None else -1), x["signal"])):
+            o = by_seeds.get((rid, r["signal"]))
+            if o is not None:
+                table.seed_rows.append([o.signal, o.text(), str(o.n_seeds), o.per_seed_text()])
         if first["source"] == "store" and first["task"] in (grid_on_seen or set()):
             table.notes.append("the candidates' hyper-parameters were selected on the seen scenario's T_val, which "
                                "includes each group's T_val cases — part of its probe pool")

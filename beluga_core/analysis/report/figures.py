@@ -3,16 +3,20 @@
 Rows are configuration-method pairs (the IID baseline first, with its standard-scenario pass rates);
 columns are the average (s_T) and then every scoring group, numbered in suite order and kept together by the
 suite's parent level (e.g. functionalities by class), with a line between parents. A colour strip under the
-matrix and the colour of each column number give the test type. Values are the report views' means over
+matrix and the colour of each column number give the test type; a key under it names the group of each number
+(the HTML report also names it on hover over the column). Values are the report views' means over
 replicates (``scenario_summary``, ``pass_rate_summary``); nothing is averaged here.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import textwrap
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import matplotlib
@@ -21,8 +25,10 @@ matplotlib.use("Agg")  # files only; never a window (and no display on servers)
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.transforms import blended_transform_factory, offset_copy
 
 from beluga_core.analysis.report.report_data import ReportData, SuiteLayout
 from beluga_core.core.constants import pair_order, scenario_order
@@ -30,6 +36,14 @@ from beluga_core.core.constants import pair_order, scenario_order
 DPI = 150
 TEST_TYPE_COLOURS = {"MFT": "#1f6fd1", "INV": "#d17a1f", "DIR": "#7a3fbf", "mixed": "#555555"}
 _EXTRA_COLOURS = ("#2a9d8f", "#e76f51", "#6d597a", "#8d99ae")
+# The key under a heatmap (number → group name): names cut to KEY_NAME_CHARS characters (the report's group list
+# has them whole), a key column per KEY_COLUMN_INCHES of the matrix's width, KEY_LINE_INCHES a line, and no key
+# beyond KEY_MAX_GROUPS groups (it would outgrow the figure; the report's group list names them).
+KEY_NAME_CHARS = 44
+KEY_COLUMN_INCHES = 2.6
+KEY_LINE_INCHES = 0.13
+KEY_MAX_GROUPS = 150
+_NON_MATRIX_INCHES = 3.0   # about what the row labels and the colour bar take of a heatmap's width
 
 
 def test_type_colour(test_type: str, order: list[str]) -> str:
@@ -102,6 +116,21 @@ def heatmaps(data: ReportData) -> list[Heatmap]:
     return out
 
 
+def column_key(h: Heatmap) -> list[tuple[str, str]]:
+    """(column label, group name) of every group column, in column order: the number the figure shows (``*``: a G
+    exclusion) and the group it stands for. The names are the suite layout's, held once per suite."""
+    return [(f"{g.number}{'*' if g.name in h.excluded else ''}", g.name) for g in h.layout.groups]
+
+
+def _key_shape(h: Heatmap, width: float) -> tuple[int, int]:
+    """(columns, lines) of the key under a heatmap ``width`` inches wide; (0, 0): no key."""
+    n = len(h.layout.groups)
+    if not n or n > KEY_MAX_GROUPS:
+        return 0, 0
+    columns = max(1, min(n, int((width - _NON_MATRIX_INCHES) // KEY_COLUMN_INCHES)))
+    return columns, math.ceil(n / columns)
+
+
 def shown_on(h: Heatmap) -> str:
     """How a row shown from another scenario is labelled beyond that scenario's name: on which cases."""
     return f", {h.cases_of} cases" if h.cases_of else ""
@@ -115,8 +144,12 @@ def draw_heatmap(h: Heatmap) -> Figure:
     n_rows, n_cols = h.values.shape
     groups = h.layout.groups
     width = max(7.0, 2.6 + 0.3 * n_cols)
-    height = 2.4 + 0.42 * n_rows
-    fig = plt.figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    key_columns, key_lines = _key_shape(h, width)
+    key_height = KEY_LINE_INCHES * key_lines + 0.1 if key_lines else 0.0
+    height = round((2.4 + 0.42 * n_rows + key_height) * DPI) / DPI   # whole pixels: the PNG is that size exactly
+    fig = plt.figure(figsize=(width, height), dpi=DPI)
+    # The key takes the bottom key_height inches; the matrix, its strip and colour bar are laid out above it.
+    fig.set_layout_engine("constrained", rect=(0, key_height / height, 1, 1 - key_height / height))
     grid = fig.add_gridspec(2, 2, height_ratios=[max(n_rows, 1), 0.35], width_ratios=[1, 0.015])
     ax = fig.add_subplot(grid[0, 0])
     strip = fig.add_subplot(grid[1, 0], sharex=ax)
@@ -158,11 +191,28 @@ def draw_heatmap(h: Heatmap) -> Figure:
         tick.set_color(colour)
     level = h.layout.scoring_level or "scoring group"
     parent = f", grouped by {h.layout.parent_level}" if h.layout.parent_level else ""
-    strip.set_xlabel(f"{level} (numbered as in the report's group list{parent}); colour = test type", fontsize=8)
+    where = "the key below" if key_lines else "the report's group list"
+    strip.set_xlabel(f"{level} (numbered as in {where}{parent}); colour = test type", fontsize=8)
     handles = [Patch(color=test_type_colour(t, type_order), label=t) for t in type_order]
     strip.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False,
                  title="test type", title_fontsize=7)
+    if key_lines:
+        _draw_key(fig, ax, h, key_columns, key_lines, colours)
     return fig
+
+
+def _draw_key(fig: Figure, ax: Axes, h: Heatmap, columns: int, lines: int, colours: list[str]) -> None:
+    """Number → group name in the figure's bottom band, column by column across the matrix's width (the numbers in
+    their test type's colour): x in the matrix's axes fraction, y in inches from the figure's bottom."""
+    at = blended_transform_factory(ax.transAxes, fig.dpi_scale_trans)
+    after_number = offset_copy(at, fig=fig, x=0.25, units="inches")
+    for i, (label, name) in enumerate(column_key(h)):
+        col, line = divmod(i, lines)
+        x, y = col / columns, KEY_LINE_INCHES * (lines - line - 0.5) + 0.05
+        shown = name if len(name) <= KEY_NAME_CHARS else name[:KEY_NAME_CHARS - 1] + "…"
+        fig.text(x, y, label, transform=at, ha="left", va="center", fontsize=6, color=colours[i],
+                 fontweight="bold")
+        fig.text(x, y, shown, transform=after_number, ha="left", va="center", fontsize=6)
 
 
 def _parent_spans(h: Heatmap) -> list[tuple[int, int, str]]:
@@ -177,28 +227,54 @@ def _parent_spans(h: Heatmap) -> list[tuple[int, int, str]]:
     return spans
 
 
+# Where a column band lies in the saved image, as fractions of its width and height: (left, top, width, height).
+Box = tuple[float, float, float, float]
+
+
 @dataclass
 class FigureFiles:
     heatmap: Heatmap
     png: Path
     svg: Path
+    # The matrix's columns with their number strip, in the PNG (fractions; column j of 1 + n_groups is the j-th
+    # equal slice): where the HTML report names each column's group on hover.
+    columns: Box | None = None
 
 
-def save_figure(fig: Figure, out_dir: Path, name: str) -> tuple[Path, Path]:
-    """Write ``fig`` as ``out_dir/name.png`` and ``.svg`` and close it (also when saving fails)."""
+def save_figure(fig: Figure, out_dir: Path, name: str,
+                drawn: Callable[[Figure], None] | None = None) -> tuple[Path, Path]:
+    """Write ``fig`` as ``out_dir/name.png`` and ``.svg`` and close it (also when saving fails); ``drawn`` sees the
+    figure once the PNG is written (its layout final)."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         png, svg = out_dir / f"{name}.png", out_dir / f"{name}.svg"
         fig.savefig(png, dpi=DPI)
+        if drawn is not None:
+            drawn(fig)
         fig.savefig(svg)
     finally:
         plt.close(fig)
     return png, svg
 
 
+def column_band(fig: Figure) -> Box:
+    """The columns of a drawn heatmap (its matrix axes down to the bottom of its strip) in image fractions."""
+    matrix, strip = fig.axes[0].get_position(), fig.axes[1].get_position()
+    return matrix.x0, 1 - matrix.y1, matrix.width, matrix.y1 - strip.y0
+
+
 def write_heatmaps(data: ReportData, out_dir: Path) -> list[FigureFiles]:
     """Draw every heatmap as PNG and SVG under ``out_dir``."""
-    return [FigureFiles(h, *save_figure(draw_heatmap(h), out_dir, f"heatmap-{h.slug}")) for h in heatmaps(data)]
+    out = []
+    for h in heatmaps(data):
+        bands: list[Box] = []
+        png, svg = save_figure(draw_heatmap(h), out_dir, f"heatmap-{h.slug}", partial(_measure, bands))
+        out.append(FigureFiles(h, png, svg, bands[0] if bands else None))
+    return out
+
+
+def _measure(into: list[Box], fig: Figure) -> None:
+    into.append(column_band(fig))
 
 
 @dataclass

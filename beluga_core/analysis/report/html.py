@@ -20,8 +20,8 @@ from beluga_core.analysis.report.content import (
 )
 from beluga_core.analysis.report.cross_tables import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
-from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER
-from beluga_core.analysis.report.figures import MatrixFigure
+from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER, SEEDS_HEADER, SEEDS_NOTE
+from beluga_core.analysis.report.figures import FigureFiles, MatrixFigure, column_key
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.seeds import SeedFigure
 from beluga_core.analysis.report.table3 import (
@@ -47,6 +47,9 @@ tr.baseline td { background: #f6f8fa; }
 .flag { color: #cf222e; font-weight: 600; }
 .note { color: #57606a; } figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; }
 code { background: #f6f8fa; padding: 0 .25em; }
+.heat { position: relative; display: inline-block; max-width: 100%; }
+.heat img { display: block; }
+.heat .col { position: absolute; } .heat .col:hover { outline: 1px solid #1f2328; }
 """
 
 
@@ -103,6 +106,27 @@ def _figure(fig: MatrixFigure | SeedFigure, caption: str) -> str:
     svg = f" (also <code>{escape(fig.svg.name)}</code>)" if fig.svg is not None else ""
     return (f"<figure><img alt=\"{escape(caption)}\" src=\"{_png_data_uri(fig.png)}\">"
             f"<figcaption>{escape(caption)}{svg}</figcaption></figure>")
+
+
+def _heatmap_image(f: FigureFiles, alt: str) -> str:
+    """A heatmap's PNG with its columns named on hover: a box over each column (numbers and strip included) whose
+    title is the column's group, placed in percentages of the image so that it follows the image's scaling."""
+    img = f"<img alt=\"{escape(alt)}\" src=\"{_png_data_uri(f.png)}\">"
+    if f.columns is None:
+        return img
+    h = f.heatmap
+    left, top, width, height = f.columns
+    level = h.layout.scoring_level or "scoring group"
+    titles = ["avg: s_T, the mean pass rate over the scoring groups"]
+    for (label, name), g in zip(column_key(h), h.layout.groups, strict=True):
+        about = ", ".join([g.test_type, *([f"{h.layout.parent_level} {g.parent}"] if g.parent else []),
+                           *(["excluded from s_T and G"] if g.name in h.excluded else [])])
+        titles.append(f"{label}: {level} {name} ({about})")
+    step = width / len(titles)
+    boxes = "".join(f'<span class="col" style="left:{100 * (left + j * step):.3f}%;top:{100 * top:.3f}%;'
+                    f'width:{100 * step:.3f}%;height:{100 * height:.3f}%" title="{escape(t)}"></span>'
+                    for j, t in enumerate(titles))
+    return f'<div class="heat">{img}{boxes}</div>'
 
 
 def _cross_html(content: ReportContent) -> list[str]:
@@ -162,10 +186,10 @@ def render_html(content: ReportContent) -> str:
     d, t = content.data, content.table
     parts = [f"<h1>beluga report: {escape(d.store.name)}</h1>", f"<p>Store <code>{escape(str(d.store))}</code>.</p>"]
     parts += [f'<p class="note">{escape(line)}</p>' for line in content.status_lines()]
-    rule = (f"with two or more seeds, {escape(difference_rule(t))} (docs/method.md, 'Replicates')"
-            if t.n_seeds >= 2 else
+    rule = (f"with two or more seeds, {escape(difference_rule(t))} (<code>beluga analyze STORE</code> lists every "
+            "difference)" if t.n_seeds >= 2 else
             "p &lt; 0.05: two-tailed binomial sign test for i.i.d., paired approximate randomization for G "
-            "(docs/method.md, 'Significance')")
+            "(<code>beluga analyze STORE</code> lists every test)")
     parts += ["<h2>i.i.d. score and G per scenario (%) — Table 3</h2>",
               '<p class="note">Scores significantly above / below the IID baseline (first row; its suite columns '
               'are G_standard) in <span class="better">green ▲</span> / <span class="worse">red ▼</span>, '
@@ -197,10 +221,11 @@ def render_html(content: ReportContent) -> str:
         parts.append("<h2>Pass rate per scoring group — Figure 1</h2>")
         for f in content.figures:
             h = f.heatmap
-            alt = escape(f"{h.task}, scenario {h.scenario}: pass rates per scoring group")
-            parts.append(f"<figure><img alt=\"{alt}\" src=\"{_png_data_uri(f.png)}\">"
+            alt = f"{h.task}, scenario {h.scenario}: pass rates per scoring group"
+            hover = "; a column names its group on hover" if f.columns is not None else ""
+            parts.append(f"<figure>{_heatmap_image(f, alt)}"
                          f"<figcaption>{escape(h.task)} — scenario {escape(h.scenario)} "
-                         f"(also <code>{escape(f.svg.name)}</code>)</figcaption></figure>")
+                         f"(also <code>{escape(f.svg.name)}</code>){hover}</figcaption></figure>")
 
     if content.seeds:
         parts.append("<h2>Seeds</h2>")
@@ -212,6 +237,9 @@ def render_html(content: ReportContent) -> str:
         for ft in content.fewshot:
             parts += [f"<h3>{escape(ft.title)}</h3>", *(f'<p class="note">{escape(n)}</p>' for n in ft.notes),
                       _simple_table(HEADER, [[escape(c) for c in r] for r in ft.rows], numeric_from=1)]
+            if ft.seed_rows:
+                parts += [f'<p class="note">{escape(SEEDS_NOTE)}</p>',
+                          _simple_table(SEEDS_HEADER, [[escape(c) for c in r] for r in ft.seed_rows], numeric_from=1)]
             if ft.png is not None:
                 parts.append(f"<figure><img alt=\"{escape(ft.title)}\" src=\"{_png_data_uri(ft.png)}\"><figcaption>"
                              f"Pairwise ranking accuracy against each pair's true gap</figcaption></figure>")

@@ -17,7 +17,7 @@ from beluga_core.analysis.report.content import (
 )
 from beluga_core.analysis.report.cross_tables import basis
 from beluga_core.analysis.report.degeneracy import format_distribution
-from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER
+from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER, SEEDS_HEADER, SEEDS_NOTE
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE
 from beluga_core.analysis.report.table3 import (
     AVG,
@@ -32,13 +32,14 @@ from beluga_core.analysis.report.table3 import (
 
 SIGNIFICANCE_LEGEND = ("▲ / ▼: significantly better / worse than the IID baseline (first row; its suite "
                        "columns are G_standard), p < 0.05: two-tailed binomial sign test for i.i.d., paired "
-                       "approximate randomization for G (docs/method.md, 'Significance'). **Bold**: best in the "
-                       "column.")
+                       "approximate randomization for G (`beluga analyze STORE` lists every test). **Bold**: best in "
+                       "the column.")
 
 
 def seed_legend(t: Table3) -> str:
     return ("▲ / ▼: better / worse than the IID baseline (first row; its suite columns are G_standard): with two or "
-            f"more seeds, {difference_rule(t)} (docs/method.md, 'Replicates'). **Bold**: best in the column.")
+            f"more seeds, {difference_rule(t)} (`beluga analyze STORE` lists every difference). **Bold**: best in "
+            "the column.")
 
 
 def _esc(text: object) -> str:
@@ -193,6 +194,9 @@ def render_markdown(content: ReportContent, out_dir: Path) -> str:
         for ft in content.fewshot:
             lines += ["", f"### {_esc(ft.title)}", "", *(f"*{_esc(n)}*" for n in ft.notes), ""]
             lines += _table(HEADER, [[_esc(c) for c in r] for r in ft.rows], right_from=1)
+            if ft.seed_rows:
+                lines += ["", SEEDS_NOTE, ""]
+                lines += _table(SEEDS_HEADER, [[_esc(c) for c in r] for r in ft.seed_rows], right_from=1)
             if ft.png is not None and ft.svg is not None:
                 lines += ["", f"![{_esc(ft.title)}: accuracy per pair against its true gap]"
                               f"({ft.png.relative_to(out_dir).as_posix()})", "",

@@ -22,7 +22,7 @@ REGRESSION_NOTE = ("Each model against its old model: its recorded parent (an II
                    "Replicates pooled; 95 % intervals from 2,000 seeded bootstrap rounds over the items, except the "
                    "suite rates of a cell with two or more seeds: their mean over seeds, with the interval over "
                    f"seeds, then cases (the seed-level t with fewer than {HIERARCHICAL_MIN_SEEDS} seeds, where that "
-                   "one covers below 93.5 %; docs/method.md, 'Replicates').")
+                   "one covers below 93.5 %).")
 VOTE_NOTE = ("† a vote ensemble: its probability vectors are vote shares, which INV and DIR expectations read as "
              "confidences.")
 

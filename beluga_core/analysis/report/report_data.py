@@ -23,6 +23,7 @@ from beluga_core.analysis.ranking.rank_inputs import grid_selected_on_seen
 from beluga_core.core.errors import BelugaError, did_you_mean
 from beluga_core.store.connection import aggregate_row, table_names, utc_now
 from beluga_core.store.reader import FAILED_JOBS, open_store
+from beluga_core.store.run_liveness import Liveness, running_runs
 from beluga_core.store.significance import has_cross, has_regression, has_significance
 
 # cross_alignment_cases counted per bootstrap unit, replicates pooled (the report's alignment intervals).
@@ -92,6 +93,7 @@ class ReportData:
     failing_words: list[dict[str, Any]] = field(default_factory=list)        # failing_words (attributions)
     fewshot: list[dict[str, Any]] = field(default_factory=list)              # fewshot_accuracy (beluga rank)
     fewshot_pairs: list[dict[str, Any]] = field(default_factory=list)        # fewshot_pairs
+    fewshot_seeds: list[dict[str, Any]] = field(default_factory=list)        # fewshot_seed_accuracy
     grid_on_seen: set[str] = field(default_factory=set)                      # tasks selected on the seen T_val
     variant: str = ""                        # the variant shown (every row read is of it)
     variants: list[str] = field(default_factory=list)                        # every variant with a done model
@@ -100,10 +102,25 @@ class ReportData:
     seed_scores: list[dict[str, Any]] = field(default_factory=list)          # g_scores per seed (figures)
     # Configurations whose models start from a model of another store (config, model_id, selector, store).
     outside_starts: list[dict[str, Any]] = field(default_factory=list)
+    # The runs recorded 'running', each judged running or interrupted (store.run_liveness: "Runs that died").
+    unfinished: list[Liveness] = field(default_factory=list)
 
     @property
     def running(self) -> list[dict[str, Any]]:
-        return [r for r in self.runs if r["status"] == "running"]
+        """The runs recorded 'running' whose coordinator is not known to be gone (those are in ``interrupted``)."""
+        dead = {r.run_id for r in self.interrupted}
+        return [r for r in self.runs if r["status"] == "running" and r["run_id"] not in dead]
+
+    @property
+    def interrupted(self) -> list[Liveness]:
+        """The runs recorded 'running' whose coordinator is gone (killed outright): what they finished is here."""
+        return [r for r in self.unfinished if not r.running]
+
+
+def run_lines(data: ReportData) -> list[str]:
+    """A line per run recorded as running: still going, or interrupted and when it was last alive (every report
+    format, the result site and the terminal table)."""
+    return [r.report_line() for r in data.unfinished]
 
 
 def _dicts(con: duckdb.DuckDBPyConnection, sql: str, variant: str | None = None) -> list[dict[str, Any]]:
@@ -231,6 +248,7 @@ def read_report_data(store: str | Path, *, figures: bool = True, variant: str | 
                           table3, significance, n_tests, degeneracy, variant=v, variants=variants,
                           failed=rows(FAILED_JOBS))
         data.outside_starts = rows(OUTSIDE_STARTS)
+        data.unfinished = running_runs(con, store)
         if "replicate_summary" in table_names(con):
             data.replicates = rows("SELECT * FROM replicate_summary WHERE grp = '' ORDER BY ALL" if not figures
                                    else "SELECT * FROM replicate_summary ORDER BY ALL")
@@ -247,6 +265,7 @@ def read_report_data(store: str | Path, *, figures: bool = True, variant: str | 
                 [v]).fetchall()}
         if "fewshot_rankings" in table_names(con):
             data.fewshot = rows("SELECT * FROM fewshot_accuracy ORDER BY ALL")
+            data.fewshot_seeds = rows("SELECT * FROM fewshot_seed_accuracy ORDER BY ALL")
             data.grid_on_seen = {t for (t,) in con.execute("SELECT DISTINCT task FROM grid_selections").fetchall()
                                  if grid_selected_on_seen(con, t)}
             if figures:

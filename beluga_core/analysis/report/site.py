@@ -45,7 +45,13 @@ from beluga_core.analysis.report.content import (
 )
 from beluga_core.analysis.report.cross_tables import basis, build_cross_tables, build_only_matrices
 from beluga_core.analysis.report.degeneracy import degeneracy_rows, format_distribution
-from beluga_core.analysis.report.fewshot_tables import FEWSHOT_NOTE, HEADER, build_fewshot
+from beluga_core.analysis.report.fewshot_tables import (
+    FEWSHOT_NOTE,
+    HEADER,
+    SEEDS_HEADER,
+    SEEDS_NOTE,
+    build_fewshot,
+)
 from beluga_core.analysis.report.figures import heatmaps
 from beluga_core.analysis.report.markdown import SIGNIFICANCE_LEGEND, _rate, seed_legend
 from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE, build_regression
@@ -313,7 +319,8 @@ def overview(data: ReportData, store: int, arms: list[Arm], suites: dict[str, Su
     content = ReportContent(data, table, [], degeneracy_rows(data), cross=cross, only=build_only_matrices(data),
                             regression=regression, failing=failing_groups(data.failing_words),
                             alignment=build_alignment(data.alignment_units),
-                            fewshot=build_fewshot(data.fewshot, data.fewshot_pairs, None, data.grid_on_seen))
+                            fewshot=build_fewshot(data.fewshot, data.fewshot_pairs, None, data.grid_on_seen,
+                                                  data.fewshot_seeds))
     heat = []
     for h in maps:
         site_suite = suites.get(h.suite)
@@ -414,5 +421,10 @@ def _alignment_sections(content: ReportContent, suites: dict[str, SuiteInfo]) ->
 
 
 def _ranking(content: ReportContent) -> list[dict[str, Any]]:
-    return [_table(ft.title, HEADER, [list(r) for r in ft.rows], " ".join([FEWSHOT_NOTE, *ft.notes]), 1)
-            for ft in content.fewshot]
+    out = []
+    for ft in content.fewshot:
+        out.append(_table(ft.title, HEADER, [list(r) for r in ft.rows], " ".join([FEWSHOT_NOTE, *ft.notes]), 1))
+        if ft.seed_rows:
+            out.append(_table(f"{ft.title}: over seeds", SEEDS_HEADER, [list(r) for r in ft.seed_rows], SEEDS_NOTE,
+                              1))
+    return out

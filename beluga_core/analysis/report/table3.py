@@ -308,5 +308,5 @@ def interval_notes(table: Table3) -> list[str]:
                          f"against the IID baseline: {SEED_T_WHY}.")
         return notes
     return ["±: half the 95 % interval of one training run: case variation only. One seed is one draw: its "
-            "orderings can flip with another seed (benchmarks/quick-seeds.toml runs three; docs/method.md, "
-            "\"Replicates\")."]
+            "orderings can flip with another seed (`seeds = [1, 2, 3]` in the config trains every model three "
+            "times)."]

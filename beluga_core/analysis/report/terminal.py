@@ -24,6 +24,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from beluga_core.analysis.ranking.over_seeds import NOTE as OVER_SEEDS_NOTE
+from beluga_core.analysis.ranking.over_seeds import OverSeeds
 from beluga_core.analysis.ranking.rank import REFERENCE, Ranking
 from beluga_core.analysis.ranking.save import interval, percent, skip_lines
 from beluga_core.analysis.report.cross_tables import (
@@ -40,7 +42,7 @@ from beluga_core.analysis.report.degeneracy import (
     degeneracy_rows,
     format_distribution,
 )
-from beluga_core.analysis.report.report_data import read_report_data, scope_lines
+from beluga_core.analysis.report.report_data import read_report_data, run_lines, scope_lines
 from beluga_core.analysis.report.table3 import (
     AVG,
     PARTIAL_NOTE,
@@ -62,11 +64,11 @@ _UNBOUNDED = 10_000       # a width to measure a table's natural width at
 
 
 def print_g_table(store: Path, console: Console, variant: str | None = None) -> None:
-    """Print Table 3 of ``store`` (of one variant), its failed jobs and the degeneracy warnings (``beluga report``
-    and the end of a run)."""
+    """Print Table 3 of ``store`` (of one variant), its runs recorded as running (still going, or interrupted), its
+    failed jobs and the degeneracy warnings (``beluga report`` and the end of a run)."""
     data = read_report_data(store, figures=False, variant=variant)
     table = build_table3(data)
-    for line in scope_lines(data):
+    for line in [*run_lines(data), *scope_lines(data)]:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not table.rows:
         console.print(f"no finished models in {store} yet", highlight=False)
@@ -278,6 +280,21 @@ def print_ranking(ranking: Ranking, console: Console, *, title: str, skipped: di
         console.print(f"[yellow]skipped[/] {escape(line)}", highlight=False)
     for note in ranking.notes:
         console.print(f"[yellow]note[/]: {escape(note)}", highlight=False)
+
+
+def print_over_seeds(over: dict[tuple[str, str], OverSeeds], console: Console, *, order: Sequence[str] = ()) -> None:
+    """``beluga rank``'s ranking accuracy over seeds (a replicated zoo), one row per signal in ``order``'s order."""
+    if not over:
+        return
+    rank = {name: i for i, name in enumerate(order)}
+    rows = sorted(over.values(), key=lambda o: (rank.get(o.signal, len(rank)), o.signal))
+    n = sorted({o.n_seeds for o in rows})
+    values = [("accuracy % [95 % t]", [o.text() for o in rows]),
+              ("seeds", [str(o.n_seeds) for o in rows]),
+              ("per seed %", [o.per_seed_text() for o in rows])]
+    print_value_table(console, f"Ranking accuracy over {'–'.join(map(str, (n[0], n[-1]) if len(n) > 1 else n))} "
+                               "seeds", [("signal", [o.signal for o in rows])], values, abbreviate=False)
+    console.print(OVER_SEEDS_NOTE, style="dim", highlight=False, markup=False)
 
 
 # ------------------------------------------------------------------------------------------------ cross-suite

@@ -5,7 +5,13 @@ the raw rows the earlier code wrote.
 The raw tables, not retrained numbers, are what is compared: a run on another CPU trains other numbers, while the
 views of the same rows must come out the same. A refactoring that changes a plan or a view on purpose records the
 goldens again (``python benchmarks/build_golden.py ids|stores|views``) and says why in its commit. Floats compare
-exactly: the views read the same bits on every read (migration 17)."""
+exactly: the views read the same bits on every read (migration 17).
+
+These goldens never run the worker. The worker golden does (tests/e2e/test_worker_golden.py: it trains, so it is
+an end-to-end test): tests/data/tiny-steps.toml run by today's worker, its raw rows — outcomes, predictions,
+i.i.d. metrics and every typed step's rows — compared with tests/data/golden/tiny-steps/worker_rows.json.gz,
+exactly on the recorded machine fingerprint and the floats within a stated tolerance elsewhere; it is recorded
+again on purpose only (``python benchmarks/build_golden.py worker``, the reason in the commit)."""
 
 from __future__ import annotations
 

@@ -40,3 +40,26 @@ JOIN fewshot_rankings k ON k.rank_id = g.rank_id
 LEFT JOIN fewshot_summary s ON s.rank_id = g.rank_id AND s.signal = g.signal
 LEFT JOIN fewshot_status st ON st.rank_id = k.rank_id
 GROUP BY ALL;
+
+-- Per store ranking, signal and draw of its candidates (a seed: the same_draw comparison of migration 18, seed with
+-- split seed, model and variant): the ranking accuracy of that draw's candidates among themselves, over the pairs whose
+-- two models are of the draw (the mean over groups of the group's mean PA over those pairs, as fewshot_accuracy
+-- averages every pair). A pair's PA depends on its two models only (every candidate is scored on the group's same
+-- probes), so this is the accuracy a ranking of that seed's candidates alone has; pairs across draws are left out. A
+-- zoo's candidates have no draw. Over a ranking's draws: analysis/ranking/over_seeds.py (mean, seed-level t interval).
+CREATE OR REPLACE VIEW fewshot_seed_accuracy AS
+WITH per_group AS (
+    SELECT r.rank_id, r.grp, r.signal, r.attribution, a.seed, a.split_seed, a.model_name, a.variant,
+           mean_of(r.pa) AS accuracy, count(*) AS pairs
+    FROM fewshot_results r
+    JOIN models a ON a.model_id = r.model_a
+    JOIN models b ON b.model_id = r.model_b
+    WHERE same_draw(a, b)
+    GROUP BY ALL
+)
+SELECT g.rank_id, k.level, g.signal, g.attribution, g.seed, g.split_seed, g.model_name, g.variant,
+       count(g.accuracy) AS n_groups, sum(g.pairs) AS pairs, mean_of(g.accuracy) AS accuracy, st.stale
+FROM per_group g
+JOIN fewshot_rankings k ON k.rank_id = g.rank_id AND k.source = 'store'
+LEFT JOIN fewshot_status st ON st.rank_id = g.rank_id
+GROUP BY ALL;
