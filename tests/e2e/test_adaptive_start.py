@@ -20,10 +20,11 @@ from helpers import DATA, config_with, query, run_benchmark, run_cli
 from rich.console import Console
 from toy_model import TOY_DIR
 
-from beluga_core.cli.run_cmd import print_plan
+from beluga_core.cli.plan_view import print_plan
 from beluga_core.config.load import load_config
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution.worker import Worker
+from beluga_core.orchestration.plan_summary import summarize_plan
 from beluga_core.orchestration.teachers import plan_run, start_model
 from beluga_core.planning.plan import Plan, build_plan
 from beluga_core.planning.start_sources import StartModel
@@ -132,7 +133,7 @@ def test_a_run_starts_from_a_model_of_another_store(relation_store: Path, tmp_pa
     config, store = _config(tmp_path, f"store:{relation_store}#iid/vanilla"), tmp_path / "adaptive.duckdb"
     plan = plan_run(load_config(config).with_store_path(str(store)), config)
     dry = io.StringIO()
-    print_plan(plan, Console(file=dry, width=200))   # what `beluga run --dry-run` prints
+    print_plan(summarize_plan(plan), Console(file=dry, width=200))   # what `beluga run --dry-run` prints
     assert (f"iid-plus-t: its 1 job(s) start from model {iid[:12]} (iid/vanilla@standard#42) of {relation_store}, "
             "trained on i.i.d. builtin:fewrel16 and no suite case") in " ".join(dry.getvalue().split())
     job = plan.jobs[0]

@@ -37,18 +37,21 @@ def test_the_layers_hold() -> None:
 
 @needs_lint_imports
 def test_each_contract_catches_a_wrong_import(tmp_path: Path) -> None:
-    # A copy of the package with four wrong imports, one lint run: a bottom-layer module importing the CLI; a reader
+    # A copy of the package with five wrong imports, one lint run: a bottom-layer module importing the CLI; a reader
     # of views importing a stored model's loader (stored_models sits above analysis); a reader training a model;
-    # and the methods' API module re-exporting the Plan, an executor internal.
+    # the methods' API module re-exporting the Plan, an executor internal; and a runtime module importing a
+    # repository tool (which an installed beluga does not have).
     shutil.copytree(REPO / "beluga_core", tmp_path / "beluga_core",
                     ignore=shutil.ignore_patterns("__pycache__", "builtin", "sql"))
+    shutil.copytree(REPO / "tools", tmp_path / "tools", ignore=shutil.ignore_patterns("__pycache__"))
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    assert config["root_package"] == "beluga_core"
+    assert config["root_packages"] == ["beluga_core", "tools"]
     wrong = {"core/hashing.py": "import beluga_core.cli.app",
              "analysis/report/report_data.py": "import beluga_core.stored_models.export",
              "analysis/significance/comparisons.py": "import beluga_core.training.loop",
-             "api/methods.py": "from beluga_core.planning.plan import Plan"}
+             "api/methods.py": "from beluga_core.planning.plan import Plan",
+             "core/io.py": "import tools.docs_reference"}
     for module, line in wrong.items():
         path = tmp_path / "beluga_core" / module
         path.write_text(path.read_text(encoding="utf-8") + f"\n{line}  # noqa\n", encoding="utf-8")
@@ -62,6 +65,8 @@ def test_each_contract_catches_a_wrong_import(tmp_path: Path) -> None:
     assert "beluga_core.analysis.significance.comparisons -> beluga_core.training.loop" in out
     assert "executor internals are public from the executor kind's module only BROKEN" in out
     assert "beluga_core.api.methods -> beluga_core.planning.plan" in out
+    assert "the package imports no repository tool BROKEN" in out
+    assert "beluga_core.core.io -> tools.docs_reference" in out
 
 
 def test_long_modules_say_why() -> None:

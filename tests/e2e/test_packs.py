@@ -27,10 +27,11 @@ from helpers import DATA, REPO, beluga, config_with, query, results, run_benchma
 from rich.console import Console
 from toys import ToyEncoder, ToyTask, onehot, single
 
-from beluga_core.cli.run_cmd import print_plan
+from beluga_core.cli.plan_view import print_plan
 from beluga_core.config.load import load_config
 from beluga_core.contracts.registries import METHODS
 from beluga_core.execution.executors.base import EXECUTORS
+from beluga_core.orchestration.plan_summary import summarize_plan
 from beluga_core.orchestration.teachers import plan_run
 from beluga_core.planning.packs import form_packs, pack_key, why_not_packed
 from beluga_core.training import packs
@@ -280,14 +281,14 @@ def test_packs_group_jobs_by_base_start_method_and_hyper_parameters(tmp_path: Pa
     # The dry run shows the packs its executor will form, and why the rest train alone.
     out = io.StringIO()
     executor = EXECUTORS.get("local")(plan.config.executor)
-    print_plan(plan, Console(file=out, width=300), packs=executor.packs_of(plan, jobs))
+    print_plan(summarize_plan(plan, packs=executor.packs_of(plan, jobs)), Console(file=out, width=300))
     printed = out.getvalue()
     assert "packs ([executor] pack = 4, up to 4 members): 8 trainings in 2 pack(s) (2 × 4 members);" in printed
     assert "; 1 alone: method vanilla does not pack (only LoRA adapters over a frozen base do)" in printed
     assert printed.count("  pack: ") == 2 and f"  pack: {plus[0][:12]} (iid-plus-t/lora/" in printed
     out = io.StringIO()
     ray = EXECUTORS.get("ray")(plan.config.executor.model_copy(update={"name": "ray"}))
-    print_plan(plan, Console(file=out, width=300), packs=ray.packs_of(plan, jobs))
+    print_plan(summarize_plan(plan, packs=ray.packs_of(plan, jobs)), Console(file=out, width=300))
     assert "packs ([executor] pack = 4): none, every training alone: the ray executor trains every job alone" in \
         out.getvalue()
 

@@ -18,8 +18,9 @@ from helpers import DATA, config_with, query, run_benchmark, run_cli
 from rich.console import Console
 from toy_model import TOY_DIR
 
-from beluga_core.cli.run_cmd import print_plan
+from beluga_core.cli.plan_view import print_plan
 from beluga_core.config.load import load_config
+from beluga_core.orchestration.plan_summary import summarize_plan
 from beluga_core.orchestration.teachers import plan_run
 from beluga_core.training.models import load_sequence_classifier
 
@@ -45,7 +46,7 @@ def test_a_real_run_keeps_and_exports_merged_plain_weights(tmp_path: Path,
     store = tmp_path / "peft.duckdb"
     plan = plan_run(load_config(config).with_store_path(str(store)), config)
     dry = io.StringIO()
-    print_plan(plan, Console(file=dry, width=200))   # what `beluga run --dry-run` prints
+    print_plan(summarize_plan(plan), Console(file=dry, width=200))   # what `beluga run --dry-run` prints
     # 2 layers · 2 modules · (4·64 + 64·4) + the head's 130 = 2,178 of the toy BERT's 2,057,666 parameters.
     assert 'method lora: r = 4, alpha = 8, dropout = 0.1, target_modules = ["query", "value"], learning_rate = ' \
            f"0.0005; trains 2,178 of {TOY_DIR}'s 2.1M parameters (0.11 %)" in " ".join(dry.getvalue().split())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import DOCS, REPO
 
-from beluga_core.cli.docs_reference import TARGETS, config_reference, members, plugin_reference, slug
+from tools.docs_reference import TARGETS, config_reference, members, plugin_reference, slug
 
 README = REPO / "README.md"
 
@@ -26,11 +26,11 @@ def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
 def test_the_generated_references_are_current(target: str) -> None:
     path = REPO / target
     assert path.exists() and path.read_text(encoding="utf-8") == TARGETS[target](), \
-        f"{target} is stale: run python -m beluga_core.cli.docs_reference"
+        f"{target} is stale: run python -m tools.docs_reference"
 
 
 def test_the_config_reference_has_every_key_of_every_table() -> None:
-    from beluga_core.cli.docs_reference import GUIDES, config_sections
+    from tools.docs_reference import GUIDES, config_sections
 
     text = config_reference()
     sections = config_sections()

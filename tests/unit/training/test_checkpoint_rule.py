@@ -94,14 +94,14 @@ def test_the_dry_run_counts_the_saves_cost(tmp_path: Path, capsys: pytest.Captur
     30-s floor sets it (before: "every ≈ 4 s (5 % of ≈ 2 min)"); a 260 MiB state saves none."""
     from helpers import DATA, run_cli
 
-    from beluga_core.cli import run_cmd
+    from beluga_core.orchestration import plan_summary
 
     monkeypatch.setenv("COLUMNS", "250")
-    monkeypatch.setattr(run_cmd, "seconds", lambda *a: 90.0)
+    monkeypatch.setattr(plan_summary, "seconds", lambda *a: 90.0)
     code, out, err = run_cli(capsys, "run", DATA / "tiny-sentiment.toml", "--dry-run")
     assert code == 0, err
     assert re.search(r"iid\s+│\s+vanilla\s+│\s+\d+\s+│\s+every ≈ 30 s \(the 30-s floor\)", out), out
-    monkeypatch.setattr(run_cmd, "checkpoint_bytes", lambda n: MINILM)
+    monkeypatch.setattr(plan_summary, "checkpoint_bytes", lambda n: MINILM)
     code, out, err = run_cli(capsys, "run", DATA / "tiny-sentiment.toml", "--dry-run")
     assert code == 0, err
     assert "│ none (a save is due every ≈ 130 s, 50 × a ≈ 2.6-s save of 260 MiB at 100 MiB/s; the job ≈ 2 min)" in out

@@ -1,0 +1,5 @@
+"""Developer tools of this repository, not of the installed package: what builds its docs (``docs_reference``).
+
+Run as modules from the repository root (``python -m tools.docs_reference``); tests import them normally. No runtime
+module of ``beluga_core`` imports them.
+"""
