@@ -38,6 +38,11 @@ def offline_hint(name: str) -> str:
             "'embedded:minilm')")
 
 
+# Config settings that size a pretrained model's weight tensors: overridden, its checkpoint no longer loads.
+SHAPE_SETTINGS = frozenset({"hidden_size", "intermediate_size", "vocab_size", "max_position_embeddings",
+                            "type_vocab_size", "embedding_size"})
+
+
 def check_config_overrides(name: str, config_overrides: dict[str, Any]) -> None:
     """Every key of ``config_overrides`` must be a setting of the model's config (a misspelt key would be
     stored on the config and silently ignored). Skipped when the config cannot be read here (a hub model
@@ -51,8 +56,16 @@ def check_config_overrides(name: str, config_overrides: dict[str, Any]) -> None:
     except (OSError, ValueError):
         return
     known = sorted(config.to_dict())
-    for key in config_overrides:
+    for key, value in config_overrides.items():
         if key not in known:
             raise BelugaError(f"'{key}' is not a setting of the {config.model_type} config of model '{name}'"
                               f"{did_you_mean(key, known)}",
                               field=f"model.config_overrides.{key}")
+        was = getattr(config, key)
+        grows = key == "num_hidden_layers" and isinstance(value, int) and value > was
+        if (key in SHAPE_SETTINGS and value != was) or grows:
+            what = ("adds layers the pretrained model has no weights for (they would start random)" if grows else
+                    "changes the shape of the pretrained weights (they would no longer load)")
+            raise BelugaError(f"{key} = {value!r} (model '{name}' has {was!r}) {what}; config_overrides may change "
+                              "what keeps the pretrained weights: dropout probabilities, or fewer layers "
+                              "(num_hidden_layers below the model's)", field=f"model.config_overrides.{key}")

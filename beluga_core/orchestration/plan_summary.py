@@ -402,8 +402,11 @@ def _checkpoints(plan: Plan, tp: TaskPlan, rates: Rates, n_classes: int, slots: 
             ids = spec.fold.train_ids
             if id(ids) not in suite_inputs:
                 suite_inputs[id(ids)] = sum(n_inputs[c] for c in ids)
-            what = describe_interval(interval, seconds(rates, training_examples(cfg, spec, suite_inputs[id(ids)]), 0),
-                                     size)
+            # An IID model on all of D_train (iid_train = 0): the plan does not know its size, so "auto" is decided
+            # at run time from the measured step rate, as for every job.
+            unknown = isinstance(spec, Job) and spec.is_iid_model and cfg.sizes.iid_train == 0
+            what = describe_interval(interval, None if unknown else
+                                     seconds(rates, training_examples(cfg, spec, suite_inputs[id(ids)]), 0), size)
         groups.setdefault((spec.config, spec.method), []).append(what)
     rows = [CheckpointRow(config, method, len(whats), Counter(whats).most_common())
             for (config, method), whats in groups.items()]

@@ -15,7 +15,9 @@ import duckdb
 
 from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.contracts.registries import CONFIGURATIONS
 from beluga_core.contracts.tasks import Task
+from beluga_core.core.constants import SEEN
 from beluga_core.core.errors import BelugaError, format_validation_error
 from beluga_core.data.suite.suite_io import Suite
 from beluga_core.data.suite.suite_schema import SuiteHeader
@@ -120,9 +122,17 @@ def stored_model(con: duckdb.DuckDBPyConnection, store: Path, m: dict[str, Any])
     mid = m["model_id"]
     weights = weights_path(cache_dir_for(store), mid)
     if not weights.exists():
+        # What keep_weights keeps (execution.worker.keeps_weights): "seen" the seen models and the IID model's
+        # updates, "all" every scenario model; a grid point's weights are never kept.
+        try:
+            update = CONFIGURATIONS.get(m["config"]).is_iid_update()
+        except BelugaError:   # a configuration whose plugin is not installed here
+            update = False
+        keep = ('"seen" or "all"' if m["scenario"] == SEEN or update
+                else '"all" (the one setting that keeps held-out folds)')
         raise BelugaError(f"model {mid[:12]} ({m['config']}/{m['method']}@{m['scenario']}) has no kept weights in "
-                          f"{weights.parent}: keep them with [store] keep_weights (\"seen\" or \"all\"; the IID "
-                          "models' are always kept) and re-run")
+                          f"{weights.parent}: keep them with [store] keep_weights = {keep} and re-run; the IID "
+                          "models' are always kept")
     run_id = con.execute("SELECT run_id FROM models WHERE model_id = ?", [mid]).fetchall()[0][0]
     cfg, config_from = run_config(con, run_id, f"model {mid[:12]}")
     suite_row = con.execute("SELECT label_space::VARCHAR, levels::VARCHAR, scoring_level, input_kind FROM suites "
@@ -148,6 +158,9 @@ def export_model(store: Path, selector: str, out: Path) -> Path:
         scores = card_scores(con, mid)
         metrics = con.execute("SELECT split, metric, value FROM iid_metrics WHERE model_id = ? ORDER BY ALL",
                               [mid]).fetchall()
+        # What changed the config file's settings before its run (migration 19: `--tiny`'s notes, --variant, --store).
+        changes = con.execute("SELECT r.config_changes FROM runs r JOIN models m ON m.run_id = r.run_id "
+                              "WHERE m.model_id = ?", [mid]).fetchall()
     model = sm.build()
     labels = sm.task.head_labels
     if labels is not None and hasattr(model, "config"):
@@ -156,7 +169,8 @@ def export_model(store: Path, selector: str, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     load_tokenizer(m["model_name"]).save_pretrained(out)
-    (out / "README.md").write_text(model_card(m, sm.config, scores, metrics, store), encoding="utf-8")
+    notes = json.loads(changes[0][0]) if changes and changes[0][0] else []
+    (out / "README.md").write_text(model_card(m, sm.config, scores, metrics, store, notes), encoding="utf-8")
     return out
 
 
@@ -169,7 +183,7 @@ def card_scores(con: duckdb.DuckDBPyConnection, model_id: str) -> list[tuple[Any
 
 
 def model_card(m: dict[str, Any], cfg: BenchmarkConfig, scores: list[tuple[Any, ...]],
-               metrics: list[tuple[Any, ...]], store: Path) -> str:
+               metrics: list[tuple[Any, ...]], store: Path, config_changes: list[str] | None = None) -> str:
     def pct(v: float | None) -> str:
         return "—" if v is None else f"{100 * v:.1f}"
 
@@ -185,6 +199,12 @@ def model_card(m: dict[str, Any], cfg: BenchmarkConfig, scores: list[tuple[Any, 
              f"| scenario | `{m['scenario']}`" + (f" (held out: {m['heldout_group']})" if m["heldout_group"] else "")
              + " |", f"| hyper-parameters | `{json.dumps(hparams, sort_keys=True)}` |",
              f"| provenance | store `{store.resolve()}`, model id `{m['model_id']}` |", ""]
+    tiny = [c for c in config_changes or [] if c.startswith("--tiny")]
+    if tiny:
+        lines += ["**Trained by a `--tiny` run: its numbers mean nothing** (the run checked that the config works end "
+                  "to end at the smallest sizes).", ""]
+    if config_changes:
+        lines += ["Its run's config was changed before it ran:", "", *(f"- {c}" for c in config_changes), ""]
     if metrics:
         lines += ["## i.i.d. metrics", "", "| split | metric | value |", "| --- | --- | --- |"]
         lines += [f"| {s} | {name} | {pct(v)} |" for s, name, v in metrics]

@@ -472,7 +472,7 @@ def describe_interval(interval: CheckpointEvery, expected_seconds: float | None,
     if interval.mode != "auto":
         return f"every {interval}"
     if expected_seconds is None or not math.isfinite(expected_seconds):
-        return "auto"
+        return "auto: set at run time from the measured step rate (the plan does not know the job's size)"
     if expected_seconds < AUTO_MIN_JOB_SECONDS:
         return "off (expected < 1 min)"
     save = 0.0 if save_bytes is None else estimated_save_seconds(save_bytes)

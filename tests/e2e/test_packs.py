@@ -384,3 +384,13 @@ def test_a_pack_killed_mid_pack_and_resumed_equals_the_uninterrupted_pack(packed
     # A dry run on the store shows the size the run keeps, not a new measurement.
     dry = beluga("run", str(config), "--store", str(store), "--dry-run", env=env)
     assert "packs: up to 8 members (auto: 8, as the store's first run of it measured" in dry.stdout, dry.stdout
+
+
+def test_exporting_a_model_whose_weights_were_not_kept_names_the_setting_that_keeps_it(packed_store: Path) -> None:
+    """A held-out fold is kept by keep_weights = "all" only: the error must not send its user to "seen"."""
+    (held,), = query(packed_store, "SELECT model_id FROM models WHERE heldout_group = 'long'")
+    fold = beluga("export", str(packed_store), held, "--out", str(packed_store.parent / "x"))
+    seen = beluga("export", str(packed_store), "iid-plus-t/lora@seen", "--out", str(packed_store.parent / "y"))
+    assert fold.returncode == seen.returncode == 2, fold.stderr + seen.stderr
+    assert 'keep_weights = "all" (the one setting that keeps held-out folds)' in " ".join(fold.stderr.split())
+    assert 'keep_weights = "seen" or "all" and re-run' in " ".join(seen.stderr.split())

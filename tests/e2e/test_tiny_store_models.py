@@ -84,6 +84,8 @@ def test_a_tiny_stores_model_exports_and_loads_as_a_target(tiny_store: Path, tmp
     assert code == 0, err
     exported = json.loads((out / "config.json").read_text(encoding="utf-8"))
     assert exported["num_hidden_layers"] == 1
+    card = (out / "README.md").read_text(encoding="utf-8")   # the card says what ran, not what the file says
+    assert "Trained by a `--tiny` run: its numbers mean nothing" in card and "- --tiny: " in card
     # The checkpoint holds the kept weights as they are.
     kept = torch.load(weights_path(cache_dir_for(tiny_store), _iid_id(tiny_store)), map_location="cpu",
                       weights_only=True)

@@ -228,6 +228,14 @@ CONFIG_ERRORS = {
         GOOD_CONFIG + "[model]\nconfig_overrides = { num_hiden_layers = 2 }\n",
         ["line 10", "model.config_overrides.num_hiden_layers", "not a setting of the bert config",
          "did you mean 'num_hidden_layers'"]),
+    "model config override that reshapes the pretrained weights": (
+        GOOD_CONFIG + "[model]\nconfig_overrides = { num_hidden_layers = 2, intermediate_size = 3072 }\n",
+        ["line 10", "model.config_overrides.intermediate_size", "intermediate_size = 3072 (model 'embedded:minilm' "
+         "has 1536) changes the shape of the pretrained weights"]),
+    "model config override that adds layers": (
+        GOOD_CONFIG + "[model]\nconfig_overrides = { num_hidden_layers = 12 }\n",
+        ["line 10", "model.config_overrides.num_hidden_layers", "num_hidden_layers = 12 (model 'embedded:minilm' has "
+         "6) adds layers the pretrained model has no weights for"]),
 }
 
 

@@ -81,3 +81,15 @@ def test_the_summary_reads_done_jobs_packs_checkpoints_and_warnings(tmp_path: Pa
     # What planning says of a task before it trains (here: i.i.d. data one label dominates) is the summary's warning.
     plan.tasks[0].iid_note = "one label dominates"
     assert summarize_plan(plan, footprints={}).warnings == [("warning", "one label dominates")]
+
+
+def test_an_iid_model_on_all_of_d_train_has_its_checkpoint_interval_set_at_run_time(tmp_path: Path) -> None:
+    """With ``iid_train = 0`` the plan does not know how much the IID model trains on: the dry run used to project 0
+    examples and say "off (expected < 1 min)" for an IID model of any size; "auto" is decided when it runs."""
+    plan = _plan(tmp_path, "tiny-steps.toml", {"iid_train = 64": "iid_train = 0",
+                                                "[executor]": '[executor]\ncheckpoint_every = "auto"'})
+    (task,) = summarize_plan(plan).tasks
+    rows = {(r.config, r.method): dict(r.intervals) for r in task.checkpoints.rows}
+    assert list(rows[("iid", "vanilla")]) == ["auto: set at run time from the measured step rate (the plan does not "
+                                              "know the job's size)"]
+    assert all(w.startswith("off (expected") for w in rows[("iid-then-t", "vanilla")])
