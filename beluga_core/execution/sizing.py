@@ -386,8 +386,8 @@ def plan_pack_size(setting: int | str, kind: str, cap: int, workers: int,
 
 # What the per-member figure of ``pack = "auto"`` is, said once: the dry run's line and the docs
 # (docs/guides/speed-and-scale.md, docs/reference/config.md) use these words.
-PER_MEMBER = ("the peak of one training step with 2 members less the peak with 1, at the run's largest batch with "
-              "every row max_length tokens")
+PER_MEMBER = ("the peak of one training step with 2 members less the peak with 1, at the batch size of the first "
+              "training that packs, with every row max_length tokens")
 # The probe's result is kept in the user's cache folder, keyed by everything the measurement depends on; this
 # variable set to "refresh" measures again (and keeps the new result), "off" neither reads nor writes the cache.
 PROBE_CACHE_ENV = "BELUGA_PROBE_CACHE"

@@ -368,7 +368,8 @@ def test_a_pack_killed_mid_pack_and_resumed_equals_the_uninterrupted_pack(packed
     assert query(store, "SELECT count(*) FROM models WHERE status = 'done'") == [(1,)]
     assert "packs: up to 8 members (auto: 8, the most on a CPU; " in killed.stdout
     assert ("(measured now: per member, the peak of one training step with 2 members less the peak with 1, at the "
-            "run's largest batch with every row max_length tokens: at batch 8 × 64 tokens, the process's peak "
+            "batch size of the first training that packs, with every row max_length tokens: at batch 8 × 64 tokens, "
+            "the process's peak "
             "resident memory during the step was ") in " ".join(killed.stdout.split())
     resumed = beluga("run", str(config), "--store", str(store), env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]

@@ -76,7 +76,8 @@ def test_the_line_says_what_a_member_is_in_the_docs_words(plan: Plan, monkeypatc
     assert why == (
         "auto: 8, the most on a CPU; 16.0 GiB free, 10% kept free, shared by 1 worker(s), holds 46 member(s) of "
         "300 MiB beside 0.71 GiB (measured now: per member, the peak of one training step with 2 members less the "
-        "peak with 1, at the run's largest batch with every row max_length tokens: at batch 8 × 64 tokens, the "
+        "peak with 1, at the batch size of the first training that packs, with every row max_length tokens: at "
+        "batch 8 × 64 tokens, the "
         "process's peak resident memory during the step was 1.00 GiB with 1 member and 1.29 GiB with 2; a member's "
         "share holds its adapters, head, gradients and AdamW moments, and its rows' activations (the 2 members' rows "
         "in one base pass; on a CPU a pass takes at most 1,024 tokens, so a larger pack's activations grow less "
