@@ -72,7 +72,13 @@ def keeps_weights(cfg: BenchmarkConfig, job: Job) -> bool:
         return False
     if job.is_iid_model or policy == "all":
         return True
-    return policy == "seen" and (job.fold.scenario == SEEN or CONFIGURATIONS.get(job.config).is_iid_update())
+    return policy == "seen" and kept_from(job.fold.scenario, job.config) == "seen"
+
+
+def kept_from(scenario: str, config: str) -> str:
+    """The least ``[store] keep_weights`` that keeps a scenario model's weights: "seen" for the seen models and the
+    updates of the i.i.d. model, "all" for the others."""
+    return "seen" if scenario == SEEN or CONFIGURATIONS.get(config).is_iid_update() else "all"
 
 
 def iid_train_examples(cfg: BenchmarkConfig, config: str, train: Sequence[Example]) -> list[Example]:

@@ -369,8 +369,8 @@ _MODEL_TABLES = ("outcomes", "iid_predictions", "iid_metrics", "iid_probs", "cro
 def _write_pack(con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str | None) -> None:
     """The ``packs`` row of a packed member's pack: inserted with its first member, then the pack's time and count
     of finished members as each later member commits (its members finish in turn; the last one brings the whole)."""
-    pack, time = result.record.pack, result.pack_time
-    if pack is None or time is None or "id" not in pack:
+    pack, spent = result.record.pack, result.pack_time
+    if pack is None or spent is None or "id" not in pack:
         return
     con.execute("""INSERT INTO packs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (pack_id) DO UPDATE SET
@@ -378,7 +378,7 @@ def _write_pack(con: duckdb.DuckDBPyConnection, result: JobResult, run_id: str |
                        finished = greatest(packs.finished, excluded.finished),
                        finished_at = greatest(packs.finished_at, excluded.finished_at)""",
                 [pack["id"], run_id, canonical_json(pack.get("setting")), pack.get("size"),
-                 canonical_json(pack.get("members")), time.seconds, time.finished, as_utc(time.started_at),
+                 canonical_json(pack.get("members")), spent.seconds, spent.finished, as_utc(spent.started_at),
                  as_utc(result.record.finished_at) or utc_now()])
 
 

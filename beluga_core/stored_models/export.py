@@ -15,13 +15,11 @@ import duckdb
 
 from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.config.schema import BenchmarkConfig
-from beluga_core.contracts.registries import CONFIGURATIONS
 from beluga_core.contracts.tasks import Task
-from beluga_core.core.constants import SEEN
 from beluga_core.core.errors import BelugaError, format_validation_error
 from beluga_core.data.suite.suite_io import Suite
 from beluga_core.data.suite.suite_schema import SuiteHeader
-from beluga_core.execution.worker import cache_dir_for, weights_path
+from beluga_core.execution.worker import cache_dir_for, kept_from, weights_path
 from beluga_core.planning.plan import make_task
 from beluga_core.store.connection import expand_key_comparisons
 from beluga_core.store.reader import FAILED_JOBS, open_store
@@ -122,14 +120,11 @@ def stored_model(con: duckdb.DuckDBPyConnection, store: Path, m: dict[str, Any])
     mid = m["model_id"]
     weights = weights_path(cache_dir_for(store), mid)
     if not weights.exists():
-        # What keep_weights keeps (execution.worker.keeps_weights): "seen" the seen models and the IID model's
-        # updates, "all" every scenario model; a grid point's weights are never kept.
         try:
-            update = CONFIGURATIONS.get(m["config"]).is_iid_update()
+            least = kept_from(m["scenario"], m["config"])
         except BelugaError:   # a configuration whose plugin is not installed here
-            update = False
-        keep = ('"seen" or "all"' if m["scenario"] == SEEN or update
-                else '"all" (the one setting that keeps held-out folds)')
+            least = "all"
+        keep = '"seen" or "all"' if least == "seen" else '"all" (the one setting that keeps held-out folds)'
         raise BelugaError(f"model {mid[:12]} ({m['config']}/{m['method']}@{m['scenario']}) has no kept weights in "
                           f"{weights.parent}: keep them with [store] keep_weights = {keep} and re-run; the IID "
                           "models' are always kept")
