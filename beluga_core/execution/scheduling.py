@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import IIDData
 from beluga_core.data.suite.suite_schema import Input

@@ -37,7 +37,7 @@ import safetensors.torch
 import torch
 
 import beluga_core
-from beluga_core.config.schema import CheckpointEvery
+from beluga_core.config.executor_spec import CheckpointEvery
 from beluga_core.contracts.methods import Method
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import atomic_write

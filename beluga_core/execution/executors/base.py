@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import Registry
 from beluga_core.execution.scheduling import Backend, FailureFn, Progress, ResultFn, dispatch

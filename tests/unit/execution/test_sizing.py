@@ -13,7 +13,7 @@ import pytest
 from helpers import DATA, config_with, run_cli
 from pydantic import ValidationError
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution import sizing
 from beluga_core.execution.scheduling import critical_path_order, order_jobs

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from beluga_core.config.schema import CheckpointEvery
+from beluga_core.config.executor_spec import CheckpointEvery
 from beluga_core.training import checkpoints as ck
 
 AUTO = CheckpointEvery.parse("auto")

@@ -22,7 +22,7 @@ import torch
 from toys import ToyEncoder, ToyTask, tiny_bert, token_trainset
 
 import beluga_core
-from beluga_core.config.schema import CheckpointEvery
+from beluga_core.config.executor_spec import CheckpointEvery
 from beluga_core.contracts.methods import Method
 from beluga_core.contracts.registries import METHODS
 from beluga_core.execution.worker import Worker
