@@ -38,15 +38,13 @@ from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.teacher_sources import iid_teacher_seed
 from beluga_core.training import determinism, precision, token_cache
-from beluga_core.training.checkpoints import (
+from beluga_core.training.checkpoint_file import (
     CheckpointRejected,
     CheckpointStore,
     FolderCheckpoints,
-    JobCheckpoints,
-    StageCheckpoints,
     checkpoint_folder,
-    checkpointable,
 )
+from beluga_core.training.checkpoints import JobCheckpoints, StageCheckpoints, checkpointable
 from beluga_core.training.loop import TrainStats, seed_everything, train_stage
 from beluga_core.training.models import load_tokenizer, pick_device
 

@@ -40,7 +40,8 @@ from beluga_core.contracts.methods import Method
 from beluga_core.contracts.tasks import Task
 from beluga_core.contracts.training import Batch, Encoder, TrainSet
 from beluga_core.core.errors import BelugaError
-from beluga_core.training.checkpoints import CheckpointRejected, StageCheckpoints
+from beluga_core.training.checkpoint_file import CheckpointRejected
+from beluga_core.training.checkpoints import StageCheckpoints
 from beluga_core.training.loop import Trainer, TrainStats, seed_everything
 from beluga_core.training.methods.adapters import adapter_layers
 from beluga_core.training.methods.lp import encoder_of

@@ -59,7 +59,7 @@ from beluga_core.execution.sizing import Workers
 from beluga_core.execution.worker import keeps_weights, weights_path
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
-from beluga_core.training.checkpoints import FolderCheckpoints, checkpoint_folder
+from beluga_core.training.checkpoint_file import FolderCheckpoints, checkpoint_folder
 
 # How often the driver takes the checkpoints the keeper holds while it waits for folds (seconds).
 CHECKPOINT_POLL_S = 1.0
