@@ -358,7 +358,7 @@ def plan_pack_size(setting: int | str, kind: str, cap: int, workers: int,
     """The pack size for ``[executor] pack`` on a ``kind`` device ("cpu" or "cuda") with ``workers`` workers
     sharing it. A number is kept. ``auto``: the size its store recorded for an earlier run of it (``recorded``),
     so that a resumed run forms the packs the interrupted one did; else as many members as ``memory`` (a probe of
-    one training step at 1 and 2 members) says fit, up to ``cap`` (``planning.packs.AUTO_PACK``)."""
+    one training step at 1 and 2 members) says fit, up to ``cap`` (``planning.pack_groups.AUTO_PACK``)."""
     if setting != "auto":
         return PackSize(int(setting), f"pack = {setting}", setting)
     if recorded is not None:
@@ -431,7 +431,7 @@ def pack_memory(plan: Plan, job_id: str, device: str) -> PackMemory:
 
 def _measurement(when: str, device: str, batch: int, length: int, peaks: tuple[int, int]) -> str:
     """What the probe measured, in ``PER_MEMBER``'s terms, and what a member's figure holds on this device."""
-    from beluga_core.training.packs import CPU_PASS_TOKENS
+    from beluga_core.training.pack_rows import CPU_PASS_TOKENS
 
     cpu = device == "cpu"
     peak = "the process's peak resident memory during the step" if cpu else "the GPU allocator's peak reserved bytes"
@@ -568,7 +568,7 @@ def _pack_probe(plan: Plan, job_id: str, device_name: str) -> tuple[int, tuple[i
 
     from beluga_core.contracts.registries import METHODS
     from beluga_core.execution.worker import Worker
-    from beluga_core.training.packs import MemberSpec, train_pack
+    from beluga_core.training.packed_training import MemberSpec, train_pack
 
     worker = Worker(plan, device_name)
     device = worker.device

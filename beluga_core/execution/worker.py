@@ -221,10 +221,12 @@ class Worker:
 
     def run_pack(self, jobs: Sequence[Job], progress: Callable[[Job, str, int, int], None] | None = None,
                  pack: dict[str, Any] | None = None) -> Iterator[JobResult]:
-        """Train ``jobs`` as the members of one pack (``training.packs``; ``planning.packs`` formed it), and yield
-        each member's result as soon as it has trained and been evaluated, in the order the members finish.
+        """Train ``jobs`` as the members of one pack (``training.packed_training``; ``planning.pack_groups`` formed
+        it), and yield each member's result as soon as it has trained and been evaluated, in the order the members
+        finish.
         ``pack`` is recorded with each model (``models.pack``)."""
-        from beluga_core.training.packs import MemberSpec, PackClock, train_pack
+        from beluga_core.training.pack_clock import PackClock
+        from beluga_core.training.packed_training import MemberSpec, train_pack
 
         started = datetime.now(UTC)
         clock = PackClock(len(jobs))

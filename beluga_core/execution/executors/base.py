@@ -34,7 +34,7 @@ from beluga_core.execution.sizing import (
 )
 from beluga_core.planning.estimate import job_seconds
 from beluga_core.planning.jobs import Job
-from beluga_core.planning.packs import AUTO_PACK, Packs, form_packs, why_not_packed
+from beluga_core.planning.pack_groups import AUTO_PACK, Packs, form_packs, why_not_packed
 from beluga_core.planning.plan import Plan
 
 __all__ = ["EXECUTORS", "Executor", "Progress", "ResultFn"]

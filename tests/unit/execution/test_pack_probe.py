@@ -17,7 +17,7 @@ from helpers import DATA, config_with, run_cli
 
 from beluga_core.execution import sizing
 from beluga_core.execution.sizing import PER_MEMBER, PROBE_CACHE_ENV, GiB, MiB, pack_memory, plan_pack_size
-from beluga_core.planning.packs import why_not_packed
+from beluga_core.planning.pack_groups import why_not_packed
 from beluga_core.planning.plan import Plan
 
 REPO = Path(__file__).resolve().parents[3]
