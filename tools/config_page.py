@@ -1,6 +1,6 @@
-"""``docs/reference/config.md``: every key of the benchmark config, from the pydantic models of
-``beluga_core/config/schema.py`` (type, default, constraints, description), one section per TOML table
-(``tools.docs_reference`` writes it)."""
+"""``docs/reference/config.md``: every key of the benchmark config, from the pydantic models that
+``BenchmarkConfig`` (``beluga_core/config/schema.py``) reaches through its fields (type, default, constraints,
+description), one section per TOML table (``tools.docs_reference`` writes it)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The two generated pages of the documentation site, written from the code so that they cannot drift from it: a
 tool of the docs' build, beside ``mkdocs.yml`` and ``mkdocs_hooks.py``, not part of the ``beluga`` package.
 
-- ``docs/reference/config.md``: every key of the benchmark config, from the pydantic models of
-  ``beluga_core/config/schema.py`` (type, default, constraints, description), one section per TOML table.
+- ``docs/reference/config.md``: every key of the benchmark config, from the pydantic models that ``BenchmarkConfig``
+  (``beluga_core/config/schema.py``) reaches (type, default, constraints, description), one section per TOML table.
 - ``docs/reference/plugin-api.md``: per plugin kind, the API module's exports and every member of every class a
   plugin derives from or receives (the kind's base, its other bases, the ``Trainer``, batches, contexts, …), with
   signatures as written in the source and the docstrings (an attribute's doc is the comment block above it).
