@@ -1,4 +1,5 @@
-"""Developer tools of this repository, not of the installed package: what builds its docs (``docs_reference``).
+"""Developer tools of this repository, not of the installed package: what builds its docs (``docs_reference``, the
+entry point, and the pages' modules it runs: ``config_page``, ``plugin_api_page``, over ``markdown_text``).
 
 Run as modules from the repository root (``python -m tools.docs_reference``); tests import them normally. No runtime
 module of ``beluga_core`` imports them.

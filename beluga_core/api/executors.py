@@ -15,7 +15,7 @@ them.
 
 from __future__ import annotations
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution.executors.base import EXECUTORS, Executor, Progress, ResultFn
 from beluga_core.execution.results import JobResult

@@ -1,76 +1,24 @@
 """The benchmark config (TOML) that ``beluga run`` reads; pydantic models are its single source of truth.
 
-Long: every section of the config is one model here, and this module is what the JSON Schema and the config
-reference (docs/reference/config.md) are generated from; split across modules, the reference would have to be
-assembled from them and a section could be missed.
+``BenchmarkConfig`` is what the JSON Schema and the config reference (docs/reference/config.md) are generated
+from: they reach every section through its fields. The sections of the study (model, tasks, split, sizes, grid,
+what to keep) are here; ``[training]`` is ``config.training_spec``'s and ``[executor]`` ``config.executor_spec``'s.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from beluga_core.config.executor_spec import ExecutorSpec
+from beluga_core.config.strict import Strict
+from beluga_core.config.training_spec import TrainingSpec
 from beluga_core.core.constants import ONLY_PREFIX, SEEN, STANDARD
 from beluga_core.core.errors import BelugaError
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-_TIME_UNITS = {"s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "minute": 60.0,
-               "minutes": 60.0, "h": 3600.0, "hour": 3600.0, "hours": 3600.0}
-
-
-@dataclass(frozen=True)
-class CheckpointEvery:
-    """``[executor] checkpoint_every`` read: ``auto``, ``off``, every ``steps`` updates or every ``seconds``."""
-
-    mode: Literal["auto", "off", "steps", "seconds"]
-    every: float = 0.0
-
-    @classmethod
-    def parse(cls, value: object) -> CheckpointEvery:
-        if isinstance(value, bool):
-            raise ValueError("expected a number of steps (500), a time (\"90 s\", \"5 min\"), \"auto\" or \"off\", "
-                             "not true / false (for no checkpoints: \"off\")")
-        if isinstance(value, int):
-            if value < 1:
-                raise ValueError("a number of steps must be ≥ 1 (for no checkpoints: \"off\")")
-            return cls("steps", value)
-        if not isinstance(value, str):
-            raise ValueError("expected a number of steps (500, \"500 steps\"), a time (\"90 s\", \"5 min\"), "
-                             "\"auto\" or \"off\"")
-        text = value.strip().lower()
-        if text in ("auto", "off"):
-            return cls("auto" if text == "auto" else "off")
-        match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([a-z]*)", text)
-        if match is None:
-            raise ValueError("expected a number of steps (500, \"500 steps\"), a time (\"90 s\", \"5 min\"), "
-                             "\"auto\" or \"off\"")
-        number, unit = float(match[1]), match[2]
-        if unit in ("", "step", "steps"):
-            if number < 1 or number != int(number):
-                raise ValueError("a number of steps must be a whole number ≥ 1")
-            return cls("steps", int(number))
-        if unit not in _TIME_UNITS:
-            raise ValueError(f"unknown unit {unit!r}: use steps, s, min or h")
-        if number <= 0:
-            raise ValueError("a checkpoint interval must be > 0 (for no checkpoints: \"off\")")
-        return cls("seconds", number * _TIME_UNITS[unit])
-
-    def __str__(self) -> str:
-        if self.mode in ("auto", "off"):
-            return self.mode
-        if self.mode == "steps":
-            return f"{int(self.every)} step{'s' if self.every != 1 else ''}"
-        return f"{self.every:g} s"
-
-
-class ModelSpec(_Strict):
+class ModelSpec(Strict):
     """``[model]``: the pretrained model every task fine-tunes."""
 
     name: str = Field("embedded:minilm", description=(
@@ -85,7 +33,7 @@ class ModelSpec(_Strict):
         "method's own settings (dropout's probabilities) apply on top."))
 
 
-class EvalSuiteSpec(_Strict):
+class EvalSuiteSpec(Strict):
     """A suite every model of a task is also evaluated on (cross-suite evaluation), with its mapping onto the
     training suite's groups."""
 
@@ -101,7 +49,7 @@ class EvalSuiteSpec(_Strict):
         "Eval cases kept per eval-suite scoring group (a seeded sample; 0 = all)."))
 
 
-class TaskSpec(_Strict):
+class TaskSpec(Strict):
     """``[[tasks]]``: one task: its plugin, its suite, its i.i.d. data, and the suites it is also evaluated on."""
 
     name: str = Field(description="Task plugin (entry point group beluga.tasks), e.g. sentiment.")
@@ -132,7 +80,7 @@ class TaskSpec(_Strict):
         return [EvalSuiteSpec(suite=e) if isinstance(e, str) else e for e in self.eval_suites]
 
 
-class SplitSpec(_Strict):
+class SplitSpec(Strict):
     """``[split]``: how every scoring group of the suite is split into T_train, T_val and T_test (seeded, stable
     across machines), and how the official validation set is halved into D_val and D_test."""
 
@@ -149,7 +97,7 @@ class SplitSpec(_Strict):
         return v
 
 
-class SizeSpec(_Strict):
+class SizeSpec(Strict):
     """How much data each step sees; 0 means 'all'."""
 
     iid_train: int = Field(0, ge=0, description="i.i.d. training examples for the IID step (0 = all of D_train).")
@@ -177,142 +125,7 @@ class SizeSpec(_Strict):
         return self.iid_mix_of.get(configuration, self.iid_mix)
 
 
-class StageHParams(_Strict):
-    """One training step's overrides of the ``[training]`` values; a key left out keeps ``[training]``'s."""
-
-    learning_rate: float | None = Field(None, gt=0, description="Peak learning rate of AdamW.")
-    batch_size: int | None = Field(None, ge=1, description="Training examples (or pairs) per batch.")
-    epochs: float | None = Field(None, gt=0, description="Passes over the step's training data (may be fractional).")
-    weight_decay: float | None = Field(None, ge=0, description="AdamW's decoupled weight decay.")
-    warmup_ratio: float | None = Field(None, ge=0, lt=1, description=(
-        "Share of the steps over which the learning rate rises linearly from 0 (then it decays linearly to 0)."))
-
-
-class ConfigurationSettings(StageHParams):
-    """``[training.configurations.NAME]``: a configuration's own training values, and where it starts."""
-
-    start: str | None = Field(None, description=(
-        "Where its models start instead of where the configuration starts by default: \"plm\" (the pretrained "
-        "model), \"iid\" (the run's IID model of the job's seed, e.g. iid-update from the IID model) or "
-        "\"store:PATH#SELECTOR\" (one done model of another store whose weights were kept, e.g. the model a "
-        "suite's attacks were generated against: adaptive adversarial training; its id enters the job ids)."),
-        json_schema_extra={"pattern": "^(plm|iid|store:[^#]+#.+)$"})
-
-    @field_validator("start")
-    @classmethod
-    def _start(cls, value: str | None) -> str | None:
-        if value is None or value in ("plm", "iid"):
-            return value
-        store, _, selector = value.removeprefix("store:").partition("#")
-        if not value.startswith("store:") or not store.strip() or not selector.strip():
-            raise ValueError(f"start '{value}': expected \"plm\", \"iid\" or \"store:PATH#SELECTOR\" (a model of "
-                             "another store, e.g. store:runs/relation-iid.duckdb#iid/vanilla#42)")
-        return value
-
-
-class TrainingSpec(_Strict):
-    """``[training]``: the training values of every step; ``[training.iid]``, ``[training.suite]`` and
-    ``[training.configurations.NAME]`` override them for one step, and a method's own training keys and a grid
-    point override those."""
-
-    learning_rate: float = Field(2e-5, gt=0, description="Peak learning rate of AdamW.")
-    batch_size: int = Field(16, ge=1, description="Training examples (or pairs) per batch.")
-    epochs: float = Field(3, gt=0, description="Passes over a step's training data (may be fractional).")
-    weight_decay: float = Field(0.0, ge=0, description="AdamW's decoupled weight decay.")
-    warmup_ratio: float = Field(0.0, ge=0, lt=1, description=(
-        "Share of the steps over which the learning rate rises linearly from 0 (then it decays linearly to 0)."))
-    max_grad_norm: float | None = Field(1.0, gt=0, description=(
-        "Gradients are clipped to this norm before every optimizer step."))
-    iid: StageHParams = Field(default_factory=StageHParams, description="Overrides for the IID step.")
-    suite: StageHParams = Field(default_factory=StageHParams,
-                                description="Overrides for the step that sees suite data.")
-    configurations: dict[str, ConfigurationSettings] = Field(default_factory=dict, description=(
-        "Per-configuration overrides of the suite step, on top of [training.suite], e.g. "
-        "[training.configurations.iid-plus-t] learning_rate = 2e-4 (the reference selects hyper-parameters "
-        "per task, configuration and method; a method's own training keys and a grid point still win)."))
-
-    def stage(self, which: Literal["iid", "suite"], configuration: str | None = None) -> dict[str, Any]:
-        base = {k: getattr(self, k) for k in ("learning_rate", "batch_size", "epochs", "weight_decay",
-                                              "warmup_ratio", "max_grad_norm")}
-        override = (self.iid if which == "iid" else self.suite).model_dump(exclude_none=True)
-        per_config = self.configurations.get(configuration) if configuration else None
-        return base | override | (per_config.model_dump(exclude_none=True, exclude={"start"}) if per_config else {})
-
-    def start_of(self, configuration: str, default: str) -> str:
-        """Where ``configuration``'s models start: its ``start`` setting, else the plugin's own."""
-        per_config = self.configurations.get(configuration)
-        return per_config.start if per_config is not None and per_config.start else default
-
-
-class ExecutorSpec(_Strict):
-    """``[executor]``: where and how the jobs run."""
-
-    name: str = Field("local", description="Executor plugin (entry point group beluga.executors).")
-    device: str = Field("auto", description="auto (GPU when there is one), cpu, cuda, cuda:N.")
-    threads: int = Field(0, ge=0, description="torch CPU threads per worker (0 = the usable cores / workers: "
-                         "OMP_NUM_THREADS when set, else the CPUs of the process's affinity mask).")
-    precision: Literal["auto", "fp32", "bf16"] = Field(
-        "auto", description="auto: bf16 autocast on GPUs and on CPUs with native bf16, else fp32.")
-    workers: Annotated[int, Field(ge=1)] | Literal["auto"] = Field("auto", description=(
-        "Jobs run at once, by the executors that run several (multi). \"auto\": on a CPU one worker using every "
-        "core; on GPUs, per GPU as many workers as the CPU cores (at least one thread each) and the GPU's free "
-        "memory allow, with the memory one worker takes measured by a short forward and backward pass of the "
-        "model at the run's largest batch size (estimated when it cannot be measured); options.folds_per_gpu, "
-        "when set, fixes the count per GPU. A number: that many (1 on GPUs: one per GPU). `beluga run --dry-run` "
-        "prints the choice and why; never part of a job's identity."))
-    pack: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(1, description=(
-        "LoRA trainings per pack: jobs of the same task, base model, start weights, method and hyper-parameters "
-        "(the learning rate may differ) train together in one worker, one pass of the frozen base per step over "
-        "every member's batch, each member with its own adapters, head, optimizer, clipping, data order and "
-        "dropout. 1: every job alone (bit for bit as before packs). \"auto\": as many as the device's free memory "
-        "holds beside the pack's base at a member's measured share, up to 8 on a CPU and 16 on a GPU; a probe "
-        "measures per member the peak of one training step with 2 members less the peak with 1, at the batch size "
-        "of the first training that packs, with every row max_length tokens (kept in the user's cache folder: "
-        "BELUGA_PROBE_CACHE=refresh measures again); recorded with the run and kept by a later run on the same "
-        "store. Packs are "
-        "as even as the size allows (4 trainings at 3: 2 + 2). The local and multi executors train packs, Ray "
-        "every job alone. Job ids do not change; a packed model's results equal its sequential training's up to "
-        "float rounding (models.pack records its pack). `beluga run --dry-run` prints the packs."))
-    fail_fast: bool = Field(False, description=(
-        "Stop starting jobs once one failed (the jobs in flight finish). Default: a failed job is recorded in "
-        "the store and the jobs that do not need it go on."))
-    deterministic: bool = Field(False, description=(
-        "Bit-identical results run after run (same device type, precision and threads): deterministic torch "
-        "algorithms; on CUDA also a fixed cuBLAS workspace and math attention. Part of every job's identity "
-        "when true; models record it in models.device."))
-    checkpoint_every: str | int = Field("auto", description=(
-        "How often a job saves its training state into the run's cache, so that a killed run resumes inside the "
-        "fold: a number of steps (500 or \"500 steps\"), a time (\"90 s\", \"5 min\"), \"off\", or \"auto\": "
-        "every 5 % of the job's expected time, but at most once per 50 save times (saves cost at most 2 % of the "
-        "training; a save's time is estimated from the state it writes at 100 MiB/s until one is measured) and "
-        "every 30 s; none for a job expected under a minute, nor where that interval exceeds the job. Not part "
-        "of a job's identity: a resumed job stores the figures an "
-        "uninterrupted one would."))
-    options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
-
-    @field_validator("workers", "pack", mode="before")
-    @classmethod
-    def _auto_or_count(cls, value: object, info: ValidationInfo) -> object:
-        # Before pydantic's own coercion, which would read true as 1 and "2" as 2.
-        if isinstance(value, str) and value.strip().lower() == "auto":
-            return "auto"
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            what = "workers" if info.field_name == "workers" else "trainings per pack"
-            raise ValueError(f"expected \"auto\" or a whole number of {what} ≥ 1")
-        return value
-
-    @field_validator("checkpoint_every", mode="before")
-    @classmethod
-    def _interval(cls, value: object) -> str:
-        # Before pydantic's own coercion, which would read true as 1 step and 1.5 as a bad string.
-        return str(CheckpointEvery.parse(value))
-
-    @property
-    def checkpoint_interval(self) -> CheckpointEvery:
-        return CheckpointEvery.parse(self.checkpoint_every)
-
-
-class GridSpec(_Strict):
+class GridSpec(Strict):
     """Hyper-parameter search (docs/method.md, "Hyper-parameter selection"): once per (task, configuration,
     method), selected on T_val."""
 
@@ -347,7 +160,7 @@ class GridSpec(_Strict):
                 "epochs": list(self.epochs)}
 
 
-class StoreSpec(_Strict):
+class StoreSpec(Strict):
     """``[store]``: where results go and what, beyond outcomes and predictions, is kept."""
 
     path: str = Field("runs/beluga.duckdb", description="DuckDB result store (relative to the config file).")
@@ -361,7 +174,7 @@ class StoreSpec(_Strict):
         "writes a kept model as a Hugging Face checkpoint."))
 
 
-class AttributionsSpec(_Strict):
+class AttributionsSpec(Strict):
     """``[attributions]``: token attributions computed inside a run, before each fold's weights are discarded."""
 
     methods: list[str] = Field(default_factory=list, description=(
@@ -382,7 +195,7 @@ class AttributionsSpec(_Strict):
         "normalize, seed). A run uses cheaper budgets than beluga explain unless set here."))
 
 
-class FewshotSpec(_Strict):
+class FewshotSpec(Strict):
     """``[fewshot]``: probe pools for few-shot ranking of the models blind to each held-out group (beluga rank).
 
     For held-out level L and group g the pool is (T_train ∪ T_val) ∩ g as ``[sizes]`` keeps them — cases no
@@ -403,7 +216,7 @@ class FewshotSpec(_Strict):
         "focus reads them); other cases: their first input."))
 
 
-class EnsembleConfig(_Strict):
+class EnsembleConfig(Strict):
     """``[[ensembles]]``: an ensemble the run builds from its own models once they are trained."""
 
     name: str = Field(min_length=1, description="Its rows' method name, e.g. 'ens5'.")
@@ -415,7 +228,7 @@ class EnsembleConfig(_Strict):
         "keep_probabilities)."))
 
 
-class BenchmarkConfig(_Strict):
+class BenchmarkConfig(Strict):
     """A benchmark config: the TOML file `beluga run` reads. Files and folders it names are relative to its own
     folder."""
 

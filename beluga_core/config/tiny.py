@@ -17,7 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from beluga_core.config.schema import BenchmarkConfig, StageHParams, TaskSpec
+from beluga_core.config.schema import BenchmarkConfig, TaskSpec
+from beluga_core.config.training_spec import StageHParams
 from beluga_core.contracts.registries import ATTRIBUTIONS, METHODS, TASKS
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.pretrained import check_config_overrides

@@ -63,8 +63,8 @@ class Method(ABC):
     # inherits its base's tuple as it is: one with state of its own must name its base's attributes too
     # (``state_attributes = Base.state_attributes + ("mine",)``; a subclass of vanilla starts from its ()).
     state_attributes: ClassVar[tuple[str, ...] | None] = None
-    # Whether jobs of this method can train as members of a pack (``[executor] pack``, ``training.packs``): its
-    # trainable parameters are LoRA adapters on a frozen body and the head, its update the plain one (vanilla's).
+    # Whether jobs of this method can train as members of a pack (``[executor] pack``, ``training.packed_training``):
+    # its trainable parameters are LoRA adapters on a frozen body and the head, its update the plain one (vanilla's).
     packs: ClassVar[bool] = False
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:

@@ -239,7 +239,8 @@ class ProbeResult:
 
 @dataclass(frozen=True)
 class PackTime:
-    """A pack's wall time so far (``training.packs.PackClock``): seconds it trained, members finished, its start."""
+    """A pack's wall time so far (``training.pack_clock.PackClock``): seconds it trained, members finished, its
+    start."""
 
     seconds: float
     finished: int

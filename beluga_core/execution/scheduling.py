@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import IIDData
 from beluga_core.data.suite.suite_schema import Input
@@ -32,7 +32,7 @@ from beluga_core.execution.results import JobResult
 from beluga_core.execution.step_runners import iid_test_examples
 from beluga_core.execution.worker import Worker, iid_train_examples
 from beluga_core.planning.jobs import Job
-from beluga_core.planning.packs import Packs
+from beluga_core.planning.pack_groups import Packs
 from beluga_core.planning.plan import Plan, TaskPlan
 
 

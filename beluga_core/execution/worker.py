@@ -38,15 +38,13 @@ from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.teacher_sources import iid_teacher_seed
 from beluga_core.training import determinism, precision, token_cache
-from beluga_core.training.checkpoints import (
+from beluga_core.training.checkpoint_file import (
     CheckpointRejected,
     CheckpointStore,
     FolderCheckpoints,
-    JobCheckpoints,
-    StageCheckpoints,
     checkpoint_folder,
-    checkpointable,
 )
+from beluga_core.training.checkpoints import JobCheckpoints, StageCheckpoints, checkpointable
 from beluga_core.training.loop import TrainStats, seed_everything, train_stage
 from beluga_core.training.models import load_tokenizer, pick_device
 
@@ -223,10 +221,12 @@ class Worker:
 
     def run_pack(self, jobs: Sequence[Job], progress: Callable[[Job, str, int, int], None] | None = None,
                  pack: dict[str, Any] | None = None) -> Iterator[JobResult]:
-        """Train ``jobs`` as the members of one pack (``training.packs``; ``planning.packs`` formed it), and yield
-        each member's result as soon as it has trained and been evaluated, in the order the members finish.
+        """Train ``jobs`` as the members of one pack (``training.packed_training``; ``planning.pack_groups`` formed
+        it), and yield each member's result as soon as it has trained and been evaluated, in the order the members
+        finish.
         ``pack`` is recorded with each model (``models.pack``)."""
-        from beluga_core.training.packs import MemberSpec, PackClock, train_pack
+        from beluga_core.training.pack_clock import PackClock
+        from beluga_core.training.packed_training import MemberSpec, train_pack
 
         started = datetime.now(UTC)
         clock = PackClock(len(jobs))

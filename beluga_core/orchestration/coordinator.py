@@ -35,7 +35,7 @@ from beluga_core.store.reader import done_ids, recorded_pack_size
 from beluga_core.store.run_liveness import RunLock, discard_lock, running_runs
 from beluga_core.store.suite_rows import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
-from beluga_core.training.checkpoints import FolderCheckpoints, checkpoint_folder
+from beluga_core.training.checkpoint_file import FolderCheckpoints, checkpoint_folder
 from beluga_core.training.models import pick_device
 from beluga_core.training.precision import machine_line
 

@@ -28,11 +28,12 @@ from beluga_core.planning.estimate import Rates, seconds, stored_probability_byt
 from beluga_core.planning.grid_cost import GridCost, grid_costs
 from beluga_core.planning.grid_space import method_hparams
 from beluga_core.planning.jobs import Fold, Job, JobKind, JobSpec
-from beluga_core.planning.packs import Packs, why_not_packed
+from beluga_core.planning.pack_groups import Packs, why_not_packed
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.steps import Step, steps_label
 from beluga_core.store.reader import done_ids, failed_ids, measured_train_rate, recorded_pack_size
-from beluga_core.training.checkpoints import checkpoint_bytes, checkpointable, describe_interval
+from beluga_core.training.checkpoint_interval import checkpoint_bytes, describe_interval
+from beluga_core.training.checkpoints import checkpointable
 from beluga_core.training.models import parameter_count
 
 

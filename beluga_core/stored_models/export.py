@@ -25,7 +25,7 @@ from beluga_core.store.connection import expand_key_comparisons
 from beluga_core.store.reader import FAILED_JOBS, open_store
 from beluga_core.store.run_liveness import running_runs
 from beluga_core.store.selectors import select_one
-from beluga_core.training.checkpoints import CheckpointRejected, checkpoint_folder, peek
+from beluga_core.training.checkpoint_file import CheckpointRejected, checkpoint_folder, peek
 from beluga_core.training.models import load_tokenizer
 
 

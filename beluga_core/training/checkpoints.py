@@ -14,196 +14,38 @@ replays it to the saved step (cheap: batches are made, not encoded or trained). 
 updates travels through ``Method.state_dict`` / ``load_state_dict``; a method that does not define its state
 (``Method.checkpointable``) trains without checkpoints.
 
-Long: the file format, what a stage saves and loads, and when it saves are one contract: the format's version
-and the checks before loading guard all three together, and a change to one changes the others.
+The file itself (format, checks, the folder it lives in) is ``training.checkpoint_file``'s; the "auto" interval
+rule and the dry run's estimates are ``training.checkpoint_interval``'s.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import math
 import random
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
-import safetensors.torch
 import torch
 
-import beluga_core
-from beluga_core.config.schema import CheckpointEvery
+from beluga_core.config.executor_spec import CheckpointEvery
 from beluga_core.contracts.methods import Method
 from beluga_core.core.errors import BelugaError
-from beluga_core.core.io import atomic_write
+from beluga_core.training.checkpoint_file import CheckpointRejected, CheckpointStore, decode, encode
+from beluga_core.training.checkpoint_interval import (
+    AUTO_MIN_JOB_SECONDS,
+    PROJECT_AFTER_S,
+    RECENT_STEPS,
+    auto_interval,
+    estimated_save_seconds,
+    training_state_bytes,
+)
 
 log = logging.getLogger("beluga.checkpoints")
-
-FORMAT = "beluga-checkpoint/1"
-# "auto" (``auto_interval``): the interval is the largest of
-# - AUTO_SHARE of the job's expected time: a kill then loses at most 5 % of the job;
-# - AUTO_SAVE_FACTOR save times: saves never cost more than 1/50 = 2 % of the training time. Before a job's first
-#   save is measured (and in the dry run) a save's time is estimated from the state it writes (weights, AdamW's
-#   moments) at AUTO_WRITE_BYTES_PER_S;
-# - AUTO_MIN_INTERVAL_S: never more often than every 30 s, whatever the state's size. A killed job's restart
-#   costs ~15 s before training resumes (imports, building the model: benchmarks/drills/RESULTS.md), so saving
-#   more often cuts the work a kill loses by less than the restart costs anyway;
-# and no save at all in a job expected under AUTO_MIN_JOB_SECONDS (a kill loses under a minute), nor where the
-# interval is longer than the job (saves would cost more than they can save).
-AUTO_SHARE = 0.05
-AUTO_SAVE_FACTOR = 50.0
-AUTO_MIN_INTERVAL_S = 30.0
-AUTO_MIN_JOB_SECONDS = 60.0
-# A save's rate when none is measured yet: the slowest the fold drill measured on a loaded 2-core machine, the
-# 272-MB state of MiniLM (encoding, digest, atomic write) in 2.5 s, ≈ 104 MiB/s, rounded down
-# (benchmarks/drills/RESULTS.md, "What checkpoints cost"). Deliberately slow: a faster disk only saves more often
-# once its first save is measured.
-AUTO_WRITE_BYTES_PER_S = 100 * 2 ** 20
-# A stage's expected time is projected from its measured step rate once this many seconds have passed (the
-# first steps include one-off costs: allocation, lazily built kernels).
-PROJECT_AFTER_S = 2.0
-RECENT_STEPS = 16
-
-
-class CheckpointRejected(Exception):
-    """A checkpoint that must not be loaded, and why."""
-
-
-class CheckpointStore(Protocol):
-    """Where a worker's checkpoints go: a folder (local and multi-process executors) or, on Ray, the driver."""
-
-    def load(self, job_id: str) -> bytes | None: ...
-
-    def save(self, job_id: str, blob: bytes) -> None: ...
-
-    def discard(self, job_id: str) -> None: ...
-
-
-class FolderCheckpoints:
-    """Checkpoints as files in one folder (the run's cache): what survives a killed process."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def path(self, job_id: str) -> Path:
-        return self.folder / f"{job_id}.safetensors"
-
-    def load(self, job_id: str) -> bytes | None:
-        path = self.path(job_id)
-        return path.read_bytes() if path.exists() else None
-
-    def save(self, job_id: str, blob: bytes) -> None:
-        self._drop_partial(job_id)
-        atomic_write(self.path(job_id), blob)
-
-    def discard(self, job_id: str) -> None:
-        self._drop_partial(job_id)
-        self.path(job_id).unlink(missing_ok=True)
-
-    def _drop_partial(self, job_id: str) -> None:
-        """Remove the half-written files of saves killed mid-write (SIGKILL skips atomic_write's clean-up): one
-        job is saved by one process at a time, so any of its temporaries is dead when a new save starts."""
-        for tmp in self.folder.glob(f".{self.path(job_id).name}.*.tmp"):
-            tmp.unlink(missing_ok=True)
-
-    def job_ids(self) -> set[str]:
-        return {p.name.removesuffix(".safetensors") for p in self.folder.glob("*.safetensors")}
-
-
-def checkpoint_folder(cache_dir: Path) -> Path:
-    return cache_dir / "checkpoints"
-
-
-# -- the file ------------------------------------------------------------------------------------------------
-def _digest(tensors: dict[str, torch.Tensor]) -> str:
-    h = hashlib.sha256()
-    for name in sorted(tensors):
-        t = tensors[name]
-        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.detach().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
-    return h.hexdigest()
-
-
-def encode(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> bytes:
-    """The checkpoint file: ``tensors`` (on the CPU) and ``meta`` with the format, version and a digest."""
-    cpu: dict[str, torch.Tensor] = {}
-    seen: set[int] = set()
-    for k, v in tensors.items():
-        t = v.detach().to("cpu").contiguous()
-        if t.numel() and t.untyped_storage().data_ptr() in seen:   # tied weights: safetensors refuses shared memory
-            t = t.clone()
-        seen.add(t.untyped_storage().data_ptr())
-        cpu[k] = t
-    header = {**meta, "format": FORMAT, "beluga": beluga_core.__version__, "digest": _digest(cpu)}
-    return safetensors.torch.save(cpu, metadata={"beluga": json.dumps(header)})
-
-
-def read_header(blob: bytes) -> dict[str, Any]:
-    """The beluga part of a checkpoint's header, read without touching its tensors."""
-    if len(blob) < 8:
-        raise CheckpointRejected(f"cut short ({len(blob)} bytes)")
-    n = int.from_bytes(blob[:8], "little")
-    if n <= 0 or 8 + n > len(blob):
-        raise CheckpointRejected("not a safetensors file, or cut short (its header runs past the end)")
-    try:
-        header = json.loads(blob[8:8 + n])
-        meta = json.loads(header["__metadata__"]["beluga"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise CheckpointRejected(f"no beluga checkpoint header ({type(exc).__name__})") from None
-    if not isinstance(meta, dict):
-        raise CheckpointRejected("its beluga header is not a JSON object")
-    return meta
-
-
-def _length(blob: bytes) -> int:
-    """The file length a safetensors header announces: the header, then every tensor's bytes."""
-    n = int.from_bytes(blob[:8], "little")
-    header = json.loads(blob[8:8 + n])
-    ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
-    return 8 + n + max(ends, default=0)
-
-
-def peek(path: Path) -> dict[str, Any]:
-    """A checkpoint file's beluga header, reading its first bytes only (``beluga store info``); a file whose
-    length is not the one its header announces is rejected (cut short)."""
-    with path.open("rb") as f:
-        head = f.read(8)
-        n = int.from_bytes(head, "little") if len(head) == 8 else 0
-        blob = head + f.read(n) if 0 < n < 2**24 else head
-    meta = read_header(blob)
-    size, expected = path.stat().st_size, _length(blob)
-    if size != expected:
-        raise CheckpointRejected(f"cut short ({size:,} of {expected:,} bytes)" if size < expected else
-                                 f"{size - expected:,} bytes past its end")
-    return meta
-
-
-def decode(blob: bytes, job_id: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """A checkpoint's tensors and header, checked: format, beluga version, job and digest. Raises
-    ``CheckpointRejected`` for anything else."""
-    meta = read_header(blob)
-    if meta.get("format") != FORMAT:
-        raise CheckpointRejected(f"format {meta.get('format')!r}, expected {FORMAT!r}")
-    if meta.get("beluga") != beluga_core.__version__:
-        raise CheckpointRejected(f"written by beluga {meta.get('beluga')}, this is {beluga_core.__version__}")
-    if meta.get("job_id") != job_id:
-        raise CheckpointRejected(f"written by job {str(meta.get('job_id'))[:12]}, not this one ({job_id[:12]})")
-    expected = _length(blob)
-    if expected != len(blob):
-        raise CheckpointRejected(f"cut short ({len(blob):,} of {expected:,} bytes)" if expected > len(blob) else
-                                 f"{len(blob) - expected:,} bytes past its end")
-    try:
-        tensors = safetensors.torch.load(blob)
-    except Exception as exc:  # safetensors raises its own error types for a damaged file
-        raise CheckpointRejected(f"its tensors do not load ({type(exc).__name__}: {exc})") from None
-    if _digest(tensors) != meta.get("digest"):
-        raise CheckpointRejected("its tensors differ from the digest written with them (the file was altered)")
-    return tensors, meta
 
 
 # -- what a stage saves and loads ----------------------------------------------------------------------------
@@ -438,52 +280,6 @@ class JobCheckpoints:
 def checkpointable(method: Method, hparams: dict[str, Any]) -> bool:
     """Whether a job of ``method`` can resume from checkpoints: every stage's method says what its state is."""
     return all(type(m).checkpointable() for m, _ in method.stages(hparams))
-
-
-def checkpoint_bytes(n_parameters: int) -> int:
-    """A checkpoint's size: fp32 weights and AdamW's two moments (the rest is kilobytes)."""
-    return 12 * n_parameters
-
-
-def training_state_bytes(model: torch.nn.Module) -> int:
-    """What a checkpoint of ``model``'s training writes: its state (every weight and buffer) and AdamW's two
-    moments of its trainable parameters (a LoRA job's moments are its adapters' and head's only)."""
-    weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
-    return weights + 2 * sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
-
-
-def estimated_save_seconds(n_bytes: int) -> float:
-    """A save's time before one is measured: ``n_bytes`` at ``AUTO_WRITE_BYTES_PER_S``."""
-    return n_bytes / AUTO_WRITE_BYTES_PER_S
-
-
-def auto_interval(job_seconds: float, save_seconds: float) -> float:
-    """The "auto" interval of a job expected to take ``job_seconds`` whose saves take ``save_seconds``: 5 % of
-    the job, but at least 50 save times (saves cost at most 2 % of training) and 30 s (constants above)."""
-    return max(AUTO_SHARE * job_seconds, AUTO_SAVE_FACTOR * save_seconds, AUTO_MIN_INTERVAL_S)
-
-
-def describe_interval(interval: CheckpointEvery, expected_seconds: float | None,
-                      save_bytes: int | None = None) -> str:
-    """What the dry run says of a job's interval; ``save_bytes``: what a save writes, when known (its time is then
-    estimated at ``AUTO_WRITE_BYTES_PER_S``)."""
-    if interval.mode == "off":
-        return "off"
-    if interval.mode != "auto":
-        return f"every {interval}"
-    if expected_seconds is None or not math.isfinite(expected_seconds):
-        return "auto: set at run time from the measured step rate (the plan does not know the job's size)"
-    if expected_seconds < AUTO_MIN_JOB_SECONDS:
-        return "off (expected < 1 min)"
-    save = 0.0 if save_bytes is None else estimated_save_seconds(save_bytes)
-    every = auto_interval(expected_seconds, save)
-    share, by_cost = AUTO_SHARE * expected_seconds, AUTO_SAVE_FACTOR * save
-    why = (f"5 % of ≈ {expected_seconds / 60:.0f} min" if every == share else
-           f"50 × a ≈ {save:.1f}-s save of {save_bytes / 2 ** 20:.0f} MiB at {AUTO_WRITE_BYTES_PER_S // 2 ** 20} MiB/s"
-           if every == by_cost and save_bytes is not None else f"the {AUTO_MIN_INTERVAL_S:.0f}-s floor")
-    if every >= expected_seconds:
-        return f"none (a save is due every ≈ {every:.0f} s, {why}; the job ≈ {expected_seconds / 60:.0f} min)"
-    return f"every ≈ {every:.0f} s ({why})"
 
 
 @dataclass

@@ -102,7 +102,7 @@ def test_ray_local_cluster_equals_local_executor(executors_store: Path, tmp_path
 
 
 def test_worker_slots_per_gpu_and_cpu() -> None:
-    from beluga_core.config.schema import ExecutorSpec
+    from beluga_core.config.executor_spec import ExecutorSpec
     from beluga_core.execution.sizing import Slot, plan_workers
 
     def slots(spec: ExecutorSpec, cores: int, gpus: int) -> list[Slot]:

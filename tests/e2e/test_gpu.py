@@ -12,7 +12,7 @@ import torch
 from helpers import DATA, config_with, query, run_benchmark
 from test_deterministic import TINY as DETERMINISTIC_TINY
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.execution.sizing import Slot, plan_workers
 from beluga_core.training import precision
 

@@ -1,4 +1,4 @@
-"""Packs of LoRA members (``[executor] pack``; ``training.packs``, ``planning.packs``).
+"""Packs of LoRA members (``[executor] pack``; ``training.packed_training``, ``planning.pack_groups``).
 
 Equivalence with sequential training is measured against the drift one ulp of input perturbation causes in
 sequential training itself, on the same setup (benchmarks/perf/pack_tolerance.py measures both on the full model):
@@ -33,8 +33,8 @@ from beluga_core.contracts.registries import METHODS
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.orchestration.plan_summary import summarize_plan
 from beluga_core.orchestration.teachers import plan_run
-from beluga_core.planning.packs import form_packs, pack_key, why_not_packed
-from beluga_core.training import packs
+from beluga_core.planning.pack_groups import form_packs, pack_key, why_not_packed
+from beluga_core.training import pack_layers, pack_rows, packed_training
 from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.models import load_sequence_classifier
 from beluga_core.training.trainset import TrainSet
@@ -92,8 +92,8 @@ def sequential(model: torch.nn.Module, start: torch.nn.Module | None = None) -> 
     return out
 
 
-def specs() -> list[packs.MemberSpec]:
-    return [packs.MemberSpec(str(i), ts, METHODS.get("lora")({"dropout": 0.0}), hp(lr), seed, seed)
+def specs() -> list[packed_training.MemberSpec]:
+    return [packed_training.MemberSpec(str(i), ts, METHODS.get("lora")({"dropout": 0.0}), hp(lr), seed, seed)
             for i, (ts, seed, lr) in enumerate(MEMBERS)]
 
 
@@ -112,8 +112,8 @@ def test_three_members_match_training_them_one_by_one_within_the_one_ulp_drift(m
     # The drift of what training changed (each run against its own start: the start itself moved one ulp).
     drift = [max(float(((a[k] - start[k]) - (b[k] - bumped_start[k])).abs().max()) for k in a)
              for a, b in zip(alone, sequential(minilm, bumped), strict=True)]
-    together = {m: state for m, state, _ in packs.train_pack(ToyTask(), copy.deepcopy(minilm), ToyEncoder(), CPU,
-                                                              specs())}
+    together = {m: state for m, state, _ in packed_training.train_pack(ToyTask(), copy.deepcopy(minilm), ToyEncoder(),
+                                                                       CPU, specs())}
     for m, state in enumerate(alone):
         moved = furthest(state, start)
         assert moved > 1e-4   # the members trained: a difference of 0 would prove nothing
@@ -123,24 +123,24 @@ def test_three_members_match_training_them_one_by_one_within_the_one_ulp_drift(m
 
 
 def test_a_finished_member_is_frozen_bit_for_bit_while_the_others_train(minilm: torch.nn.Module) -> None:
-    made: list[packs.Pack] = []
+    made: list[packed_training.Pack] = []
 
-    class Kept(packs.Pack):
+    class Kept(packed_training.Pack):
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
             made.append(self)
 
-    original = packs.Pack
-    packs.Pack = Kept   # type: ignore[misc]
+    original = packed_training.Pack
+    packed_training.Pack = Kept   # type: ignore[misc]
     try:
         at_finish: dict[int, dict[str, torch.Tensor]] = {}
         order = []
-        for m, _, stats in packs.train_pack(ToyTask(), copy.deepcopy(minilm), ToyEncoder(), CPU, specs()):
+        for m, _, stats in packed_training.train_pack(ToyTask(), copy.deepcopy(minilm), ToyEncoder(), CPU, specs()):
             pack = made[0]
             at_finish[m] = {k: v.clone() for k, v in pack.members[m].model.state_dict().items()}
             order.append((m, stats.steps))
     finally:
-        packs.Pack = original   # type: ignore[misc]
+        packed_training.Pack = original   # type: ignore[misc]
     assert order == [(2, 3), (0, 5), (1, 7)]   # the members leave the pack as their steps run out
     pack = made[0]
     for m, state in at_finish.items():
@@ -151,8 +151,8 @@ def test_a_finished_member_is_frozen_bit_for_bit_while_the_others_train(minilm: 
 
 def test_pack_dropout_draws_each_members_rows_from_its_own_generator() -> None:
     p, n = 0.1, 200_000
-    rows = packs.PackRows([torch.Generator().manual_seed(s) for s in (1, 2, 3)], [(0, 0, 2), (1, 2, 4), (2, 4, 6)])
-    dropped = packs._dropout(torch.ones(6, n), p, rows) == 0
+    rows = pack_rows.PackRows([torch.Generator().manual_seed(s) for s in (1, 2, 3)], [(0, 0, 2), (1, 2, 4), (2, 4, 6)])
+    dropped = pack_layers.member_dropout(torch.ones(6, n), p, rows) == 0
     # The rate per member: each row's share of zeros is Binomial(n, p) / n (4 standard deviations: ±0.27 %).
     sd = math.sqrt(p * (1 - p) / n)
     for row in dropped:
@@ -161,8 +161,8 @@ def test_pack_dropout_draws_each_members_rows_from_its_own_generator() -> None:
     both = dropped[0] & dropped[2]
     assert abs(float(both.float().mean()) - p * p) < 4 * math.sqrt(p * p * (1 - p * p) / n)
     # A member's masks do not depend on its pack mates: alone, member 1 draws the same masks.
-    alone = packs.PackRows([torch.Generator().manual_seed(9), torch.Generator().manual_seed(2)], [(1, 0, 2)])
-    assert torch.equal(packs._dropout(torch.ones(2, n), p, alone) == 0, dropped[2:4])
+    alone = pack_rows.PackRows([torch.Generator().manual_seed(9), torch.Generator().manual_seed(2)], [(1, 0, 2)])
+    assert torch.equal(pack_layers.member_dropout(torch.ones(2, n), p, alone) == 0, dropped[2:4])
 
 
 # Every dropout on: the base's hidden and attention-probability dropout, the head's (hidden_dropout_prob), LoRA's.
@@ -171,7 +171,8 @@ WITH_DROPOUT = {"num_hidden_layers": 2, "hidden_dropout_prob": 0.1, "attention_p
 EVEN_MEMBERS = [(trainset(12, 4, (10, 11)), 44, 2e-3), (trainset(16, 5, (10, 11)), 55, 1e-3),
                 (trainset(8, 6, (10, 11)), 66, 5e-4)]
 # What the pack's drop-in layers are to the dropout they draw (pack_attention, a function, draws the fourth kind).
-DROPOUT_KINDS = {packs.PackDropout: "hidden", packs.PackedLoRALinear: "lora", packs.MemberDropout: "head"}
+DROPOUT_KINDS = {pack_layers.PackDropout: "hidden", pack_layers.PackedLoRALinear: "lora",
+                 pack_layers.MemberDropout: "head"}
 Masks = dict[int, list[tuple[str, torch.Tensor]]]
 
 
@@ -182,15 +183,15 @@ def masks_drawn(model: torch.nn.Module, members: list[tuple[TrainSet, int, float
     drawn: Masks = {m: [] for m in range(len(members))}
     passes: set[tuple[int, ...]] = set()
     heads: dict[int, int] = {}   # a member's head dropout (its id) → the member
-    draw = packs._dropout
+    draw = pack_layers.member_dropout
 
-    def recording(x: torch.Tensor, p: float, rows: packs.PackRows) -> torch.Tensor:
+    def recording(x: torch.Tensor, p: float, rows: pack_rows.PackRows) -> torch.Tensor:
         caller = sys._getframe(1)
         owner = caller.f_locals.get("self")
         kind = DROPOUT_KINDS.get(type(owner)) or ("attention" if caller.f_code.co_name == "pack_attention" else "")
-        assert kind, f"_dropout called by {caller.f_code.co_name}"
-        # The same draws, from the same generators, on ones: x times what comes back is what _dropout returns on x,
-        # bit for bit (a product with 1 is exact), and its zeros are the mask, whatever x's values.
+        assert kind, f"member_dropout called by {caller.f_code.co_name}"
+        # The same draws, from the same generators, on ones: x times what comes back is what member_dropout returns on
+        # x, bit for bit (a product with 1 is exact), and its zeros are the mask, whatever x's values.
         scale = draw(torch.ones_like(x), p, rows)
         kept = scale != 0
         if kind == "head":
@@ -201,27 +202,28 @@ def masks_drawn(model: torch.nn.Module, members: list[tuple[TrainSet, int, float
                 drawn[m].append((kind, kept[s:e]))
         return x * scale
 
-    class Recorded(packs.Pack):
+    class Recorded(packed_training.Pack):
         def __init__(self, *args: Any) -> None:
             super().__init__(*args)
             shared = self.rows.generators[0]
             for m, member in enumerate(self.members):
                 for module in member.model.modules():
-                    if isinstance(module, packs.MemberDropout):
+                    if isinstance(module, pack_layers.MemberDropout):
                         heads[id(module)] = m
                         if share_generator:
                             module.generator = shared
             if share_generator:
                 self.rows.generators[:] = [shared] * len(self.members)
 
-    specs = [packs.MemberSpec(str(i), ts, METHODS.get("lora")({"dropout": 0.1}), hp(lr), seed, seed)
+    specs = [packed_training.MemberSpec(str(i), ts, METHODS.get("lora")({"dropout": 0.1}), hp(lr), seed, seed)
              for i, (ts, seed, lr) in enumerate(members)]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(packs, "Pack", Recorded)
-        patch.setattr(packs, "_dropout", recording)
+        patch.setattr(packed_training, "Pack", Recorded)
+        patch.setattr(pack_layers, "member_dropout", recording)
         # A pass takes at most two members' 4 × 12 tokens: a step of three members takes two passes.
-        patch.setattr(packs, "CPU_PASS_TOKENS", 100)
-        finished = [m for m, _, _ in packs.train_pack(ToyTask(), copy.deepcopy(model), ToyEncoder(), CPU, specs)]
+        patch.setattr(packed_training, "CPU_PASS_TOKENS", 100)
+        finished = [m for m, _, _ in packed_training.train_pack(ToyTask(), copy.deepcopy(model), ToyEncoder(), CPU,
+                                                                specs)]
     assert sorted(finished) == list(range(len(members)))
     return drawn, passes
 

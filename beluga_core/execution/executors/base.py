@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import Registry
 from beluga_core.execution.scheduling import Backend, FailureFn, Progress, ResultFn, dispatch
@@ -34,7 +34,7 @@ from beluga_core.execution.sizing import (
 )
 from beluga_core.planning.estimate import job_seconds
 from beluga_core.planning.jobs import Job
-from beluga_core.planning.packs import AUTO_PACK, Packs, form_packs, why_not_packed
+from beluga_core.planning.pack_groups import AUTO_PACK, Packs, form_packs, why_not_packed
 from beluga_core.planning.plan import Plan
 
 __all__ = ["EXECUTORS", "Executor", "Progress", "ResultFn"]

@@ -40,7 +40,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution.executors.base import Executor
 from beluga_core.execution.scheduling import (

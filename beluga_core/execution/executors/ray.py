@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import atomic_write
 from beluga_core.execution.executors.base import Executor
@@ -59,7 +59,7 @@ from beluga_core.execution.sizing import Workers
 from beluga_core.execution.worker import keeps_weights, weights_path
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan
-from beluga_core.training.checkpoints import FolderCheckpoints, checkpoint_folder
+from beluga_core.training.checkpoint_file import FolderCheckpoints, checkpoint_folder
 
 # How often the driver takes the checkpoints the keeper holds while it waits for folds (seconds).
 CHECKPOINT_POLL_S = 1.0

@@ -15,9 +15,8 @@ from typing import Any
 import pytest
 from helpers import DATA, config_with, run_cli
 
-from beluga_core.execution import sizing
-from beluga_core.execution.sizing import PER_MEMBER, PROBE_CACHE_ENV, GiB, MiB, pack_memory, plan_pack_size
-from beluga_core.planning.packs import why_not_packed
+from beluga_core.execution.sizing import PER_MEMBER, PROBE_CACHE_ENV, GiB, MiB, pack_memory, pack_probe, plan_pack_size
+from beluga_core.planning.pack_groups import why_not_packed
 from beluga_core.planning.plan import Plan
 
 REPO = Path(__file__).resolve().parents[3]
@@ -68,7 +67,7 @@ def test_the_line_says_what_a_member_is_in_the_docs_words(plan: Plan, monkeypatc
     named. The line now gives the probe's definition, its peaks and what a member's share holds, and the docs use
     the same definition."""
     monkeypatch.setenv(PROBE_CACHE_ENV, "off")
-    monkeypatch.setattr(sizing, "_run_pack_probe", _FakeProbe())
+    monkeypatch.setattr(pack_probe, "_run_pack_probe", _FakeProbe())
     mem = pack_memory(plan, _job(plan), "cpu")
     assert (mem.free, mem.per_member, mem.base) == (16 * GiB, 300 * MiB, GiB - 300 * MiB)
     why = plan_pack_size("auto", "cpu", 8, 1, lambda: mem).why
@@ -87,7 +86,7 @@ def test_the_line_says_what_a_member_is_in_the_docs_words(plan: Plan, monkeypatc
     gpu = pack_memory(plan, _job(plan), "cuda:0").how
     assert "the GPU allocator's peak reserved bytes was 1.00 GiB" in gpu and gpu.endswith("(the 2 members' rows "
                                                                                           "in one base pass)")
-    monkeypatch.setattr(sizing, "_run_pack_probe", _FakeProbe(batch=16))
+    monkeypatch.setattr(pack_probe, "_run_pack_probe", _FakeProbe(batch=16))
     alone = pack_memory(plan, _job(plan), "cpu").how
     assert alone.endswith("a member's share holds its adapters, head, gradients and AdamW moments (on a CPU each "
                           "member's 1,024 tokens take a base pass of their own, one pass's activations at a time)")
@@ -105,8 +104,8 @@ def test_the_line_says_what_a_member_is_in_the_docs_words(plan: Plan, monkeypatc
 def test_a_second_measurement_reads_the_cache_and_a_changed_key_measures_again(
         plan: Plan, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     probe = _FakeProbe()
-    monkeypatch.setattr(sizing, "_run_pack_probe", probe)
-    monkeypatch.setattr(sizing, "_cpu_free_bytes", lambda: 20 * GiB)   # what a cache hit reads afresh
+    monkeypatch.setattr(pack_probe, "_run_pack_probe", probe)
+    monkeypatch.setattr(pack_probe, "_cpu_free_bytes", lambda: 20 * GiB)   # what a cache hit reads afresh
     job = _job(plan)
     first = pack_memory(plan, job, "cpu")
     assert len(probe.calls) == 1 and first.how.startswith("measured now: ")
@@ -130,7 +129,7 @@ def test_a_second_measurement_reads_the_cache_and_a_changed_key_measures_again(
         "executor": plan.config.executor.model_copy(update={"precision": "bf16"})}))
     pack_memory(bf16, job, "cpu")
     assert len(probe.calls) == 4
-    key = sizing.probe_key(plan, job, "cpu")
+    key = pack_probe.probe_key(plan, job, "cpu")
     assert key["hparams"]["batch_size"] == 8 and key["hparams"]["method"] is not None   # LoRA's options
     import importlib.metadata
 
@@ -141,7 +140,7 @@ def test_a_second_measurement_reads_the_cache_and_a_changed_key_measures_again(
     assert len(probe.calls) == 5
     monkeypatch.undo()
     # Each of them is cached too; the first again reads the cache.
-    monkeypatch.setattr(sizing, "_run_pack_probe", probe)
+    monkeypatch.setattr(pack_probe, "_run_pack_probe", probe)
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache.parents[1]))
     monkeypatch.delenv(PROBE_CACHE_ENV, raising=False)
     pack_memory(plan, job, "cpu")
@@ -152,7 +151,7 @@ def test_a_second_measurement_reads_the_cache_and_a_changed_key_measures_again(
 def test_refresh_measures_again_and_off_leaves_the_cache_alone(
         plan: Plan, cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     probe = _FakeProbe()
-    monkeypatch.setattr(sizing, "_run_pack_probe", probe)
+    monkeypatch.setattr(pack_probe, "_run_pack_probe", probe)
     job = _job(plan)
     pack_memory(plan, job, "cpu")
     monkeypatch.setenv(PROBE_CACHE_ENV, "refresh")
@@ -170,14 +169,14 @@ def test_refresh_measures_again_and_off_leaves_the_cache_alone(
     pack_memory(plan, job, "cpu")
     assert len(probe.calls) == 5
     monkeypatch.setenv(PROBE_CACHE_ENV, "sometimes")
-    with pytest.raises(sizing.BelugaError, match="BELUGA_PROBE_CACHE must be 'refresh'"):
+    with pytest.raises(pack_probe.BelugaError, match="BELUGA_PROBE_CACHE must be 'refresh'"):
         pack_memory(plan, job, "cpu")
 
 
 def test_a_second_dry_run_does_not_measure_again_and_says_from_when(
         tmp_path: Path, cache: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     probe = _FakeProbe()
-    monkeypatch.setattr(sizing, "_run_pack_probe", probe)
+    monkeypatch.setattr(pack_probe, "_run_pack_probe", probe)
     monkeypatch.setenv("COLUMNS", "2000")
     config = config_with(DATA / "tiny-packs.toml", tmp_path, {"pack = 4": 'pack = "auto"'})
     code, out, err = run_cli(capsys, "run", config, "--dry-run")
@@ -197,10 +196,10 @@ def test_a_cpu_steps_peak_is_its_own_not_the_processs_since_it_started() -> None
     """On a CPU the probe read the process's lifetime peak (ru_maxrss): loading the model and data could set it
     before either step, and a test run's probe then read two equal peaks, 0 MiB a member. Each step's peak is now
     its own (Linux's VmHWM, reset before the step)."""
-    if not sizing._reset_rss_peak():
+    if not pack_probe._reset_rss_peak():
         pytest.skip("this system cannot reset a process's peak resident memory (/proc/self/clear_refs)")
     big = bytearray(256 * MiB)   # zero-filled: resident
     del big
-    lifetime = sizing._rss_peak()
-    assert sizing._reset_rss_peak()
-    assert sizing._rss_peak() <= lifetime - 200 * MiB
+    lifetime = pack_probe._rss_peak()
+    assert pack_probe._reset_rss_peak()
+    assert pack_probe._rss_peak() <= lifetime - 200 * MiB

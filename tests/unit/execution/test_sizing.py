@@ -13,7 +13,7 @@ import pytest
 from helpers import DATA, config_with, run_cli
 from pydantic import ValidationError
 
-from beluga_core.config.schema import ExecutorSpec
+from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution import sizing
 from beluga_core.execution.scheduling import critical_path_order, order_jobs
@@ -34,6 +34,7 @@ from beluga_core.execution.sizing import (
     plan_workers,
     workers_per_gpu,
 )
+from beluga_core.execution.sizing import workers as worker_sizing
 
 
 def _unmeasurable() -> WorkerMemory:
@@ -261,7 +262,7 @@ def test_the_dry_run_prints_the_choice_and_why(tmp_path: Path, capsys: pytest.Ca
     assert code == 0, err
     assert "workers: 1 (auto: CPU, 2 cores → one worker using both)" in out
     # On a machine with two GPUs, with the probe's measure given.
-    monkeypatch.setattr(sizing, "gpu_count", lambda: 2)
+    monkeypatch.setattr(worker_sizing, "gpu_count", lambda: 2)
     monkeypatch.setenv("OMP_NUM_THREADS", "16")
     from beluga_core.execution.executors import multi as multi_executor
 

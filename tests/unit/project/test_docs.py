@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 from helpers import DOCS, REPO
 
-from tools.docs_reference import TARGETS, config_reference, members, plugin_reference, slug
+from tools.config_page import config_reference
+from tools.docs_reference import TARGETS
+from tools.markdown_text import slug
+from tools.plugin_api_page import members, plugin_reference
 
 README = REPO / "README.md"
 
@@ -30,7 +33,7 @@ def test_the_generated_references_are_current(target: str) -> None:
 
 
 def test_the_config_reference_has_every_key_of_every_table() -> None:
-    from tools.docs_reference import GUIDES, config_sections
+    from tools.config_page import GUIDES, config_sections
 
     text = config_reference()
     sections = config_sections()

@@ -1,6 +1,6 @@
-"""Checkpoints inside a job (``training.checkpoints``): a stage resumed from its checkpoint ends bit for bit where
-an uninterrupted one does, for every built-in method; bad checkpoints are discarded with a warning and never
-loaded; the interval setting reads as documented.
+"""Checkpoints inside a job (``training.checkpoints``, its file ``training.checkpoint_file``): a stage resumed
+from its checkpoint ends bit for bit where an uninterrupted one does, for every built-in method; bad checkpoints are
+discarded with a warning and never loaded; the interval setting reads as documented.
 
 The stages run through the real ``train_stage`` and method plugins on the toy BERT (dropout on, so the torch
 generator's state matters); the end-to-end drill with killed processes is benchmarks/drills/bench_checkpoints.py.
@@ -22,10 +22,12 @@ import torch
 from toys import ToyEncoder, ToyTask, tiny_bert, token_trainset
 
 import beluga_core
-from beluga_core.config.schema import CheckpointEvery
+from beluga_core.config.executor_spec import CheckpointEvery
 from beluga_core.contracts.methods import Method
 from beluga_core.contracts.registries import METHODS
 from beluga_core.execution.worker import Worker
+from beluga_core.training import checkpoint_file as ck_file
+from beluga_core.training import checkpoint_interval as rule
 from beluga_core.training import checkpoints as ck
 from beluga_core.training.loop import TrainStats, seed_everything, train_stage
 
@@ -47,7 +49,7 @@ class Stop(Exception):
 
 
 def _job(tmp: Path, every: int | str = 2) -> ck.JobCheckpoints:
-    return ck.JobCheckpoints(ck.FolderCheckpoints(tmp), "job-a", CheckpointEvery.parse(every), CPU)
+    return ck.JobCheckpoints(ck_file.FolderCheckpoints(tmp), "job-a", CheckpointEvery.parse(every), CPU)
 
 
 def _stage(method_name: str, checkpoints: ck.JobCheckpoints | None, stop_at: int | None = None,
@@ -138,7 +140,7 @@ def test_a_two_stage_job_resumes_in_the_stage_it_was_in(stop: tuple[str, int], t
 
 
 def _blob(tmp: Path, job_id: str = "job-a") -> bytes:
-    job = ck.JobCheckpoints(ck.FolderCheckpoints(tmp), job_id, CheckpointEvery.parse(2), CPU)
+    job = ck.JobCheckpoints(ck_file.FolderCheckpoints(tmp), job_id, CheckpointEvery.parse(2), CPU)
     with pytest.raises(Stop):
         _stage("group-dro", job, stop_at=3)
     return (tmp / f"{job_id}.safetensors").read_bytes()
@@ -212,7 +214,7 @@ def test_a_checkpoint_that_does_not_fit_the_stage_restarts_it(tmp_path: Path,
 
     trainer = Trainer(ToyTask(), model, ToyEncoder(), CPU, HP, 99, method)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    with pytest.raises(ck.CheckpointRejected, match=r"its stage has \d+ steps, this one 99"):
+    with pytest.raises(ck_file.CheckpointRejected, match=r"its stage has \d+ steps, this one 99"):
         resume.check_fits(model, trainer.optimizer, 99)
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
 
@@ -234,11 +236,11 @@ def test_a_bad_interval_is_refused(bad: Any) -> None:
 
 
 def test_auto_saves_every_5_percent_but_at_most_once_per_50_saves_and_never_under_a_minute() -> None:
-    assert ck.auto_interval(1000.0, 0.1) == 50.0      # 5 % of 1000 s
-    assert ck.auto_interval(1000.0, 2.0) == 100.0     # 50 × a 2-s save
-    assert ck.describe_interval(CheckpointEvery.parse("auto"), 59.0) == "off (expected < 1 min)"
-    assert ck.describe_interval(CheckpointEvery.parse("auto"), 1200.0) == "every ≈ 60 s (5 % of ≈ 20 min)"
-    assert ck.describe_interval(CheckpointEvery.parse(200), None) == "every 200 steps"
+    assert rule.auto_interval(1000.0, 0.1) == 50.0      # 5 % of 1000 s
+    assert rule.auto_interval(1000.0, 2.0) == 100.0     # 50 × a 2-s save
+    assert rule.describe_interval(CheckpointEvery.parse("auto"), 59.0) == "off (expected < 1 min)"
+    assert rule.describe_interval(CheckpointEvery.parse("auto"), 1200.0) == "every ≈ 60 s (5 % of ≈ 20 min)"
+    assert rule.describe_interval(CheckpointEvery.parse(200), None) == "every 200 steps"
 
 
 def test_methods_say_what_their_state_is_or_train_without_checkpoints() -> None:
@@ -281,7 +283,7 @@ def test_store_info_lists_the_checkpoints_in_flight(tmp_path: Path, capsys: pyte
     store = tmp_path / "s.duckdb"
     StoreWriter(store)
     blob = _blob(tmp_path / "blob", job_id="0123456789abcdef")
-    folder = ck.checkpoint_folder(tmp_path / "s.duckdb.cache")
+    folder = ck_file.checkpoint_folder(tmp_path / "s.duckdb.cache")
     folder.mkdir(parents=True)
     (folder / "0123456789abcdef.safetensors").write_bytes(blob)
     (folder / "fedcba9876543210.safetensors").write_bytes(blob[:100])
@@ -312,7 +314,7 @@ def test_a_bad_interval_in_a_config_names_the_field_and_what_it_takes(value: str
 
 
 def test_a_save_killed_mid_write_leaves_nothing_behind_once_the_job_saves_again(tmp_path: Path) -> None:
-    store = ck.FolderCheckpoints(tmp_path)
+    store = ck_file.FolderCheckpoints(tmp_path)
     dead = tmp_path / ".job-a.safetensors.x1y2z3.tmp"   # what a SIGKILL in the middle of atomic_write leaves
     dead.write_bytes(b"half a checkpoint")
     other = tmp_path / ".job-b.safetensors.q9w8e7.tmp"   # another job's save, maybe in progress: not touched

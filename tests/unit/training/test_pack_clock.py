@@ -1,4 +1,4 @@
-"""A pack's time and its members' shares (``training.packs.PackClock``): known answers on a fake clock."""
+"""A pack's time and its members' shares (``training.pack_clock.PackClock``): known answers on a fake clock."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from beluga_core.training import packs
+from beluga_core.training import pack_clock, packed_training
 
 
 class FakeTime:
@@ -19,14 +19,15 @@ class FakeTime:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeTime, packs.PackClock, list[Any]]:
+def clock(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeTime, pack_clock.PackClock, list[Any]]:
     fake = FakeTime()
-    monkeypatch.setattr(packs, "time", fake)
+    monkeypatch.setattr(pack_clock, "time", fake)
     members = [SimpleNamespace(seconds=0.0) for _ in range(3)]
-    return fake, packs.PackClock(3), members
+    return fake, pack_clock.PackClock(3), members
 
 
-def test_the_set_up_is_shared_equally_and_a_step_by_tokens(clock: tuple[FakeTime, packs.PackClock, list[Any]]) -> None:
+def test_the_set_up_is_shared_equally_and_a_step_by_tokens(
+        clock: tuple[FakeTime, pack_clock.PackClock, list[Any]]) -> None:
     fake, c, members = clock
     fake.now += 6.0                                    # set-up: 6 s, 2 s each
     c.share(members, {}, c.take())
@@ -37,7 +38,7 @@ def test_the_set_up_is_shared_equally_and_a_step_by_tokens(clock: tuple[FakeTime
 
 
 def test_time_while_the_caller_holds_a_finished_member_is_not_the_packs(
-        clock: tuple[FakeTime, packs.PackClock, list[Any]]) -> None:
+        clock: tuple[FakeTime, pack_clock.PackClock, list[Any]]) -> None:
     fake, c, members = clock
     fake.now += 4.0
     members[2].seconds += c.take()                     # its merge: its own
@@ -50,11 +51,11 @@ def test_time_while_the_caller_holds_a_finished_member_is_not_the_packs(
     assert c.seconds == pytest.approx(7.0)
 
 
-def test_a_member_of_the_finished_pack_is_given_its_stats_share(clock: tuple[FakeTime, packs.PackClock, list[Any]]
+def test_a_member_of_the_finished_pack_is_given_its_stats_share(clock: tuple[FakeTime, pack_clock.PackClock, list[Any]]
                                                                 ) -> None:
     import torch
 
     _, _, _ = clock
     member = SimpleNamespace(steps=4, examples=32, total=torch.tensor(2.0), seconds=1.25)
-    stats = packs._stats(member)   # type: ignore[arg-type]
+    stats = packed_training._stats(member)   # type: ignore[arg-type]
     assert (stats.steps, stats.examples, stats.mean_loss, stats.seconds) == (4, 32, 0.5, 1.25)

@@ -20,6 +20,7 @@ from toys import ToyEncoder, ToyTask, tiny_bert, token_trainset
 from beluga_core.contracts.methods import Method
 from beluga_core.contracts.registries import METHODS
 from beluga_core.core.errors import BelugaError
+from beluga_core.training import checkpoint_file as ck_file
 from beluga_core.training import checkpoints as ck
 from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.methods.adapters import adapter_layers
@@ -154,7 +155,7 @@ def test_a_checkpoint_inside_a_lora_stage_holds_the_adapters(tmp_path: Path) -> 
         if step == 3:
             raise Stop
 
-    job = ck.JobCheckpoints(ck.FolderCheckpoints(tmp_path), "job-a", ck.CheckpointEvery.parse(2), CPU)
+    job = ck.JobCheckpoints(ck_file.FolderCheckpoints(tmp_path), "job-a", ck.CheckpointEvery.parse(2), CPU)
     seed_everything(7)
     model = tiny_bert()
     with pytest.raises(Stop):

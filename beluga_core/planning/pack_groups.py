@@ -1,4 +1,4 @@
-"""Which jobs train together as members of one pack (``[executor] pack``; the training is ``training.packs``).
+"""Which jobs train together as members of one pack (``[executor] pack``; the training is ``training.packed_training``).
 
 Jobs pack when one frozen base serves them all and their steps are the same computation on different rows: the
 same task, base model and start weights (the pretrained model, the same parent, or the same external model), the

@@ -21,150 +21,40 @@ pack rather than of its own batch (the padded keys get exactly zero attention we
 longer rows), and the base's matrix products run over more rows. The equivalence tests bound the difference by
 the drift one ulp of input perturbation causes (benchmarks/perf/pack_tolerance.py).
 
-Long: the stand-ins for the base's layers (LoRA, dropout, attention), the member models and the step that drives
-them are one mechanism: each piece reads the rows of the forward pass in progress that the others set.
+The stand-ins for the base's layers are ``training.pack_layers``'s, the grouping and padding of a step's rows
+``training.pack_rows``', and the pack's clock ``training.pack_clock``'s.
 """
 
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from beluga_core.contracts.methods import Method
 from beluga_core.contracts.tasks import Task
 from beluga_core.contracts.training import Batch, Encoder, TrainSet
 from beluga_core.core.errors import BelugaError
-from beluga_core.training.checkpoints import CheckpointRejected, StageCheckpoints
+from beluga_core.training.checkpoint_file import CheckpointRejected
+from beluga_core.training.checkpoints import StageCheckpoints
 from beluga_core.training.loop import Trainer, TrainStats, seed_everything
 from beluga_core.training.methods.adapters import adapter_layers
 from beluga_core.training.methods.lp import encoder_of
+from beluga_core.training.pack_clock import PackClock
+from beluga_core.training.pack_layers import (
+    PACK_ATTENTION,
+    MemberDropout,
+    PackDropout,
+    PackedLoRALinear,
+    register_pack_attention,
+)
+from beluga_core.training.pack_rows import CPU_PASS_TOKENS, PackRows, pad_to, row_groups
 from beluga_core.training.precision import autocast
 
-PACK_ATTENTION = "beluga_pack"
-# How much padding a forward pass over several members' rows may add (× the tokens of their own batches):
-# benchmarks/perf/bench_pack.py, "row grouping".
-PAD_SLACK = 1.15
-# The most tokens (rows × padded width) one forward pass takes on a CPU, members beyond it getting a pass of their
-# own: on 2 cores a larger pass saves no time (bench_pack at K = 16: bounded / unbounded 1.02× [0.94, 1.11]) and
-# holds more activations (peak 1.7 against 2.1 GiB). A GPU takes a step's rows in as few passes as padding allows.
-CPU_PASS_TOKENS = 1024
 _Shape = tuple[float, float]   # an adapted layer's LoRA scaling and dropout probability
-
-
-@dataclass
-class PackRows:
-    """The rows of the forward pass in progress, per member, and each member's generator."""
-
-    generators: list[torch.Generator]
-    blocks: list[tuple[int, int, int]] = field(default_factory=list)   # (member, first row, end row)
-
-
-def _dropout(x: torch.Tensor, p: float, rows: PackRows) -> torch.Tensor:
-    """Inverted dropout with each member's rows masked from its own generator (as ``F.dropout`` masks: a
-    Bernoulli(1 - p) draw divided by 1 - p)."""
-    mask = torch.empty_like(x)
-    for m, s, e in rows.blocks:
-        mask[s:e].bernoulli_(1 - p, generator=rows.generators[m])
-    return x * mask.div_(1 - p)
-
-
-class PackDropout(torch.nn.Module):
-    """Stands in for an ``nn.Dropout`` of the shared base."""
-
-    def __init__(self, p: float, rows: PackRows) -> None:
-        super().__init__()
-        self.p = p
-        self.rows = rows
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0:
-            return x
-        return _dropout(x, self.p, self.rows)
-
-
-class MemberDropout(torch.nn.Module):
-    """Stands in for an ``nn.Dropout`` of a member's own head: its masks come from the member's generator."""
-
-    def __init__(self, p: float, generator: torch.Generator) -> None:
-        super().__init__()
-        self.p = p
-        self.generator = generator
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0:
-            return x
-        return _dropout(x, self.p, PackRows([self.generator], [(0, 0, int(x.shape[0]))]))
-
-
-class PackedLoRALinear(torch.nn.Module):
-    """A frozen linear layer with one LoRA update per member, each applied to its member's rows:
-    ``base(x) + B_m A_m dropout_m(x) · scaling`` (peft's ``lora.Linear`` forward, row block by row block)."""
-
-    def __init__(self, base: torch.nn.Linear, a: Sequence[torch.Tensor], b: Sequence[torch.Tensor], scaling: float,
-                 p: float, rows: PackRows) -> None:
-        super().__init__()
-        self.base_layer = base
-        self.lora_A = torch.nn.ParameterList([torch.nn.Parameter(t) for t in a])
-        self.lora_B = torch.nn.ParameterList([torch.nn.Parameter(t) for t in b])
-        self.scaling = scaling
-        self.p = p
-        self.rows = rows
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.base_layer(x)
-        blocks = self.rows.blocks
-        if self.training and self.p:
-            x = _dropout(x, self.p, self.rows)
-        sizes = {e - s for _, s, e in blocks}
-        if len(blocks) > 1 and len(sizes) == 1 and blocks[0][1] == 0 and blocks[-1][2] == x.shape[0]:
-            # Blocks of one size (the usual step): two batched products for every member at once.
-            k = len(blocks)
-            a = torch.stack([self.lora_A[m] for m, _, _ in blocks])            # [k, r, in]
-            b = torch.stack([self.lora_B[m] for m, _, _ in blocks])            # [k, out, r]
-            rows = x.reshape(k, -1, x.shape[-1])                               # [k, n·…, in]
-            delta = torch.bmm(torch.bmm(rows, a.transpose(1, 2)), b.transpose(1, 2)) * self.scaling
-            return out + delta.reshape(out.shape)
-        parts = [F.linear(F.linear(x[s:e], self.lora_A[m]), self.lora_B[m]) * self.scaling for m, s, e in blocks]
-        return out + torch.cat(parts)
-
-    def merged_weight(self, m: int) -> torch.Tensor:
-        """The base weight with member ``m``'s update merged, as peft's ``merge`` computes it."""
-        return self.base_layer.weight.detach() + (self.lora_B[m].detach() @ self.lora_A[m].detach()) * self.scaling
-
-
-def pack_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                   attention_mask: torch.Tensor | None, dropout: float = 0.0, scaling: float | None = None,
-                   **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The attention of a packed base (registered with transformers as ``beluga_pack``): scaled dot-product
-    attention, whose probability dropout masks each member's rows from its generator. Without dropout (p = 0,
-    evaluation) it is transformers' sdpa."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    rows: PackRows | None = getattr(module, "beluga_pack_rows", None)
-    if not dropout or not module.training or rows is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=scaling,
-                                      **kwargs)
-    scale = query.size(-1) ** -0.5 if scaling is None else scaling
-    scores = torch.matmul(query, key.transpose(2, 3)) * scale
-    if attention_mask is not None:
-        scores = (scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
-                  if attention_mask.dtype == torch.bool else scores + attention_mask)
-    probs = _dropout(torch.softmax(scores, dim=-1), dropout, rows)
-    return torch.matmul(probs, value).transpose(1, 2).contiguous(), None
-
-
-def _register_attention() -> None:
-    from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-
-    AttentionInterface.register(PACK_ATTENTION, pack_attention)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(PACK_ATTENTION, sdpa_mask)
 
 
 class _MemberRows(torch.nn.Module):
@@ -233,44 +123,12 @@ class _MemberTrainer(Trainer):
         return logits if self.logit_transform is None else self.logit_transform(logits)
 
 
-def _pad_to(batch: dict[str, torch.Tensor], width: int, pad_id: int) -> dict[str, torch.Tensor]:
-    """``batch`` (one collated batch) padded on the right to ``width`` tokens: pad ids, attention 0, type 0."""
-    out = {}
-    for k, v in batch.items():
-        extra = width - int(v.shape[1]) if v.dim() >= 2 else 0
-        out[k] = F.pad(v, (0, extra), value=pad_id if k == "input_ids" else 0) if extra > 0 else v
-    return out
-
-
-def row_groups(collated: dict[int, list[dict[str, torch.Tensor]]], slack: float = PAD_SLACK,
-               max_tokens: int | None = None) -> list[list[int]]:
-    """The members of a step, grouped for the base's forward passes: by the width of their batches (longest
-    token row), narrowest first, a member joining the group before it while the group padded to its widest row
-    costs at most ``slack`` times the tokens of its members' own batches. One pass over every member pads each
-    to the widest batch of the step: with members' batches drawn independently that pads 1.7× the tokens at
-    K = 4 and 1.9× at K = 8 (SST-2, batch 16), which on a CPU costs more than the pass saves. A group also stays
-    within ``max_tokens`` padded tokens (when set) unless it is one member."""
-    rows = {m: sum(int(c["input_ids"].shape[0]) for c in cs) for m, cs in collated.items()}
-    width = {m: max(int(c["input_ids"].shape[1]) for c in cs) for m, cs in collated.items()}
-    groups: list[list[int]] = []
-    own = 0
-    for m in sorted(collated, key=lambda m: (width[m], m)):
-        padded = (sum(rows[g] for g in groups[-1]) + rows[m]) * width[m] if groups else 0
-        if groups and padded <= slack * (own + rows[m] * width[m]) and (max_tokens is None or padded <= max_tokens):
-            groups[-1].append(m)
-            own += rows[m] * width[m]
-        else:
-            groups.append([m])
-            own = rows[m] * width[m]
-    return groups
-
-
 class Pack:
     """The shared base of a pack and its members' models (``train_pack`` drives it)."""
 
     def __init__(self, task: Task, model: torch.nn.Module, encoder: Encoder, device: torch.device,
                  specs: Sequence[MemberSpec]) -> None:
-        _register_attention()
+        register_pack_attention()
         self.task, self.encoder, self.device = task, encoder, device
         self.start_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         shared = copy.deepcopy(model)
@@ -430,7 +288,7 @@ class Pack:
         pad_id = int(getattr(self.encoder, "pad_id", 0))
         blocks, parts, row = [], [], 0
         for m in group:
-            padded = [_pad_to(c, width, pad_id) for c in collated[m]]
+            padded = [pad_to(c, width, pad_id) for c in collated[m]]
             n = sum(int(c["input_ids"].shape[0]) for c in padded)
             blocks.append((m, row, row + n))
             self.step_tokens[m] = self.step_tokens.get(m, 0) + n * width
@@ -454,48 +312,6 @@ class Pack:
                     state[f"{name}.{k}"] = v.detach().clone()
         return state
 
-
-class PackClock:
-    """The pack's wall time, and each member's share of it (what the member's ``train_seconds`` records).
-
-    The pack's time is the time ``train_pack`` runs: its set-up, its steps and merging its members, never the time
-    its caller spends between two members (evaluating and committing the one that finished). A step's time goes
-    to the members in it in proportion to the tokens each put through the base's forward passes (rows × padded
-    width): a member of many long rows costs the pass more. The set-up is shared equally (each member's adapters,
-    head and optimizer are built alike), and a member's merge is its own. The shares sum to the pack's time.
-    """
-
-    def __init__(self, n_members: int) -> None:
-        self.seconds = 0.0      # the pack's time so far
-        self._pending = 0.0     # run since the last ``take``
-        self._mark: float | None = time.perf_counter()
-        self.n_members = n_members
-
-    def pause(self) -> None:
-        """The caller has the member that finished: time stops counting for the pack."""
-        if self._mark is not None:
-            self._pending += time.perf_counter() - self._mark
-            self._mark = None
-
-    def resume(self) -> None:
-        self._mark = time.perf_counter()
-
-    def take(self) -> float:
-        """The pack's seconds since the last ``take`` (added to the pack's time)."""
-        self.pause()
-        self.resume()
-        taken, self._pending = self._pending, 0.0
-        self.seconds += taken
-        return taken
-
-    def share(self, members: Sequence[_Member], tokens: dict[int, int], seconds: float) -> None:
-        """Give ``seconds`` to the members whose tokens ``tokens`` counts, in proportion; equally where none."""
-        total = sum(tokens.values())
-        for m, member in enumerate(members):
-            if tokens:
-                member.seconds += seconds * tokens.get(m, 0) / total if total else seconds / len(tokens)
-            else:
-                member.seconds += seconds / len(members)
 
 
 def train_pack(task: Task, model: torch.nn.Module, encoder: Encoder, device: torch.device,
