@@ -1,5 +1,5 @@
 """Below HIERARCHICAL_MIN_SEEDS seeds the hierarchical interval gives no verdict (issue 52): it covered below
-93.5 % there (benchmarks/bench_coverage.py, benchmarks/RESULTS.md "Do the replicate intervals cover?"), so
+93.5 % there (benchmarks/intervals/bench_coverage.py, benchmarks/RESULTS.md "Do the replicate intervals cover?"), so
 ``replicate_summary`` takes the seed-level t interval, its ordering and marks, and says why; `beluga analyze` and
 the report follow it.
 """
