@@ -28,7 +28,7 @@ from benchmarks.findings.bench_adversarial import config_with, paired
 from benchmarks.findings.bench_relation import SEED, verdict
 from benchmarks.findings.bench_relation import boot_mean as boot
 from benchmarks.findings.bench_relation import ci as interval
-from benchmarks.harness import REPO, header, machine, run_once
+from benchmarks.harness import REPO, header, machine, run_once, script_parser
 
 RUNS = REPO / "runs" / "bench-hotflip"
 SENTENCES = 12      # validation sentences whose every candidate swap is evaluated
@@ -43,6 +43,7 @@ def rho_ci(x: np.ndarray) -> str:
 
 
 def main() -> None:
+    script_parser(__doc__).parse_args()   # no flags: --help, and no run on a stray argument
     rng = np.random.default_rng(SEED)
     RUNS.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

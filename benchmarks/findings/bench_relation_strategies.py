@@ -34,6 +34,9 @@ seeds with the 95 % interval beluga reports at that many seeds (`intervals.defau
 HIERARCHICAL_MIN_SEEDS seeds, where the hierarchical one, seeds then cases within them, covers below 93.5 %;
 docs/method.md, "Replicates"), and each strategy's difference from IID paired by seed and case. A claim "holds"
 only where the difference's interval excludes 0.
+
+Long: one pipeline whose parts only this bench uses (the generated suites it pins, the config it writes, its own
+scoring and report); split, each piece would hold half of one run's state.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ kit is cut into parts carried in consecutive calls (a machine keeps a call's ign
 
 Only the package registry is used (``pip download``). The dry mode needs nothing but this checkout and its
 environment: CI runs it (tests/e2e/test_gpu_kit.py).
+
+Long: the kit's plan (what the image lacks, the lock, the parts' sizes, run.sh's budget) is checked as one whole
+before anything is downloaded; it runs standalone from a checkout (pip, the lock), with no module to share.
 """
 
 from __future__ import annotations

@@ -32,12 +32,12 @@ where it is defined (the seed-level t has none when the seeds' values are equal)
 shown. The bootstrap over seeds × cases is not one of beluga's intervals: it is shown for comparison.
 
 Three settings of the components: seed-dominated (training runs differ more than cases do), case-dominated,
-and quick-like (the spread of the two one-seed IID→T draws in benchmarks/RESULTS.md). The last lines say, per
+and quick-like (the spread of the two one-seed IID→T draws in benchmarks/findings/RESULTS.md). The last lines say, per
 seed count, the lowest hierarchical coverage and how many rows are below 93.5 %, by their point estimate and beyond
 two binomial standard errors (``below_floor``). A seed count with a row below beyond noise is one where beluga gives
 no verdict from the hierarchical interval, but the seed-level t's: ``HIERARCHICAL_MIN_SEEDS`` (intervals.py) is the
-first seed count from which none is (5, from this table and ``--seeds 4``; benchmarks/RESULTS.md). Over 18 rows at
-1,000 stores, one or two point estimates below 93.5 % are what near-nominal coverage gives by chance.
+first seed count from which none is (5, from this table and ``--seeds 4``; benchmarks/intervals/RESULTS.md). Over
+18 rows at 1,000 stores, one or two point estimates below 93.5 % are what near-nominal coverage gives by chance.
 """
 
 from __future__ import annotations

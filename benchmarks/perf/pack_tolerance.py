@@ -35,7 +35,7 @@ from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.models import load_sequence_classifier, load_tokenizer
 from beluga_core.training.packs import MemberSpec, train_pack
 from beluga_core.training.trainset import TrainSet
-from benchmarks.harness import header
+from benchmarks.harness import header, script_parser
 
 CPU = torch.device("cpu")
 NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
@@ -93,6 +93,7 @@ def logit_distance(a: torch.nn.Module, b: torch.nn.Module, probe: dict[str, torc
 
 
 def main() -> None:
+    script_parser(__doc__).parse_args()   # no flags: --help, and no run on a stray argument
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(2)
     print(header("fp32"))

@@ -28,7 +28,7 @@ from beluga_core.execution.worker import _seed_of
 from beluga_core.planning.jobs import legacy_iid_identity
 from beluga_core.planning.plan import build_plan
 from benchmarks.findings import bench_relation_strategies as bench
-from benchmarks.harness import header
+from benchmarks.harness import header, script_parser
 
 SEEDS = [42, 43]
 
@@ -45,6 +45,7 @@ def iid_ids(tmp: Path, name: str, suite: str, sizes: bench.Sizes) -> dict[int, t
 
 
 def main() -> int:
+    script_parser(__doc__).parse_args()   # no flags: --help, and no run on a stray argument
     print(header(None))
     sizes = bench.FULL
     with tempfile.TemporaryDirectory() as d:

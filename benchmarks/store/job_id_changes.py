@@ -17,13 +17,14 @@ import json
 import sys
 from collections import Counter
 
-from benchmarks.harness import REPO, header
+from benchmarks.harness import REPO, header, script_parser
 from tools.fixtures import build_golden
 
 OLD = REPO / "tests" / "data" / "golden" / "job_ids.scheme1.json.gz"
 
 
 def main() -> int:
+    script_parser(__doc__).parse_args()   # no flags: --help, and no run on a stray argument
     print(header(None))
     old: dict[str, dict[str, object]] = json.loads(gzip.decompress(OLD.read_bytes()))
     bad = 0

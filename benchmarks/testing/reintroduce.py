@@ -13,7 +13,7 @@ Usage: python -m benchmarks.testing.reintroduce [--only NAME ...] [--out FILE] [
 Each run is ``python -m pytest -q -p no:cacheprovider -n 0 -x --timeout 600 -rfE NODE_IDS`` from the repository root
 (without writing bytecode, so no compiled copy of a defective module outlives its run); the failing tests are read
 off the FAILED and ERROR lines of pytest's short summary. Each result prints as it comes, then a Markdown table
-(defect | fixing commit | test(s) that fail | seconds), which goes into benchmarks/RESULTS.md, "## Test suite".
+(defect | fixing commit | test(s) that fail | seconds), which goes into benchmarks/testing/RESULTS.md, "## Test suite".
 
 The script refuses to start while a tracked file under beluga_core/ has changes (a restore must never lose work),
 and fails loudly, naming the defect, when a fixed text is not found exactly once (the code moved: update the

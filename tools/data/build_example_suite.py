@@ -10,9 +10,9 @@ perturb a sentence with typos and punctuation and expect the prediction not to c
 
 from __future__ import annotations
 
+import argparse
 import random
 import re
-import sys
 from pathlib import Path
 
 from beluga_core.data.suite.suite_io import write_suite
@@ -99,4 +99,6 @@ def build(out: Path) -> Path:
 if __name__ == "__main__":
     default = (Path(__file__).resolve().parents[2] / "beluga_core" / "data" / "builtin" / "suites"
                / "sst2-phenomena.jsonl.gz")
-    print(build(Path(sys.argv[1]) if len(sys.argv) > 1 else default))
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("out", nargs="?", type=Path, default=default)
+    print(build(parser.parse_args().out))

@@ -12,6 +12,7 @@ counts them. Seeded: the same data always gives the same file.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import lzma
@@ -69,6 +70,7 @@ def build() -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0]).parse_args()   # no flags: --help only
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(build(), encoding="utf-8")
     print(f"wrote {OUT}")

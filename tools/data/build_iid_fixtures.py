@@ -18,6 +18,7 @@ measured on them say nothing about either; see each folder's PROVENANCE.md.
 
 from __future__ import annotations
 
+import argparse
 import json
 import lzma
 import random
@@ -143,6 +144,7 @@ def build_squad(out: Path) -> dict[str, int]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0]).parse_args()   # no flags: --help only
     print("qqp-fixture:", build_qqp(DATA / "qqp_fixture"))
     print("squad-fixture:", build_squad(DATA / "squad_fixture"))
 

@@ -1,5 +1,5 @@
 """benchmarks/harness.py, the skeleton the benchmark scripts share: the forced precision in each layout a config
-can have, each script's flags as its docstring and benchmarks/RESULTS.md use them, and the order of the steps
+can have, each script's flags as its docstring and the RESULTS.md files use them, and the order of the steps
 (header, forced run, figures; or only the figures of --analyze's stores)."""
 
 from __future__ import annotations
