@@ -1,7 +1,9 @@
-"""The skeleton the benchmark scripts share: their common arguments, the forced precision, the machine line,
+"""The skeleton every measurement script shares: the header it prints first (``header``: precision, CPU model,
+native bf16, torch, beluga's version and commit), its argument parser (``script_parser``), the forced precision,
 running a config into a fresh store with `beluga run`, and the report (or only the report, of stores given to
---analyze). A script subclasses `Benchmark` and keeps what it measures; scripts without the skeleton (several
-runs of edited configs) use `machine`, `forced_config`, `run_once` and `run_config` alone.
+--analyze). A script that runs one config subclasses `Benchmark` and keeps what it measures; the others (several
+runs of edited configs, no run at all) use `header`, `script_parser`, `machine`, `forced_config`, `run_once` and
+`run_config` alone.
 
 The precision is forced (fp32 unless --precision says otherwise) because a config's own `precision = "auto"`
 would pick bf16 on a CPU with native bf16 and fp32 elsewhere: figures and timings from two machines would then
@@ -20,15 +22,45 @@ from pathlib import Path
 
 import torch
 
+import beluga_core
 from beluga_core.training.precision import Precision, machine_line
 
 REPO = Path(__file__).resolve().parents[1]
 PRECISIONS = ("fp32", "bf16", "auto")
 
 
-def machine(precision: Precision | None) -> str:
-    """The line every figure is printed beside: precision (None: no model computes), CPU model, native bf16."""
-    return machine_line(precision, torch.device("cpu"))
+def machine(precision: Precision | None, device: str = "cpu") -> str:
+    """The line every figure is printed beside: precision (None: no model computes), CPU model (or ``device``'s
+    GPU), native bf16, torch's version."""
+    return machine_line(precision, torch.device(device))
+
+
+def version() -> str:
+    """beluga's version and the checkout's commit ("+" when tracked files differ from it): the code measured."""
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False)
+        except OSError:
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = "+" if git("status", "--porcelain", "--untracked-files=no") else ""
+    return f"beluga {beluga_core.__version__} · commit {commit}{changed}"
+
+
+def header(precision: Precision | None, device: str = "cpu") -> str:
+    """The first line a measurement script prints: ``machine`` and ``version``, so that every recorded figure says
+    which machine, precision and code made it."""
+    return f"{machine(precision, device)} · {version()}"
+
+
+def script_parser(doc: str | None, full: bool = False) -> argparse.ArgumentParser:
+    """A script's argument parser: --help shows its docstring's first paragraph, or with ``full`` all of it."""
+    text = doc or ""
+    if full:
+        return argparse.ArgumentParser(description=text, formatter_class=argparse.RawDescriptionHelpFormatter)
+    return argparse.ArgumentParser(description=text.split("\n\n")[0])
 
 
 def forced_config(config: Path, precision: str) -> Path:
@@ -104,22 +136,19 @@ class Benchmark:
         self.doc = doc
 
     def parser(self) -> argparse.ArgumentParser:
-        if self.full_help:
-            parser = argparse.ArgumentParser(description=self.doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-        else:
-            parser = argparse.ArgumentParser(description=self.doc.split("\n\n")[0])
+        made = script_parser(self.doc, full=self.full_help)
         if self.config is not None:
-            parser.add_argument("--config", type=Path, default=self.config)
-        parser.add_argument("--precision", choices=PRECISIONS, default="fp32")
+            made.add_argument("--config", type=Path, default=self.config)
+        made.add_argument("--precision", choices=PRECISIONS, default="fp32")
         if self.out is not None:
-            parser.add_argument("--out", type=Path, default=self.out,
-                                help="folder for the runs' stores (each run gets a new one)")
+            made.add_argument("--out", type=Path, default=self.out,
+                              help="folder for the runs' stores (each run gets a new one)")
         if self.analyze_many:
-            parser.add_argument("--analyze", type=Path, nargs="*", help="only print the figures of these stores")
+            made.add_argument("--analyze", type=Path, nargs="*", help="only print the figures of these stores")
         else:
-            parser.add_argument("--analyze", type=Path, help="only print the figures of this store")
-        self.arguments(parser)
-        return parser
+            made.add_argument("--analyze", type=Path, help="only print the figures of this store")
+        self.arguments(made)
+        return made
 
     def arguments(self, parser: argparse.ArgumentParser) -> None:
         """The script's own flags."""
@@ -153,7 +182,7 @@ class Benchmark:
             for store in args.analyze if self.analyze_many else [args.analyze]:
                 self.figures(args, store)
             return
-        print(machine(args.precision))
+        print(header(args.precision))
         config = self.chosen(args)
         runs: list[Run] = []
         for i in range(self.runs(args)):

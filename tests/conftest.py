@@ -72,11 +72,11 @@ def pytest_configure(config: pytest.Config) -> None:
     keeps torch to one thread: the workers share the machine's cores (pyproject.toml's addopts). OMP_NUM_THREADS
     = 1 caps the runs it starts too, in this process and in the processes it spawns (CLIs, multi and Ray
     workers): a run's auto threads are the usable cores (``beluga_core.core.machine``), and two workers' runs
-    on two threads each took 4× as long as on one (benchmarks/RESULTS.md)."""
+    on two threads each took 4× as long as on one (benchmarks/testing/RESULTS.md)."""
     toy_model()
     # A test process holds large long-lived heaps (the shipped suites, parsed once per process: 86k cases for
     # sentiment), and every full collection walks them all: at the default thresholds tests/unit spent 35 s of its
-    # 300 CPU seconds in the collector (gc.callbacks; benchmarks/RESULTS.md). Rarer collections still free every
+    # 300 CPU seconds in the collector (gc.callbacks; benchmarks/testing/RESULTS.md). Rarer collections still free every
     # cycle, only later.
     gc.set_threshold(100_000, 50, 100)
     if os.environ.get("PYTEST_XDIST_WORKER"):

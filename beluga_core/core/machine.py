@@ -11,7 +11,7 @@ def usable_cores() -> int:
     its affinity mask (``taskset``, Slurm, a container's cpuset), else every core of the machine.
 
     Oversubscribed torch threads collapse throughput (two tiny runs side by side on 2 cores, each on 2 threads,
-    took 126 s each against 32 s on one thread each: benchmarks/RESULTS.md), so the cap is honoured, not the
+    took 126 s each against 32 s on one thread each: benchmarks/testing/RESULTS.md), so the cap is honoured, not the
     machine's count."""
     capped = os.environ.get("OMP_NUM_THREADS", "").strip()
     if capped.isdigit() and int(capped) > 0:

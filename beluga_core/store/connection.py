@@ -69,7 +69,7 @@ def key_comparisons() -> dict[str, str]:
 def expand_key_comparisons(sql: str) -> str:
     """``sql`` with every ``same_*(x, y)`` call on two table aliases replaced by the macro's comparisons of their key
     columns. The store's macros compute the same, but a macro's row arguments hid the columns from DuckDB's join
-    planning: table3 read 1.3× slower at DuckDB 1.2.0 (benchmarks/perf/replicate_key_joins.py); expanded, the views
+    planning: table3 read 1.3× slower at DuckDB 1.2.0 (benchmarks/store/replicate_key_joins.py); expanded, the views
     are the joins on the columns they were. Calls on other arguments (a STRUCT of values) are left to the macros."""
     defs = key_comparisons()
 

@@ -32,9 +32,9 @@ import time
 from pathlib import Path
 
 import duckdb
-from run_drills import DRILLS, Run, digest, result_line, say, store_check
 
 from beluga_core.training import checkpoints as ck
+from benchmarks.drills.drill_runs import DRILLS, Run, digest, result_line, say, store_check
 
 FOLD = DRILLS / "fold.toml"
 

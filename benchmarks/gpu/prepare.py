@@ -1,8 +1,8 @@
 """Prepare the parts that turn a lent GPU machine into a full beluga check (benchmarks/gpu/README.md).
 
-    python benchmarks/gpu/prepare.py .gpu            # download the wheels, split the model, write the parts
-    python benchmarks/gpu/prepare.py .gpu --dry      # offline: the plan, its sizes, requirements and run.sh budget
-    python benchmarks/gpu/prepare.py .gpu --relock   # carry this environment's versions (rewrites wheels.lock)
+    python -m benchmarks.gpu.prepare .gpu            # download the wheels, split the model, write the parts
+    python -m benchmarks.gpu.prepare .gpu --dry      # offline: the plan, its sizes, requirements and run.sh budget
+    python -m benchmarks.gpu.prepare .gpu --relock   # carry this environment's versions (rewrites wheels.lock)
 
 The GPU machine has no network and takes at most 64 MiB per call, the project's working tree included. So the
 kit is cut into parts carried in consecutive calls (a machine keeps a call's ignored files while it stays warm):
@@ -15,6 +15,9 @@ kit is cut into parts carried in consecutive calls (a machine keeps a call's ign
 
 Only the package registry is used (``pip download``). The dry mode needs nothing but this checkout and its
 environment: CI runs it (tests/e2e/test_gpu_kit.py).
+
+Long: the kit's plan (what the image lacks, the lock, the parts' sizes, run.sh's budget) is checked as one whole
+before anything is downloaded; it runs standalone from a checkout (pip, the lock), with no module to share.
 """
 
 from __future__ import annotations

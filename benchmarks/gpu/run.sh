@@ -153,12 +153,12 @@ step quick-auto 130 bash -c "rm -rf '$WORK'/quick-auto.* && sed 's/^workers = 2\
 step pack-auto 40 bash -c "sed 's/^workers = 2\$/workers = \"auto\"/' benchmarks/quick-lora.toml \
     >'$WORK/quick-lora-auto.toml' && beluga run '$WORK/quick-lora-auto.toml' --store '$WORK/quick-lora.duckdb' --dry-run |
     grep -E '^(workers|packs)'"
-step bench-pack 165 "$PY" benchmarks/perf/bench_pack.py --device cuda --ks 1 16 --precisions bf16 --workers 1 \
+step bench-pack 165 "$PY" -m benchmarks.perf.bench_pack --device cuda --ks 1 16 --precisions bf16 --workers 1 \
     --modes full lora lora-pack --n 512
-step fold-minilm 35 "$PY" benchmarks/perf/bench_fold.py --skip-eval --repeats 3 --repeats-trainer 1
-step fold-bert-base 70 "$PY" benchmarks/perf/bench_fold.py --skip-eval --model bert-base-random --n-train 4096 \
+step fold-minilm 35 "$PY" -m benchmarks.perf.bench_fold --skip-eval --repeats 3 --repeats-trainer 1
+step fold-bert-base 70 "$PY" -m benchmarks.perf.bench_fold --skip-eval --model bert-base-random --n-train 4096 \
     --batch-size 32 --repeats 2 --repeats-trainer 1
-step suite-eval 45 "$PY" benchmarks/perf/bench_fold.py --only-eval
+step suite-eval 45 "$PY" -m benchmarks.perf.bench_fold --only-eval
 step suite 145 "$PY" -m pytest -p no:cacheprovider -q -rfE -n 8 --dist loadfile -m "not gpu" tests
 
 if ((DRY)); then

@@ -20,8 +20,8 @@ whatever the text (every row is 128 tokens), so it runs on a random sample and i
 Examples/s are medians over ``--repeats`` runs. On a GPU the script also prints MFU:
 6 · parameters · mean real tokens per training example · examples/s / peak dense bf16 FLOP/s of the device.
 
-    python benchmarks/perf/bench_fold.py                      # MiniLM, 1,024 sentences, batch 16
-    python benchmarks/perf/bench_fold.py --model bert-base-random --n-train 4096 --batch-size 32   # GPU
+    python -m benchmarks.perf.bench_fold                      # MiniLM, 1,024 sentences, batch 16
+    python -m benchmarks.perf.bench_fold --model bert-base-random --n-train 4096 --batch-size 32   # GPU
 
 Needs ``accelerate`` for the Trainer baselines (``pip install -e ".[perf]"``). The last line is
 ``ratio_vs_tuned_trainer: <beluga training examples/s over baseline (b)>``.
@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.harness import header, script_parser
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
@@ -55,7 +57,6 @@ from beluga_core.training.encode import Encoder
 from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.methods.vanilla import Vanilla
 from beluga_core.training.models import load_sequence_classifier, load_tokenizer, pick_device
-from beluga_core.training.precision import machine_line
 from beluga_core.training.predict import eval_batch_size, predict_probs
 
 SEED = 42
@@ -262,7 +263,7 @@ def evaluate(args: argparse.Namespace, device: torch.device) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = script_parser(__doc__)
     ap.add_argument("--model", default="embedded:minilm", help="embedded:minilm, a local path, or bert-base-random")
     ap.add_argument("--n-train", type=int, default=1024, help="SST-2 training sentences in the fold")
     ap.add_argument("--batch-size", type=int, default=16)
@@ -285,7 +286,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     prec = precision.configure("auto", device)
-    print(f"{machine_line('auto', device)}; torch threads {torch.get_num_threads()}; beluga precision: {prec}")
+    print(f"{header('auto', device.type)}; torch threads {torch.get_num_threads()}; beluga precision: {prec}")
     print(f"load before: {load(lambda: subprocess.check_output(['uptime'], text=True).strip())}")
     print(f"model: {args.model}; fold: {args.n_train} SST-2 training sentences, {args.epochs:g} epoch(s), "
           f"batch size {args.batch_size} for all three, lr {LR}, seed {SEED}")

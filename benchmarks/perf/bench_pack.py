@@ -24,30 +24,26 @@ runs; "× alone" in the table) and LoRA against full fine-tuning. A run of a few
 ``--repeats`` runs the modes in turn several times; the table shows the median rate, and each verdict ("faster",
 "slower", "not resolved") comes from the paired 95 % interval of the ratio alone, from 3 repeats on.
 
-    python benchmarks/perf/bench_pack.py                          # K = 1,2,4,8,16; fp32 and bf16; workers 1, 2, auto
-    python benchmarks/perf/bench_pack.py --ks 1 4 --precisions fp32 --workers 1 --n 64     # a quick look
-    python benchmarks/perf/bench_pack.py --ks 2 4 8 16 --precisions fp32 --workers 1 --modes lora lora-pack \
+    python -m benchmarks.perf.bench_pack                          # K = 1,2,4,8,16; fp32 and bf16; workers 1, 2, auto
+    python -m benchmarks.perf.bench_pack --ks 1 4 --precisions fp32 --workers 1 --n 64     # a quick look
+    python -m benchmarks.perf.bench_pack --ks 2 4 8 16 --precisions fp32 --workers 1 --modes lora lora-pack \
         --repeats 5                                               # the packing goal: paired verdicts
-    python benchmarks/perf/bench_pack.py --ks 4 16 --precisions fp32 --workers 1 \
+    python -m benchmarks.perf.bench_pack --ks 4 16 --precisions fp32 --workers 1 \
         --modes lora lora-pack lora-pack-uncapped --repeats 3     # tokens per pass: bounded against not
-    python benchmarks/perf/bench_pack.py --device cuda --ks 1 2 4 8 16 32                  # on a GPU
+    python -m benchmarks.perf.bench_pack --device cuda --ks 1 2 4 8 16 32                  # on a GPU
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import multiprocessing as mp
 import os
 import resource
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 MODES = ("full", "lora", "lora-pack", "lora-pack-uncapped")
 DEFAULT_MODES = MODES[:3]
@@ -176,7 +172,9 @@ def speed_verdict(a: list[float], b: list[float], what: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from benchmarks.harness import header, script_parser  # here: the spawned members import this module
+
+    parser = script_parser(__doc__, full=True)
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"])
     parser.add_argument("--workers", nargs="+", default=["1", "2", "auto"])
@@ -189,8 +187,6 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every row here")
     args = parser.parse_args()
 
-    from harness import machine
-
     from beluga_core.config.schema import ExecutorSpec
     from beluga_core.execution.sizing import plan_workers
 
@@ -201,7 +197,7 @@ def main() -> None:
           f"{args.device}, {cores} cores; workers = \"auto\" here: {auto_n} ({auto.why})", flush=True)
     rows = []
     for precision_name in args.precisions:
-        print(f"\n{machine(precision_name)}", flush=True)  # type: ignore[arg-type]
+        print(f"\n{header(precision_name)}", flush=True)  # type: ignore[arg-type]
         print(f"{'mode':>10} {'workers':>8} {'K':>4} {'wall s':>8} {'examples/s':>11} {'× alone':>7} {'peak MiB':>9}")
         for w_name in args.workers:
             workers = auto_n if w_name == "auto" else int(w_name)

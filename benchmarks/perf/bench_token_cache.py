@@ -10,7 +10,7 @@ a new ``beluga run`` or a new worker would be:
   tokenized;
 - "no disk cache": what every new process paid before (each one tokenizes everything again).
 
-    python benchmarks/perf/bench_token_cache.py [CONFIG] [--folds N] [--all-cases]
+    python -m benchmarks.perf.bench_token_cache [CONFIG] [--folds N] [--all-cases]
 """
 
 from __future__ import annotations
@@ -27,9 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
-from beluga_core.training.precision import machine_line
+from benchmarks.harness import header, script_parser
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -72,7 +70,7 @@ def child(config: Path, cache: str | None, folds: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = script_parser(__doc__)
     ap.add_argument("config", nargs="?", default=str(ROOT / "benchmarks" / "quick.toml"))
     ap.add_argument("--folds", type=int, default=10_000, help="only the first N jobs of the plan")
     ap.add_argument("--all-cases", action="store_true",
@@ -88,14 +86,15 @@ def main() -> None:
                       flags=re.M)
         args.config = str(Path(args.config).with_name(".all-cases-" + Path(args.config).name))
         Path(args.config).write_text(text)
-    print(machine_line(None, torch.device("cpu")))
+    print(header(None))
     print(f"config: {args.config}; load: {subprocess.check_output(['uptime'], text=True).strip()}")
     rows = []
     try:
         for label, folder in (("run 1 (empty cache)", cache), ("run 2 (cache on disk)", cache),
                               ("run 3 (cache on disk)", cache), ("no disk cache (before)", "")):
-            out = subprocess.run([sys.executable, __file__, args.config, "--child", folder, str(args.folds)],
-                                 capture_output=True, text=True, check=True)
+            command = [sys.executable, "-m", "benchmarks.perf.bench_token_cache", str(Path(args.config).resolve()),
+                       "--child", folder, str(args.folds)]
+            out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=ROOT)
             got = json.loads(out.stdout.strip().splitlines()[-1])
             rows.append((label, got["setup"], got["times"], got["index"]))
     finally:

@@ -14,25 +14,19 @@ Two measurements:
    ``models_status`` view's train_seconds per method, summed and per training. The researcher's store had LoRA at
    3× full fine-tuning's total, because each member recorded the pack's elapsed time.
 
-    python benchmarks/perf/pack_shares.py                   # both, 3 repeats
-    python benchmarks/perf/pack_shares.py --skip-run        # the shares alone (a few minutes)
+    python -m benchmarks.perf.pack_shares                   # both, 3 repeats
+    python -m benchmarks.perf.pack_shares --skip-run        # the shares alone (a few minutes)
 
 Every block prints the machine line (precision, CPU model, native bf16). Timings want an idle machine.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-REPO = Path(__file__).resolve().parents[2]
 SHARE_BOUND = 0.30
 SUM_BOUND = 0.05
 
@@ -40,12 +34,12 @@ SUM_BOUND = 0.05
 def shares_once(sizes: list[int], batch_size: int) -> dict[str, Any]:
     """One repeat of measurement 1: each member alone, then the pack; times and shares."""
     import torch
-    from bench_pack import _member_sets
 
     from beluga_core.contracts.registries import METHODS
     from beluga_core.training.loop import seed_everything, train_stage
     from beluga_core.training.models import load_sequence_classifier
     from beluga_core.training.packs import MemberSpec, PackClock, train_pack
+    from benchmarks.perf.bench_pack import _member_sets
 
     device = torch.device("cpu")
     task, encoder, _ = _member_sets(8, [0], batch_size)
@@ -96,7 +90,8 @@ def status_once(out: Path) -> dict[str, tuple[int, float]]:
     """One repeat of measurement 2: the researcher-like config run into a new store; per method (trainings, Σ
     train_seconds) from models_status."""
     import duckdb
-    from harness import run_once
+
+    from benchmarks.harness import REPO, run_once
 
     text = (REPO / "benchmarks" / "quick-lora.toml").read_text(encoding="utf-8")
     for old, new in RESEARCHER_LIKE.items():
@@ -117,7 +112,9 @@ def status_once(out: Path) -> dict[str, tuple[int, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from benchmarks.harness import header, machine, script_parser
+
+    parser = script_parser(__doc__, full=True)
     parser.add_argument("--sizes", type=int, nargs="+", default=[32, 64, 96, 128, 160, 192, 224, 256])
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
@@ -125,11 +122,11 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
-    from bench_pack import paired_ratio
-    from harness import machine
+
+    from benchmarks.perf.bench_pack import paired_ratio
 
     torch.set_num_threads(len(__import__("os").sched_getaffinity(0)))
-    print(machine("fp32"), flush=True)
+    print(header("fp32"), flush=True)
     print(f"\n1. shares: {len(args.sizes)} LoRA members of {args.sizes} SST-2 sentences, batch {args.batch_size}, "
           "MiniLM (2 layers), one process", flush=True)
     worst, worst_sum = 0.0, 0.0

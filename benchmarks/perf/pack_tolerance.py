@@ -15,21 +15,16 @@ each run against its own start), and between the logits of 64 held-out sentences
 (tests/e2e/test_packs.py) require packed-vs-sequential to be within 4× the one-ulp drift of the updates, measured in
 the test itself on its own (smaller) setup.
 
-    python benchmarks/perf/pack_tolerance.py
+    python -m benchmarks.perf.pack_tolerance
 """
 
 from __future__ import annotations
 
 import copy
 import random
-import sys
-from pathlib import Path
 from typing import Any
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from harness import machine
 
 from beluga_core.contracts.registries import METHODS
 from beluga_core.contracts.tasks import TaskSettings
@@ -40,6 +35,7 @@ from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.models import load_sequence_classifier, load_tokenizer
 from beluga_core.training.packs import MemberSpec, train_pack
 from beluga_core.training.trainset import TrainSet
+from benchmarks.harness import header, script_parser
 
 CPU = torch.device("cpu")
 NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
@@ -97,9 +93,10 @@ def logit_distance(a: torch.nn.Module, b: torch.nn.Module, probe: dict[str, torc
 
 
 def main() -> None:
+    script_parser(__doc__).parse_args()   # no flags: --help, and no run on a stray argument
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(2)
-    print(machine("fp32"))
+    print(header("fp32"))
     task = SentimentTask()
     task.configure(TaskSettings())
     encoder = Encoder(load_tokenizer("embedded:minilm"), 128)

@@ -69,7 +69,7 @@ def test_hotflip_first_order_scores_rank_like_brute_force_on_the_tiny_model(rela
             pooled[name].append(est)
     real_all = np.concatenate(pooled["real"])
     # Margins from the spread measured over seeds 0–9 of the candidate draw and of the 16 sampled words, on the toy
-    # BERT this test trains (benchmarks/tests/hotflip_margins.py; docs/project/development.md, "Statistical margins"),
+    # BERT this test trains (benchmarks/testing/hotflip_margins.py; docs/project/development.md, "Statistical margins"),
     # each about two platform shifts below the lowest (the one measured, on an H200 with the earlier MiniLM: 0.05):
     # - pooled "expected": 0.997–0.998; bound 0.9;
     # - per input, the smallest "expected": 0.994–0.997; bound 0.9;

@@ -13,17 +13,13 @@ changes them). It runs in the floors job too (DuckDB 1.2.0).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
-from helpers import REPO
 
 from beluga_core.store.reader import VIEWS
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from synthetic_store import build_synthetic_store
+from tools.fixtures.synthetic_store import build_synthetic_store
 
 ROW_GROUP = 2_048   # DuckDB's smallest row group (its default: 122,880 rows)
 READS = 20

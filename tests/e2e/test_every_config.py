@@ -28,7 +28,8 @@ from beluga_core.config.load import load_config
 from beluga_core.config.tiny import is_hub_name, tiny_config
 from beluga_core.planning.plan import build_plan
 
-# `-m "not every_config"` leaves these out (they are most of the suite's training time; see benchmarks/RESULTS.md).
+# `-m "not every_config"` leaves these out (they are most of the suite's training time; see
+# benchmarks/testing/RESULTS.md).
 pytestmark = [pytest.mark.slow, pytest.mark.every_config]
 
 CONFIGS = shipped_configs()

@@ -3,31 +3,22 @@ requirements are met, the lock covers what beluga needs today, and run.sh's step
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from helpers import REPO
+
+from benchmarks.gpu import prepare
 
 ROOT = REPO
 KIT = ROOT / "benchmarks" / "gpu"
 
 
-def _prepare() -> Any:
-    if "gpu_prepare" not in sys.modules:  # a dataclass needs its module registered while it is defined
-        spec = importlib.util.spec_from_file_location("gpu_prepare", KIT / "prepare.py")
-        assert spec and spec.loader
-        sys.modules["gpu_prepare"] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules["gpu_prepare"]
-
-
 def test_the_dry_mode_passes_on_this_checkout() -> None:
-    done = subprocess.run([sys.executable, str(KIT / "prepare.py"), str(ROOT / ".gpu"), "--dry"],
+    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu.prepare", str(ROOT / ".gpu"), "--dry"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "weights' chunk" in done.stdout and "problem" not in done.stdout
@@ -43,55 +34,52 @@ def test_the_dry_mode_passes_on_this_checkout() -> None:
 
 
 def test_requirements_are_checked_against_the_image_and_the_kit() -> None:
-    prep = _prepare()
     image = {"numpy": "2.5.2", "torch": None}
-    lock = {"captum": prep.Locked("captum", "0.9.0", "c.whl", 1, "x", ["numpy>=3", "torch", "tqdm",
+    lock = {"captum": prepare.Locked("captum", "0.9.0", "c.whl", 1, "x", ["numpy>=3", "torch", "tqdm",
                                                                        "sphinx; extra == 'dev'"]),
-            "pydantic": prep.Locked("pydantic", "2.14.4", "p.whl", 1, "x", ["pydantic-core==2.50.5"])}
-    problems = prep.requirement_problems(lock, image)
+            "pydantic": prepare.Locked("pydantic", "2.14.4", "p.whl", 1, "x", ["pydantic-core==2.50.5"])}
+    problems = prepare.requirement_problems(lock, image)
     assert problems == ["captum 0.9.0 needs numpy>=3; the image has numpy 2.5.2",
                         "captum 0.9.0 needs tqdm: neither the image nor the kit has tqdm",
                         "pydantic 2.14.4 needs pydantic-core==2.50.5: neither the image nor the kit has "
                         "pydantic-core"]
-    lock["pydantic-core"] = prep.Locked("pydantic_core", "2.50.4", "pc.whl", 1, "x", [])
-    assert prep.requirement_problems(lock, image)[-1] == ("pydantic 2.14.4 needs pydantic-core==2.50.5; the kit "
+    lock["pydantic-core"] = prepare.Locked("pydantic_core", "2.50.4", "pc.whl", 1, "x", [])
+    assert prepare.requirement_problems(lock, image)[-1] == ("pydantic 2.14.4 needs pydantic-core==2.50.5; the kit "
                                                           "carries pydantic-core 2.50.4")
 
 
 def test_parts_fit_a_call_beside_the_tree() -> None:
-    prep = _prepare()
     mib = 1 << 20
     wheels = {"duckdb": 24 * mib, "pydantic-core": 2 * mib, "nltk": 2 * mib, "tiny": mib // 2}
     # 12 MiB of project and model files, 87 MiB of weights, a 14 MiB tree: 64 − 14 − 2 = 48 MiB of room per call.
-    parts = prep.plan_parts(12 * mib, wheels, 87 * mib, 14 * mib)
+    parts = prepare.plan_parts(12 * mib, wheels, 87 * mib, 14 * mib)
     assert [(p.name, p.wheels, p.weights) for p in parts] == [
         ("part1", ("tiny", "nltk", "pydantic-core", "duckdb"), False), ("part2", (), True), ("part3", (), True)]
     assert parts[0].size == 40 * mib + mib // 2
     assert sum(p.size for p in parts[1:]) == 87 * mib and all(p.size <= 48 * mib for p in parts)
     # The tree grew by 10 MiB: 38 MiB of room, so duckdb spills into a part of its own, before the weights.
-    grown = prep.plan_parts(12 * mib, wheels, 87 * mib, 24 * mib)
+    grown = prepare.plan_parts(12 * mib, wheels, 87 * mib, 24 * mib)
     assert [(p.name, p.wheels, p.weights) for p in grown] == [
         ("part1", ("tiny", "nltk", "pydantic-core"), False), ("part2", ("duckdb",), False),
         ("part3", (), True), ("part4", (), True), ("part5", (), True)]
     assert all(p.size <= 38 * mib for p in grown) and sum(p.size for p in grown[2:]) == 87 * mib
     with pytest.raises(SystemExit, match="over the 64 MiB"):
-        prep.plan_parts(49 * mib, {}, 87 * mib, 14 * mib)
+        prepare.plan_parts(49 * mib, {}, 87 * mib, 14 * mib)
     with pytest.raises(SystemExit, match=r"the wheel duckdb .* is larger than"):
-        prep.plan_parts(12 * mib, wheels, 87 * mib, 40 * mib)
+        prepare.plan_parts(12 * mib, wheels, 87 * mib, 40 * mib)
 
 
 def test_spilled_wheels_and_chunks_land_where_the_manifest_says(tmp_path: Path) -> None:
-    prep = _prepare()
     (tmp_path / "part1" / "wheels").mkdir(parents=True)
-    locked = {n: prep.Locked(n, "1", f"{n}-1-py3-none-any.whl", 1, "x", []) for n in ("a", "b")}
+    locked = {n: prepare.Locked(n, "1", f"{n}-1-py3-none-any.whl", 1, "x", []) for n in ("a", "b")}
     for w in locked.values():
         (tmp_path / "part1" / "wheels" / w.filename).write_bytes(b"w")
     weights = tmp_path / "model.safetensors"
     weights.write_bytes(bytes(range(10)))
-    parts = [prep.Part("part1", 1, ("a",)), prep.Part("part2", 1, ("b",)), prep.Part("part3", 6, (), True),
-             prep.Part("part4", 4, (), True)]
-    prep.spill_wheels(parts, locked, tmp_path)
-    chunks = prep.split(weights, parts, tmp_path)
+    parts = [prepare.Part("part1", 1, ("a",)), prepare.Part("part2", 1, ("b",)), prepare.Part("part3", 6, (), True),
+             prepare.Part("part4", 4, (), True)]
+    prepare.spill_wheels(parts, locked, tmp_path)
+    chunks = prepare.split(weights, parts, tmp_path)
     assert sorted(p.name for p in (tmp_path / "part1" / "wheels").iterdir()) == ["a-1-py3-none-any.whl"]
     assert sorted(p.name for p in (tmp_path / "part2" / "wheels").iterdir()) == ["b-1-py3-none-any.whl"]
     assert chunks == ["part3/model.safetensors.000", "part4/model.safetensors.001"]
@@ -99,12 +87,11 @@ def test_spilled_wheels_and_chunks_land_where_the_manifest_says(tmp_path: Path) 
 
 
 def test_a_budget_over_nine_minutes_or_a_missing_step_is_refused(tmp_path: Path) -> None:
-    prep = _prepare()
     script = (KIT / "run.sh").read_text()
-    assert prep.budget_problems(KIT / "run.sh") == []
+    assert prepare.budget_problems(KIT / "run.sh") == []
     over = tmp_path / "run.sh"
     over.write_text(script.replace("step suite 145 ", "step suite 400 ").replace("step suite-eval 45 ", "true "))
-    problems = prep.budget_problems(over)
+    problems = prepare.budget_problems(over)
     assert any("lacks the steps suite-eval" in p for p in problems)
     assert any("profile check: the steps' caps add up to 750 s, over the 540 s budget" in p for p in problems)
     assert any("profile check names steps it lacks: suite-eval" in p for p in problems)

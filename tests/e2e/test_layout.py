@@ -39,23 +39,28 @@ def test_the_layers_hold() -> None:
 
 @needs_lint_imports
 def test_each_contract_catches_a_wrong_import(tmp_path: Path) -> None:
-    # A copy of the package with five wrong imports, one lint run: a bottom-layer module importing the CLI; a reader
-    # of views importing a stored model's loader (stored_models sits above analysis); a reader training a model;
-    # the methods' API module re-exporting the Plan, an executor internal; and a runtime module importing a
-    # repository tool (which an installed beluga does not have).
+    # A copy of the package, its tools and its benchmarks with eight wrong imports, one lint run: a bottom-layer
+    # module importing the CLI; a reader of views importing a stored model's loader (stored_models sits above
+    # analysis); a reader training a model; the methods' API module re-exporting the Plan, an executor internal;
+    # runtime modules importing a repository tool and a benchmark (which an installed beluga does not have); a tool
+    # importing a benchmark; and the two fault drills importing each other (a circle, once there for real).
     shutil.copytree(REPO / "beluga_core", tmp_path / "beluga_core",
                     ignore=shutil.ignore_patterns("__pycache__", "builtin", "sql"))
-    shutil.copytree(REPO / "tools", tmp_path / "tools", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("tools", "benchmarks"):
+        shutil.copytree(REPO / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__", "records"))
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    assert config["root_packages"] == ["beluga_core", "tools"]
-    wrong = {"core/hashing.py": "import beluga_core.cli.app",
-             "analysis/report/report_data.py": "import beluga_core.stored_models.export",
-             "analysis/significance/comparisons.py": "import beluga_core.training.loop",
-             "api/methods.py": "from beluga_core.planning.plan import Plan",
-             "core/io.py": "import tools.docs_reference"}
+    assert config["root_packages"] == ["beluga_core", "tools", "benchmarks"]
+    wrong = {"beluga_core/core/hashing.py": "import beluga_core.cli.app",
+             "beluga_core/analysis/report/report_data.py": "import beluga_core.stored_models.export",
+             "beluga_core/analysis/significance/comparisons.py": "import beluga_core.training.loop",
+             "beluga_core/api/methods.py": "from beluga_core.planning.plan import Plan",
+             "beluga_core/core/io.py": "import tools.docs_reference",
+             "beluga_core/store/reader.py": "import benchmarks.harness",
+             "tools/fixtures/golden_rows.py": "import benchmarks.harness",
+             "benchmarks/drills/drill_runs.py": "import benchmarks.drills.run_drills"}
     for module, line in wrong.items():
-        path = tmp_path / "beluga_core" / module
+        path = tmp_path / module
         path.write_text(path.read_text(encoding="utf-8") + f"\n{line}  # noqa\n", encoding="utf-8")
     done = _lint(tmp_path, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
@@ -69,6 +74,11 @@ def test_each_contract_catches_a_wrong_import(tmp_path: Path) -> None:
     assert "beluga_core.api.methods -> beluga_core.planning.plan" in out
     assert "the package imports no repository tool BROKEN" in out
     assert "beluga_core.core.io -> tools.docs_reference" in out
+    assert "beluga_core.store.reader -> benchmarks.harness" in out
+    assert "the tools import no benchmark BROKEN" in out
+    assert "tools.fixtures.golden_rows -> benchmarks.harness" in out
+    assert "the repository's tools and benchmarks import in no circle BROKEN" in out
+    assert "No cycles are allowed in benchmarks.drills." in out and ".drill_runs -> .run_drills" in out
 
 
 def test_long_modules_say_why() -> None:

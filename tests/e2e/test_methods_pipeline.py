@@ -1,7 +1,7 @@
 """Generalization methods and the grid search end to end, through the real CLI, model and store.
 
 ``tests/data/tiny-methods.toml`` is the CI slice of ``benchmarks/methods-smoke.toml`` (every method, in IID+T,
-seen scenario; the full 8 x 3 smoke run is ``benchmarks/bench_methods_smoke.py``); the grid test runs a
+seen scenario; the full 8 x 3 smoke run is ``benchmarks/findings/bench_methods_smoke.py``); the grid test runs a
 two-phase search on the example suite.
 """
 

@@ -25,17 +25,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_screenshot_in_headless_chromium(store: Path, tmp_path: Path) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        from screenshot_report import find_chromium
-    finally:
-        sys.path.pop(0)
+    from benchmarks.report.screenshot_report import find_chromium
+
     if find_chromium() is None:
-        pytest.skip("chromium is not installed: run `python benchmarks/screenshot_report.py` (installs Debian's "
-                    "chromium with apt-get) to produce the screenshot")
+        pytest.skip("chromium is not installed: run `python -m benchmarks.report.screenshot_report` (installs "
+                    "Debian's chromium with apt-get) to produce the screenshot")
     out = tmp_path / "shot"
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "screenshot_report.py"), str(store),
-                           "--out", str(out), "--no-install"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "benchmarks.report.screenshot_report", str(store), "--out", str(out),
+                           "--no-install"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     with Image.open(out / "report.png") as im:
         assert im.size[0] == 1400 and im.size[1] > 1000

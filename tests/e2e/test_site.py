@@ -5,7 +5,7 @@ store), and hostile case text renders inert and readable.
 The browser tests need Debian's chromium and chromium-driver and selenium (`.ci/run` installs them); they skip,
 saying so, where either is missing. The site is the quick store's: `beluga run benchmarks/quick.toml --tiny`
 (every configuration, scenario and held-out group of the quick run, at tiny sizes; the every-config test's run of
-it, shared through the session). benchmarks/bench_site.py walks the full-size quick store the same way and checks
+it, shared through the session). benchmarks/report/bench_site.py walks the full-size quick store the same way and checks
 its predictions too. BELUGA_SITE_SHOTS=DIR saves the walk's screenshots into DIR (bench_site.py --screenshots does
 it for docs/images/site/).
 """
@@ -17,7 +17,6 @@ import http.server
 import json
 import os
 import re
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,15 +24,13 @@ from typing import Any
 
 import duckdb
 import pytest
-from helpers import REPO, ShippedTinyRuns
+from helpers import ShippedTinyRuns
 from store_builder import StoreBuilder, make_cases
 
 from beluga_core.analysis.report.site import write_site
 from beluga_core.cli.app import main
 from beluga_core.store.rows import CaseRow
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from site_browser import (
+from benchmarks.report.site_browser import (
     ARM_KEY,
     Browser,
     check_walk,

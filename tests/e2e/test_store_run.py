@@ -3,6 +3,7 @@ process, a reader seeing commits as they land (the store's unit tests: tests/uni
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -29,6 +30,13 @@ from beluga_core.store.writer import StoreWriter
 # ----------------------------------------------------------------------------- the writer
 
 
+def _with_tests_on_path() -> dict[str, str]:
+    """This environment, with tests/ first on PYTHONPATH: a child process imports the tests' helpers as pytest
+    does (tests/ is not a package)."""
+    paths = [str(REPO / "tests"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 @pytest.fixture
 def writer(tmp_path: Path) -> StoreWriter:
     w = StoreWriter(tmp_path / "w.duckdb")
@@ -39,14 +47,13 @@ def writer(tmp_path: Path) -> StoreWriter:
 def test_crash_mid_commit_leaves_no_rows(writer: StoreWriter, tmp_path: Path) -> None:
     # The process dies inside the transaction (no rollback, no close): DuckDB's WAL must drop it.
     script = textwrap.dedent(f"""
-        import os, sys
-        sys.path[:0] = ["tests"]
+        import os
         from beluga_core.store.writer import StoreWriter
         from toy_store import result
         StoreWriter._insert_outcomes = lambda *a: os._exit(3)
         StoreWriter({str(writer.path)!r}).commit(result("m1"))
     """)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=_with_tests_on_path(),
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 3, proc.stderr
     assert sum(rows_of(writer.path, "m1").values()) == 0

@@ -15,10 +15,10 @@ as the views do, and reported as their mean over seeds, with
 - ``cases``: the percentile interval of that case bootstrap, seeds held fixed: case variation only (with one
   seed, the only interval there is: "one training run: case variation only").
 
-``benchmarks/bench_coverage.py`` measures how often each covers the truth; it also shows why the hierarchical
-interval is not the percentile interval of a bootstrap over seeds and cases: with 3 seeds that one covers 75–87 %.
-A difference between two cells (a configuration against the IID baseline) pairs them by seed and resamples both
-with the same draws. Nothing here reads a store.
+``benchmarks/intervals/bench_coverage.py`` measures how often each covers the truth; it also shows why the
+hierarchical interval is not the percentile interval of a bootstrap over seeds and cases: with 3 seeds that one
+covers 75–87 %. A difference between two cells (a configuration against the IID baseline) pairs them by seed and
+resamples both with the same draws. Nothing here reads a store.
 
 Long: the three interval kinds share one resampling plan and its draws (cells, differences, the i.i.d. metric's
 parts), and the rule of which kind gives verdicts at a seed count; split, each piece would import the others.
@@ -413,12 +413,12 @@ def difference_intervals(a: Replicates, b: Replicates, statistics: Sequence[str]
     return out
 
 
-# Where the hierarchical interval is trusted (issue 52; benchmarks/bench_coverage.py, benchmarks/RESULTS.md "Do the
-# replicate intervals cover?", 1,000 synthetic stores per row): at 2, 3 and 4 seeds it covered below COVERAGE_FLOOR
-# beyond binomial noise (lowest 85.0 %, 89.8 %, 90.6 %; its seed variance rests on S − 1 degrees of freedom, and
-# Welch–Satterthwaite takes a small one at face value); at 5 and 10 seeds every row was within noise of 93.5 % or
-# above (lowest 92.8 ± 0.8 %). So below HIERARCHICAL_MIN_SEEDS beluga gives no verdict (ordering, ▲ / ▼, ±) from
-# it: the seed-level t interval gives them, and says why. The replicate_summary view
+# Where the hierarchical interval is trusted (issue 52; benchmarks/intervals/bench_coverage.py,
+# benchmarks/intervals/RESULTS.md "Do the replicate intervals cover?", 1,000 synthetic stores per row): at 2, 3 and 4
+# seeds it covered below COVERAGE_FLOOR beyond binomial noise (lowest 85.0 %, 89.8 %, 90.6 %; its seed variance rests on
+# S − 1 degrees of freedom, and Welch–Satterthwaite takes a small one at face value); at 5 and 10 seeds every row was
+# within noise of 93.5 % or above (lowest 92.8 ± 0.8 %). So below HIERARCHICAL_MIN_SEEDS beluga gives no verdict
+# (ordering, ▲ / ▼, ±) from it: the seed-level t interval gives them, and says why. The replicate_summary view
 # (store/sql/views/55_replicates.sql) holds the same number (a test asserts they agree).
 HIERARCHICAL_MIN_SEEDS = 5
 COVERAGE_FLOOR = 0.935

@@ -27,7 +27,7 @@ word i is set to sample k, s(i, v) = (mean_k L_ik − L) + (e_v − ē)ᵀ mean_
 candidates the mean gradient is the slope of the best linear fit of the loss over it (Stein's lemma), and the
 mean loss measures the offset that the local gradient gets wrong; on MiniLM it ranks the real loss changes far
 better than the local estimate and makes the attack stronger (tests/unit/generators/test_adversarial.py,
-benchmarks/bench_hotflip.py), at K forward and backward passes per swappable word and beam text. ``"local"``
+benchmarks/findings/bench_hotflip.py), at K forward and backward passes per swappable word and beam text. ``"local"``
 stays the default: it is the paper's, and an attack with it costs about a tenth of the time.
 
 Stop words are scikit-learn's English list (318 words), not DiagnoseRE's 125-word ``stopwords.txt``: a superset

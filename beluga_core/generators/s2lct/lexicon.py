@@ -7,7 +7,7 @@ Penn tag. Everything here is read from files: nothing depends on what the machin
 Two lexicons (``load_lexicon(spec)``):
 
 * ``vader`` (default): the table shipped in ``builtin/word_classes`` (see its PROVENANCE.md), built by
-  ``benchmarks/build_word_classes.py``. Polarity from VADER 3.3.2's lexicon (mean valence > 0 positive, < 0
+  ``tools/data/build_word_classes.py``. Polarity from VADER 3.3.2's lexicon (mean valence > 0 positive, < 0
   negative; a word VADER lacks is neutral), parts of speech from WordNet 3.0 (every part of speech the word
   has as a lemma). One polarity per word, shared by all its parts of speech.
 * ``sentiwordnet:PATH``: a user's ``SentiWordNet_3.0.0.txt``, labelled per (word, part of speech) by the rule of

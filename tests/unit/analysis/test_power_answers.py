@@ -78,9 +78,9 @@ def test_cases_needed_on_the_guides_components() -> None:
 
 
 def test_the_bound_over_cases_bounds_the_power_at_every_count() -> None:
-    # IID→(IID+T)'s components in benchmarks/RESULTS.md: at 3 seeds the power peaks at 64.6 % (82 cases per group)
-    # and no number of cases gets to 80 %. The bound, from brackets of the scan's grid and the tail, is above every
-    # power and within a few points of the peak.
+    # IID→(IID+T)'s components in benchmarks/findings/RESULTS.md: at 3 seeds the power peaks at 64.6 % (82 cases per
+    # group) and no number of cases gets to 80 %. The bound, from brackets of the scan's grid and the tail, is above
+    # every power and within a few points of the peak.
     comp = Components(seed=3.87e-4, case=3.88e-2, rest=1.53e-1, groups=36, seeds=3, cases=9, observed=0.0)
     bound = power_bound_over_cases(comp.variance, 3, 0.05)
     counts = [*range(1, 3001), *(10 ** k for k in range(4, 13)), math.inf]

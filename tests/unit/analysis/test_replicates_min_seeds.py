@@ -1,5 +1,6 @@
 """Below HIERARCHICAL_MIN_SEEDS seeds the hierarchical interval gives no verdict (issue 52): it covered below
-93.5 % there (benchmarks/bench_coverage.py, benchmarks/RESULTS.md "Do the replicate intervals cover?"), so
+93.5 % there (benchmarks/intervals/bench_coverage.py, benchmarks/intervals/RESULTS.md "Do the replicate intervals
+cover?"), so
 ``replicate_summary`` takes the seed-level t interval, its ordering and marks, and says why; `beluga analyze` and
 the report follow it.
 """
@@ -23,7 +24,8 @@ VIEW = Path(beluga_core.__file__).parent / "store" / "sql" / "views" / "55_repli
 def test_the_view_and_python_agree_on_the_minimum_seed_count() -> None:
     (number,) = re.findall(r"SELECT (\d+) AS min_seeds\s+-- HIERARCHICAL_MIN_SEEDS", VIEW.read_text())
     assert int(number) == HIERARCHICAL_MIN_SEEDS
-    # The coverage table (benchmarks/RESULTS.md) puts 2, 3 and 4 seeds below 93.5 % beyond binomial noise, 5 and 10 not.
+    # The coverage table (benchmarks/intervals/RESULTS.md) puts 2, 3 and 4 seeds below 93.5 % beyond binomial noise,
+    # 5 and 10 not.
     assert HIERARCHICAL_MIN_SEEDS == 5
     assert [default_kind(s) for s in (1, 2, HIERARCHICAL_MIN_SEEDS - 1, HIERARCHICAL_MIN_SEEDS)] == \
         ["cases", "seed", "seed", "hierarchical"]

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.util
 import json
 import lzma
 import re
-import sys
 from collections import Counter
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from helpers import DATA, REPO, require_shared
@@ -33,6 +30,7 @@ from beluga_core.data.iid.relation_data import (
     write_opennre,
 )
 from beluga_core.data.iid.relation_instances import NA_LABEL, Entity, RelationInstance, parse_marked
+from tools.data import build_fewrel
 
 REPO_ROOT = REPO
 TACRED_SAMPLE = DATA / "tacred-sample.json"
@@ -323,20 +321,9 @@ def test_fewrel16_unknown_part_lists_the_parts() -> None:
         load_fewrel16("test")
 
 
-@cache
-def build_module() -> ModuleType:
-    """benchmarks/build_fewrel.py, imported by path (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("build_fewrel", REPO_ROOT / "benchmarks" / "build_fewrel.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks the module up while the module runs
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_fewrel16_rebuild_gives_the_shipped_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = require_shared("data", "fewrel")
-    assert build_module().main(["--shared", str(source.parents[1]), "--out", str(tmp_path)]) == 0
+    assert build_fewrel.main(["--shared", str(source.parents[1]), "--out", str(tmp_path)]) == 0
     assert "dropped (same tokens and marked spans as an earlier instance): 1: P921/363" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(SHIPPED)
     for name in SHIPPED:

@@ -4,19 +4,17 @@ build's reproducibility and the loaders. See beluga_core/data/builtin/sst/PROVEN
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import lzma
 import re
-import sys
 from collections import Counter
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from helpers import REPO, require_shared
 
 from beluga_core.data.iid.classification_data import load_classification_iid
+from tools.data import build_sst
 
 REPO_ROOT = REPO
 SST = REPO_ROOT / "beluga_core" / "data" / "builtin" / "sst"
@@ -41,17 +39,6 @@ def rows(split: str) -> tuple[tuple[str, ...], ...]:
     lines = text.split("\n")
     assert lines[0] == HEADER and lines[-1] == "" and "\r" not in text
     return tuple(tuple(line.split("\t")) for line in lines[1:-1])
-
-
-@cache
-def build_module() -> ModuleType:
-    """benchmarks/build_sst.py, imported by path (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("build_sst", REPO_ROOT / "benchmarks" / "build_sst.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks the module up while the module runs
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("split", SPLITS)
@@ -115,7 +102,7 @@ def test_sha256_and_size_match_provenance(split: str) -> None:
 
 def test_build_reproduces_the_shipped_bytes() -> None:
     source = require_shared("data", "sst")
-    build = build_module()
+    build = build_sst
     for split in SPLITS:
         result = build.convert(source, split)
         shipped = (SST / f"{split}.tsv.xz").read_bytes()
@@ -126,7 +113,7 @@ def test_build_reproduces_the_shipped_bytes() -> None:
 
 
 def test_repair_is_the_exact_inverse() -> None:
-    build = build_module()
+    build = build_sst
     assert build.fix_mojibake("Andr\u00c3\u00a9 and 8\u00c2\u00a01\\/2") == "André and 8\u00a01\\/2"
     assert build.fix_mojibake("caf\u00e9") == "caf\u00e9"  # real Latin-1 text stays as it is
     assert build.fix_mojibake("`` plain '' -LRB- ascii \\/ -RRB-") == "`` plain '' -LRB- ascii \\/ -RRB-"
@@ -150,6 +137,6 @@ def test_builtin_loaders(name: str, labels: list[str]) -> None:
 
 def test_build_script_error_without_shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BELUGA_SHARED", str(tmp_path))
-    build = build_module()
+    build = build_sst
     with pytest.raises(FileNotFoundError, match="SST source files not found"):
         build.shared_sst_dir()

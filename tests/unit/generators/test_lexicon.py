@@ -7,10 +7,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import lzma
-import sys
-from functools import cache
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from helpers import REPO
@@ -25,6 +22,7 @@ from beluga_core.generators.s2lct.lexicon import (
     load_lexicon,
     parse_class,
 )
+from tools.data import build_word_classes
 
 REPO_ROOT = REPO
 
@@ -206,18 +204,6 @@ def test_parse_class_rejects(text: str) -> None:
 
 # --- the rebuild ------------------------------------------------------------------------------------------------
 
-@cache
-def build_module() -> ModuleType:
-    """benchmarks/build_word_classes.py, imported by path (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("build_word_classes",
-                                                  REPO_ROOT / "benchmarks" / "build_word_classes.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks the module up while the module runs
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_rebuild_gives_the_shipped_table() -> None:
     from beluga_core.generators.attacks.wordnet import wordnet_root
 
@@ -225,5 +211,5 @@ def test_rebuild_gives_the_shipped_table() -> None:
         pytest.skip("vaderSentiment is not installed (pip install vadersentiment==3.3.2, a build-time tool only)")
     if wordnet_root() is None:
         pytest.skip("WordNet 3.0 is not installed (apt-get install wordnet-base, or set BELUGA_WORDNET)")
-    built = build_module().build()
+    built = build_word_classes.build()
     assert hashlib.sha256(built.data).hexdigest() == hashlib.sha256(TABLE.read_bytes()).hexdigest()

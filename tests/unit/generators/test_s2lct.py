@@ -182,12 +182,8 @@ def test_a_spec_file_in_json_and_its_errors(tmp_path: Path) -> None:
 
 
 def test_shipped_corpus_suite_regenerates_byte_for_byte(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import importlib.util
+    from tools.data import build_s2lct_suite as build
 
-    spec = importlib.util.spec_from_file_location("build_s2lct_suite", REPO / "benchmarks" / "build_s2lct_suite.py")
-    assert spec is not None and spec.loader is not None
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
     out = tmp_path / "s2lct-sentiment.jsonl.gz"
     code, _printed, err = run_cli(capsys, *build.COMMAND, "--out", out)
     assert code == 0, err

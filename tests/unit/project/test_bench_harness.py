@@ -1,26 +1,18 @@
 """benchmarks/harness.py, the skeleton the benchmark scripts share: the forced precision in each layout a config
-can have, each script's flags as its docstring and benchmarks/RESULTS.md use them, and the order of the steps
-(machine line, forced run, figures; or only the figures of --analyze's stores)."""
+can have, each script's flags as its docstring and the RESULTS.md files use them, and the order of the steps
+(header, forced run, figures; or only the figures of --analyze's stores)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import pytest
 from helpers import DATA, REPO, config_with
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-import bench_cross
-import bench_fewshot
-import bench_quick
-import bench_regression
-import bench_relation
-import bench_s2lct
-import harness
-
 from beluga_core.config.load import load_config
+from benchmarks import harness
+from benchmarks.findings import bench_cross, bench_fewshot, bench_quick, bench_regression, bench_relation, bench_s2lct
 
 
 @pytest.mark.parametrize(("text", "forced"), [
@@ -89,6 +81,7 @@ def test_the_skeleton_runs_the_forced_copy_then_prints_the_figures(tmp_path: Pat
         return harness.Run(store, 12.34, "progress\nwall time: 10.0 s (done); store: S\n")
 
     monkeypatch.setattr(harness, "run_once", run_once)
+    monkeypatch.setattr(harness, "version", lambda: "beluga 0.1.0 · commit abc1234")   # git runs in tests/e2e
     bench = Recorder(config, tmp_path / "out")
     bench.main([])
     [(precision, store)] = ran
@@ -96,8 +89,8 @@ def test_the_skeleton_runs_the_forced_copy_then_prints_the_figures(tmp_path: Pat
     assert bench.reported == [store]
     assert not (tmp_path / ".bench-tiny-fp32.toml").exists()          # the forced copy is removed
     lines = capsys.readouterr().out.splitlines()
-    assert lines == [harness.machine("fp32"), "12.3 s from outside; beluga run printed: wall time: 10.0 s (done); "
-                     "store: S"]
+    assert lines == [f"{harness.machine('fp32')} · beluga 0.1.0 · commit abc1234",
+                     "12.3 s from outside; beluga run printed: wall time: 10.0 s (done); store: S"]
 
     bench.main(["--analyze", "a.duckdb", "b.duckdb"])                  # figures only: nothing runs
     assert len(ran) == 1 and bench.reported[1:] == [Path("a.duckdb"), Path("b.duckdb")]

@@ -3,13 +3,9 @@ answers, computed by hand."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from helpers import REPO
 
-sys.path.insert(0, str(REPO / "benchmarks" / "perf"))
-import bench_pack
+from benchmarks.perf import bench_pack
 
 
 def test_the_paired_ratio_by_hand() -> None:

@@ -114,10 +114,10 @@ def test_members_render_in_source_order_with_signatures_and_comments() -> None:
 
 
 def test_the_figures_getting_started_shows_are_the_measured_ones() -> None:
-    """Measurements live in benchmarks/RESULTS.md; the one table of figures the docs show (the quick run's, as an
+    """Measurements live in benchmarks/*/RESULTS.md; the one table of figures the docs show (the quick run's, as an
     example of what a run prints) must be a copy of figures recorded there."""
     shown = re.findall(r"[+−-]?\d\.\d{3} \[[^\]]+\]", (DOCS / "getting-started.md").read_text(encoding="utf-8"))
-    results = (REPO / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    results = (REPO / "benchmarks" / "findings" / "RESULTS.md").read_text(encoding="utf-8")
     assert len(shown) == 8 and [f for f in shown if f not in results] == []
 
 

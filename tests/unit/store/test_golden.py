@@ -1,32 +1,31 @@
-"""What a refactoring must not change, held against records made before it (benchmarks/build_golden.py):
+"""What a refactoring must not change, held against records made before it (tools/fixtures/build_golden.py):
 every shipped config's job ids, and every view of each tiny config's store, recomputed by the current code over
 the raw rows the earlier code wrote.
 
 The raw tables, not retrained numbers, are what is compared: a run on another CPU trains other numbers, while the
 views of the same rows must come out the same. A refactoring that changes a plan or a view on purpose records the
-goldens again (``python benchmarks/build_golden.py ids|stores|views``) and says why in its commit. Floats compare
+goldens again (``python -m tools.fixtures.build_golden ids|stores|views``) and says why in its commit. Floats compare
 exactly: the views read the same bits on every read (migration 17).
 
 These goldens never run the worker. The worker golden does (tests/e2e/test_worker_golden.py: it trains, so it is
 an end-to-end test): tests/data/tiny-steps.toml run by today's worker, its raw rows — outcomes, predictions,
 i.i.d. metrics and every typed step's rows — compared with tests/data/golden/tiny-steps/worker_rows.json.gz,
 exactly on the recorded machine fingerprint and the floats within a stated tolerance elsewhere; it is recorded
-again on purpose only (``python benchmarks/build_golden.py worker``, the reason in the commit)."""
+again on purpose only (``python -m tools.fixtures.build_golden worker``, the reason in the commit)."""
 
 from __future__ import annotations
 
 import gzip
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import REPO, shipped_configs, tiny_configs
 
+from tools.fixtures import build_golden  # the recorder and this test share one definition of "a view's rows"
+
 GOLDEN = REPO / "tests" / "data" / "golden"
-sys.path.insert(0, str(REPO / "benchmarks"))
-import build_golden  # noqa: E402 - the recorder and this test share one definition of "a view's rows"
 
 RECORDED_IDS: dict[str, Any] = json.loads(gzip.decompress((GOLDEN / "job_ids.json.gz").read_bytes()))
 STORES = sorted(p for p in GOLDEN.iterdir() if p.is_dir())
@@ -49,7 +48,7 @@ def test_job_ids_are_those_recorded(config: str) -> None:
 
 
 # The ids before the IID model's identity hashed only what its training reads (issue 54; the changes and their reasons:
-# benchmarks/job_id_changes.py, benchmarks/records/job_id_changes.txt).
+# benchmarks/store/job_id_changes.py, benchmarks/store/records/job_id_changes.txt).
 SCHEME1_IDS: dict[str, Any] = json.loads(gzip.decompress((GOLDEN / "job_ids.scheme1.json.gz").read_bytes()))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +14,6 @@ import pytest
 from helpers import REPO
 
 from beluga_core.store.migrations import migrate, refresh_views
-
-sys.path.insert(0, str(REPO / "benchmarks"))
 
 KEY = ("task", "suite", "model_name", "config", "method", "seed", "split_seed", "variant")
 
@@ -111,12 +108,11 @@ def test_no_join_spells_the_key_columns_out() -> None:
 def test_a_model_card_shows_its_own_cell_only(tmp_path: Path) -> None:
     """`beluga model export`'s card: the G scores of the exported model's replicate cell, not those of another cell
     of the same task, configuration, method and seed (here the same models under another variant, all failing)."""
-    import build_golden
-
     from beluga_core.stored_models.export import card_scores
+    from tools.fixtures import golden_rows
 
     store = tmp_path / "s.duckdb"
-    build_golden.golden_views(REPO / "tests" / "data" / "golden" / "tiny-sentiment", store)
+    golden_rows.golden_views(REPO / "tests" / "data" / "golden" / "tiny-sentiment", store)
     con = duckdb.connect(str(store))
     try:
         ids = [r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done'").fetchall()]

@@ -318,7 +318,7 @@ def test_reader_between_commits(writer: StoreWriter) -> None:
 
 
 def test_commit_of_21k_outcomes(tmp_path: Path) -> None:
-    # Bulk rows go in as columns (the commit time of such a model is in benchmarks/synthetic_store.py).
+    # Bulk rows go in as columns (the commit time of such a model is in tools/fixtures/synthetic_store.py).
     n = 21_000
     w = StoreWriter(tmp_path / "big.duckdb")
     ids = [f"case-{i:05d}" for i in range(n)]

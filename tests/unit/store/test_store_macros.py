@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import json
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,14 +15,12 @@ from helpers import DATA, REPO, query, run_cli
 
 from beluga_core.store.migrations import SCHEMA_VERSION, migrate, refresh_views
 from beluga_core.store.reader import VIEWS, read_meta
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-import build_golden  # "a view's rows" as the recorder defined them
+from tools.fixtures import golden_rows  # "a view's rows" as the recorder defined them
 
 # (replicate_key, migration 18's id for users' SQL, is no view's: tests/unit/store/test_replicate_key.py.)
 MACROS = {"pass_rate", "suite_score", "g_score", "case_group", "mean_of", "sum_of", "std_of", "same_replicate",
           "same_draw", "same_cell", "same_cell_draw", "same_over_tasks", "same_recipe", "same_suite"}
-# The version before the macros, and the store it wrote (benchmarks/build_golden.py store; tests/data/stores).
+# The version before the macros, and the store it wrote (tools/fixtures/build_golden.py store; tests/data/stores).
 BEFORE = 13
 
 
@@ -143,7 +140,7 @@ def test_a_store_of_the_previous_schema_migrates_to_the_macros_and_reads_the_sam
     # evaluations and edge cases included: groups without an evaluable case, G of two zeros, no s_iid).
     con = duckdb.connect(str(store), read_only=True)
     try:
-        views = build_golden.view_rows(con, digits=9)   # as schema 13's beluga recorded them
+        views = golden_rows.view_rows(con, digits=9)   # as schema 13's beluga recorded them
     finally:
         con.close()
     assert set(recorded) <= set(VIEWS)

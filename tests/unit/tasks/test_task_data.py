@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import REPO
 
 from beluga_core.contracts.tasks import TaskSettings
 from beluga_core.core.errors import BelugaError
@@ -251,15 +250,9 @@ def test_mft_gold_span_is_first_occurrence_and_missing_answers_are_counted() -> 
 
 
 def test_fixtures_are_rebuilt_byte_for_byte(tmp_path: Path) -> None:
-    """The shipped fixtures are exactly what benchmarks/build_iid_fixtures.py makes from the shipped suites."""
-    import importlib.util
+    """The shipped fixtures are exactly what tools/data/build_iid_fixtures.py makes from the shipped suites."""
+    from tools.data import build_iid_fixtures as builder
 
-    spec = importlib.util.spec_from_file_location("build_iid_fixtures",
-                                                  REPO / "benchmarks" /
-                                                  "build_iid_fixtures.py")
-    assert spec is not None and spec.loader is not None
-    builder = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(builder)
     for name, build in (("qqp_fixture", builder.build_qqp), ("squad_fixture", builder.build_squad)):
         build(tmp_path / name)
         shipped = builder.DATA / name
