@@ -33,7 +33,8 @@ from pathlib import Path
 
 import duckdb
 
-from beluga_core.training import checkpoints as ck
+from beluga_core.config.executor_spec import CheckpointEvery
+from beluga_core.training import checkpoint_file
 from benchmarks.drills.drill_runs import DRILLS, Run, digest, result_line, say, store_check
 
 FOLD = DRILLS / "fold.toml"
@@ -57,7 +58,7 @@ def fresh(store: Path) -> None:
 
 
 def checkpoint_of(store: Path) -> Path | None:
-    found = sorted(ck.checkpoint_folder(store.with_name(store.name + ".cache")).glob("*.safetensors"))
+    found = sorted(checkpoint_file.checkpoint_folder(store.with_name(store.name + ".cache")).glob("*.safetensors"))
     return found[0] if found else None
 
 
@@ -73,15 +74,15 @@ def train_seconds(store: Path) -> float:
 def load_seconds(path: Path) -> float:
     """What a resume spends reading and checking a checkpoint (the state's copy into the model is ~free)."""
     started = time.perf_counter()
-    ck.decode(path.read_bytes(), path.name.removesuffix(".safetensors"))
+    checkpoint_file.decode(path.read_bytes(), path.name.removesuffix(".safetensors"))
     return time.perf_counter() - started
 
 
 def save_seconds(path: Path) -> float:
     """What one save of this state takes: encoding it and writing it atomically (as the worker does)."""
-    tensors, meta = ck.decode(path.read_bytes(), path.name.removesuffix(".safetensors"))
+    tensors, meta = checkpoint_file.decode(path.read_bytes(), path.name.removesuffix(".safetensors"))
     started = time.perf_counter()
-    ck.FolderCheckpoints(path.parent / "timing").save("timing", ck.encode(tensors, meta))
+    checkpoint_file.FolderCheckpoints(path.parent / "timing").save("timing", checkpoint_file.encode(tensors, meta))
     seconds = time.perf_counter() - started
     shutil.rmtree(path.parent / "timing", ignore_errors=True)
     return seconds
@@ -105,7 +106,7 @@ def reference(out: Path) -> tuple[Path, float]:
 
 def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
     say(f"\n## fold drill: {kills} SIGKILLs inside one fold, checkpoint_every = \"{every}\", seed {seed}")
-    interval = ck.CheckpointEvery.parse(every)
+    interval = CheckpointEvery.parse(every)
     if interval.mode != "seconds":
         raise SystemExit("the fold drill needs an interval in seconds (--every \"5 s\")")
     ref, work = reference(out)
@@ -141,7 +142,7 @@ def drill_fold(out: Path, seed: int, kills: int, every: str) -> bool:
         landed += 1
         path = checkpoint_of(store)
         assert path is not None, "a save was seen in this attempt"
-        meta = ck.peek(path)
+        meta = checkpoint_file.peek(path)
         since = killed - path.stat().st_mtime
         # A kill while the next save was being taken or written: the training lost ends where that save took
         # its state (the worker's debug line says when); the save's own time is no training.
@@ -226,7 +227,7 @@ def drill_ray(out: Path, every: str) -> bool:
     while run.alive() and path is None:   # the driver's copy: the keeper's checkpoints, taken into the cache
         path = checkpoint_of(store)
         time.sleep(0.1)
-    step = ck.peek(path)["step"] if path is not None else None
+    step = checkpoint_file.peek(path)["step"] if path is not None else None
     while run.alive() and not (victims := ray_workers()):
         time.sleep(0.05)
     for pid in victims:

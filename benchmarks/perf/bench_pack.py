@@ -78,14 +78,14 @@ def _worker(mode: str, precision_name: str, device_name: str, threads: int, n: i
     import torch
 
     from beluga_core.contracts.registries import METHODS
-    from beluga_core.training import packs, precision
+    from beluga_core.training import packed_training, precision
     from beluga_core.training.loop import seed_everything, train_stage
     from beluga_core.training.models import load_sequence_classifier, pick_device
-    from beluga_core.training.packs import MemberSpec, train_pack
+    from beluga_core.training.packed_training import MemberSpec, train_pack
 
     torch.set_num_threads(threads)
     if mode == "lora-pack-uncapped":
-        packs.CPU_PASS_TOKENS = 1 << 40
+        packed_training.CPU_PASS_TOKENS = 1 << 40  # the name train_pack reads
     device = pick_device(device_name)
     precision.configure(precision_name, device)
     task, encoder, members = _member_sets(n, ids, batch_size)

@@ -38,7 +38,8 @@ def shares_once(sizes: list[int], batch_size: int) -> dict[str, Any]:
     from beluga_core.contracts.registries import METHODS
     from beluga_core.training.loop import seed_everything, train_stage
     from beluga_core.training.models import load_sequence_classifier
-    from beluga_core.training.packs import MemberSpec, PackClock, train_pack
+    from beluga_core.training.pack_clock import PackClock
+    from beluga_core.training.packed_training import MemberSpec, train_pack
     from benchmarks.perf.bench_pack import _member_sets
 
     device = torch.device("cpu")

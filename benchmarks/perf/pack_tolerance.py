@@ -33,7 +33,7 @@ from beluga_core.tasks.sentiment import SentimentTask
 from beluga_core.training.encode import Encoder
 from beluga_core.training.loop import seed_everything, train_stage
 from beluga_core.training.models import load_sequence_classifier, load_tokenizer
-from beluga_core.training.packs import MemberSpec, train_pack
+from beluga_core.training.packed_training import MemberSpec, train_pack
 from beluga_core.training.trainset import TrainSet
 from benchmarks.harness import header, script_parser
 

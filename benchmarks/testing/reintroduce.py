@@ -95,12 +95,12 @@ DEFECTS: tuple[Defect, ...] = (
         name="finished-pack-member-stays",
         commit="02a781e",
         what="a finished pack member is not taken out of the pack: it is merged and handed back again every step",
-        path="beluga_core/training/packs.py",
+        path="beluga_core/training/packed_training.py",
         fixed="            if batches is None:\n"
               "                active.remove(m)\n"
-              "                yield m, pack.merged_state(m), _stats(member)\n",
+              "                merged = pack.merged_state(m)\n",
         defective="            if batches is None:\n"
-                  "                yield m, pack.merged_state(m), _stats(member)\n",
+                  "                merged = pack.merged_state(m)\n",
         tests=("tests/e2e/test_packs.py::test_a_finished_member_is_frozen_bit_for_bit_while_the_others_train",),
     ),
     Defect(
