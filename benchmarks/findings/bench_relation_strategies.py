@@ -2,6 +2,9 @@
 adversarial training against the very model attacked (adaptive), and Adv+CDA; each scored on the original test
 set, every entity-swap family (each semantics), the context family, the contrast set and the adversarial set.
 
+Long: one pipeline whose parts only this bench uses (the generated suites it pins, the config it writes, its own
+scoring and report); split, each piece would hold half of one run's state.
+
     python -m benchmarks.findings.bench_relation_strategies            # fp32 forced, seeds 42 and 43
     python -m benchmarks.findings.bench_relation_strategies --tiny     # the same pipeline at smoke-test sizes
 
@@ -34,9 +37,6 @@ seeds with the 95 % interval beluga reports at that many seeds (`intervals.defau
 HIERARCHICAL_MIN_SEEDS seeds, where the hierarchical one, seeds then cases within them, covers below 93.5 %;
 docs/method.md, "Replicates"), and each strategy's difference from IID paired by seed and case. A claim "holds"
 only where the difference's interval excludes 0.
-
-Long: one pipeline whose parts only this bench uses (the generated suites it pins, the config it writes, its own
-scoring and report); split, each piece would hold half of one run's state.
 """
 
 from __future__ import annotations
