@@ -269,11 +269,11 @@ def main() -> None:
     with duckdb.connect(str(sst_store), read_only=True) as con:
         srows = con.execute("""SELECT m.config, o.case_id, o.outcome FROM outcomes o JOIN models m USING (model_id)
                                WHERE o.outcome <> 'skip'""").fetchall()
-    before_map = {c: float(o == "pass") for cfg, c, o in srows if cfg == "iid"}
-    after_map = {c: float(o == "pass") for cfg, c, o in srows if cfg != "iid"}
-    common = sorted(set(before_map) & set(after_map))
-    a = np.array([before_map[c] for c in common])
-    b = np.array([after_map[c] for c in common])
+    sst_before = {c: float(o == "pass") for cfg, c, o in srows if cfg == "iid"}
+    sst_after = {c: float(o == "pass") for cfg, c, o in srows if cfg != "iid"}
+    common = sorted(set(sst_before) & set(sst_after))
+    a = np.array([sst_before[c] for c in common])
+    b = np.array([sst_after[c] for c in common])
     d = paired(a, b, rng)
     print(f"\n4. SST-2 ({SST_SAMPLE} validation sentences, {n_dir} DIR cases against an SST-2 model): DIR pass rate "
           f"on T_test (n = {len(common)}) before {100 * a.mean():.1f} {interval(boot(a, rng))}, after IID→(IID+T) "

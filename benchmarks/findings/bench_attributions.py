@@ -57,7 +57,7 @@ def sample_inputs(suite_spec: str, n: int, task: Any = None, seed: int = 0) -> l
     cases = [c for c in suite.cases if c.test_type == "MFT"]
     picked = np.random.default_rng(seed).choice(len(cases), size=min(n, len(cases)), replace=False)
     return [Item(suite.header.name, cases[i].id, 0, cases[i].inputs[0],
-                 gold_class(task, cases[i], 0) if task is not None else int(cases[i].label or 0))  # type: ignore[arg-type]
+                 gold_class(task, cases[i], 0) if task is not None else int(cases[i].label or 0))
             for i in sorted(picked)]
 
 

@@ -123,20 +123,20 @@ def report(store: Path) -> None:
         if h not in fails:
             continue
         parts = []
-        for e in EASY:
-            if e not in fails:
+        for easy_id in EASY:
+            if easy_id not in fails:
                 continue
-            d = (1 - fails[h]) - (1 - fails[e])
+            d = (1 - fails[h]) - (1 - fails[easy_id])
             lo, hi = ci(d)
-            parts.append(f"− {e} ({100 * rate[e]:.1f}): {100 * (rate[h] - rate[e]):+5.1f} [{lo:+.1f}, {hi:+.1f}] "
-                         f"{verdict(d)}")
+            parts.append(f"− {easy_id} ({100 * rate[easy_id]:.1f}): {100 * (rate[h] - rate[easy_id]):+5.1f} "
+                         f"[{lo:+.1f}, {hi:+.1f}] {verdict(d)}")
         lo_h, hi_h = ci(1 - fails[h])
         print(f"   {h} fails {100 * rate[h]:5.1f} [{lo_h:.1f}, {hi_h:.1f}]; " + "; ".join(parts))
     hard = [h for h in HARD if h in fails]
     easy = [e for e in EASY if e in fails]
     if hard and easy:
         d = np.mean([1 - fails[h] for h in hard], axis=0) - np.mean([1 - fails[e] for e in easy], axis=0)
-        point = np.mean([rate[h] for h in hard]) - np.mean([rate[e] for e in easy])
+        point = float(np.mean([rate[h] for h in hard]) - np.mean([rate[e] for e in easy]))
         lo, hi = ci(d)
         print(f"   mean over {', '.join(hard)} − mean over {', '.join(easy)}: {100 * point:+5.1f} "
               f"[{lo:+.1f}, {hi:+.1f}] {verdict(d)}")

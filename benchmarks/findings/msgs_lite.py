@@ -110,6 +110,7 @@ def write_suite(path: Path, name: str, sentences: list[str]) -> None:
 
 def train_models(train: list[tuple[str, int]], mixes: dict[str, list[tuple[str, int]]], suite: Path) -> None:
     import torch
+    from transformers import PreTrainedModel
 
     from beluga_core.config.schema import TaskSpec
     from beluga_core.contracts.registries import METHODS
@@ -131,6 +132,7 @@ def train_models(train: list[tuple[str, int]], mixes: dict[str, list[tuple[str, 
         task = make_task(TaskSpec(name="classification", suite=str(suite), iid="none"), probe)
         seed_everything(i)
         model = task.build_model("embedded:minilm", seed=i).to(device)
+        assert isinstance(model, PreTrainedModel)   # saved below as a checkpoint folder
         tokenizer = load_tokenizer("embedded:minilm")
         encoder = task.make_encoder(tokenizer, 64)
         examples = [IIDExample(s, y) for s, y in train + extra]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from beluga_core.analysis.significance.comparisons import REPLICATE, load_arms, pair_comparisons
 from beluga_core.analysis.significance.significance_run import analyze_store, run_comparisons
+from beluga_core.store.connection import aggregate_row
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import SignificanceWriter
 from benchmarks.harness import header, script_parser
@@ -34,8 +35,8 @@ def one_comparison(tmp: Path, rounds: int) -> float:
         arms = load_arms(con)
         (comparison,) = [c for c in pair_comparisons(arms, ("iid-plus-t", "vanilla"), ("iid", "vanilla"), "standard")
                          if c.scope == REPLICATE]
-        n_cases = con.execute("SELECT count(*) FROM outcomes o JOIN models m USING (model_id) "
-                              "WHERE m.config = 'iid'").fetchone()[0]
+        n_cases = aggregate_row(con, "SELECT count(*) FROM outcomes o JOIN models m USING (model_id) "
+                                     "WHERE m.config = 'iid'")[0]
         started = time.perf_counter()
         (row,) = run_comparisons(con, [comparison], arms, rounds=rounds, seed=0)
         elapsed = time.perf_counter() - started
@@ -51,8 +52,8 @@ def whole_store(tmp: Path, source: Path | None, rounds: int) -> float:
     what = "synthetic quick-shaped store"
     if source is not None and source.exists():
         with open_store(source) as con:
-            n_done = con.execute("SELECT count(*) FROM models WHERE status = 'done'").fetchone()[0]
-            running = con.execute("SELECT count(*) FROM runs WHERE status = 'running'").fetchone()[0]
+            n_done = aggregate_row(con, "SELECT count(*) FROM models WHERE status = 'done'")[0]
+            running = aggregate_row(con, "SELECT count(*) FROM runs WHERE status = 'running'")[0]
         if n_done >= 100 and not running:
             shutil.copyfile(source, store)
             what = f"copy of {source}"
@@ -62,7 +63,7 @@ def whole_store(tmp: Path, source: Path | None, rounds: int) -> float:
     if not store.exists():
         build_synthetic_store(store)
     with open_store(store) as con:
-        n_models = con.execute("SELECT count(*) FROM models WHERE status = 'done'").fetchone()[0]
+        n_models = aggregate_row(con, "SELECT count(*) FROM models WHERE status = 'done'")[0]
     started = time.perf_counter()
     summary = analyze_store(store, rounds=rounds, seed=0, force=True)
     elapsed = time.perf_counter() - started

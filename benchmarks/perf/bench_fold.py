@@ -77,7 +77,9 @@ def build_model(name: str, num_labels: int = 2) -> torch.nn.Module:
         from transformers import BertConfig, BertForSequenceClassification
 
         torch.manual_seed(0)
-        return BertForSequenceClassification(BertConfig(num_labels=num_labels))
+        config = BertConfig()
+        config.num_labels = num_labels   # the setter: transformers 5's typed constructor has no such keyword
+        return BertForSequenceClassification(config)
     return load_sequence_classifier(name, num_labels, seed=0)
 
 

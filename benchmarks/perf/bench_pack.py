@@ -43,7 +43,10 @@ import resource
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:   # beluga_core (torch) is imported in the functions: spawned members import this module
+    from beluga_core.training.precision import Precision
 
 MODES = ("full", "lora", "lora-pack", "lora-pack-uncapped")
 DEFAULT_MODES = MODES[:3]
@@ -73,8 +76,8 @@ def _member_sets(n: int, ids: list[int], batch_size: int) -> tuple[Any, Any, lis
     return task, encoder, out
 
 
-def _worker(mode: str, precision_name: str, device_name: str, threads: int, n: int, ids: list[int], batch_size: int,
-            queue: Any) -> None:
+def _worker(mode: str, precision_name: Precision, device_name: str, threads: int, n: int, ids: list[int],
+            batch_size: int, queue: Any) -> None:
     import torch
 
     from beluga_core.contracts.registries import METHODS
@@ -124,7 +127,7 @@ def _worker(mode: str, precision_name: str, device_name: str, threads: int, n: i
     queue.put({"wall": wall, "examples": examples, "peak": peak})
 
 
-def measure(mode: str, precision_name: str, device: str, k: int, workers: int, n: int, batch_size: int,
+def measure(mode: str, precision_name: Precision, device: str, k: int, workers: int, n: int, batch_size: int,
             cores: int) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -197,7 +200,7 @@ def main() -> None:
           f"{args.device}, {cores} cores; workers = \"auto\" here: {auto_n} ({auto.why})", flush=True)
     rows = []
     for precision_name in args.precisions:
-        print(f"\n{header(precision_name)}", flush=True)  # type: ignore[arg-type]
+        print(f"\n{header(precision_name)}", flush=True)
         print(f"{'mode':>10} {'workers':>8} {'K':>4} {'wall s':>8} {'examples/s':>11} {'× alone':>7} {'peak MiB':>9}")
         for w_name in args.workers:
             workers = auto_n if w_name == "auto" else int(w_name)
@@ -237,14 +240,14 @@ def main() -> None:
     print("\nCPU goals (one worker): packing against pack = 1 (the same K trainings, each alone, one after another), "
           "LoRA against full fine-tuning; verdicts from paired intervals only:")
     for precision_name in args.precisions:
-        runs = {(r["mode"], r["k"]): r["rates"] for r in rows if r["precision"] == precision_name
-                and r["workers"] == 1}
+        rates_of = {(r["mode"], r["k"]): r["rates"] for r in rows if r["precision"] == precision_name
+                    and r["workers"] == 1}
         for k in args.ks:
             for a, b, what in (("lora-pack", "lora", "packed / alone"),
                                ("lora-pack-uncapped", "lora", "packed without the pass bound / alone"),
                                ("lora", "full", "LoRA / full fine-tuning")):
-                if (a, k) in runs and (b, k) in runs and (k > 1 or a == "lora"):
-                    print(f"  {precision_name}, K = {k}: {speed_verdict(runs[(a, k)], runs[(b, k)], what)}")
+                if (a, k) in rates_of and (b, k) in rates_of and (k > 1 or a == "lora"):
+                    print(f"  {precision_name}, K = {k}: {speed_verdict(rates_of[(a, k)], rates_of[(b, k)], what)}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
 

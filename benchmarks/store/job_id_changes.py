@@ -35,7 +35,9 @@ def main() -> int:
         if "error" in recorded:
             print(f"{config:<48} {'(not plannable here: its data is made by a run)':>40}")
             continue
-        before = set(recorded["jobs"])  # type: ignore[arg-type]
+        recorded_jobs = recorded["jobs"]
+        assert isinstance(recorded_jobs, list)   # a plannable config's entry: {"jobs": [ids], "pending": n}
+        before: set[str] = set(recorded_jobs)
         plan = build_golden.planned(REPO / config)
         jobs = [*plan.jobs, *plan.grid_jobs]
         changed_iid = {j.id for j in jobs if j.is_iid_model and j.id not in before}

@@ -18,11 +18,15 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchmarks.harness import REPO, header, script_parser
 
+if TYPE_CHECKING:   # beluga_core is imported after main() sets OMP_NUM_THREADS
+    from beluga_core.contracts.generators import TargetModel
 
-def figures(model: object, seed: int) -> dict[str, float]:
+
+def figures(model: TargetModel, seed: int) -> dict[str, float]:
     """The test's body with seed ``seed`` for the candidate draw and HotFlip's sampled words."""
     import numpy as np
     from scipy.stats import spearmanr
@@ -44,11 +48,12 @@ def figures(model: object, seed: int) -> dict[str, float]:
     rhos: dict[str, list[float]] = {"local": [], "expected": []}
     pooled: dict[str, list[np.ndarray]] = {"local": [], "expected": [], "real": []}
     for x in instances:
-        (wg,) = model.word_gradients([x.input], x.label)  # type: ignore[attr-defined]
+        assert isinstance(x.input, str)   # a relation instance's input is its marked text
+        (wg,) = model.word_gradients([x.input], x.label)
         positions = [i for i, (w, ids) in enumerate(zip(wg.words, wg.ids, strict=True)) if hot.swappable(w, ids)]
         texts = [" ".join([*wg.words[:i], hot.vocab[v], *wg.words[i + 1:]]) for i in positions for v in cand]
-        gold = model.labels.index(x.label)  # type: ignore[attr-defined]
-        real = -np.log(model.probabilities(texts)[:, gold]) - wg.loss  # type: ignore[attr-defined]
+        gold = model.labels.index(x.label)
+        real = -np.log(model.probabilities(texts)[:, gold]) - wg.loss
         pooled["real"].append(real)
         for name, attack in (("local", local), ("expected", hot)):
             est = attack.scores(wg, positions, x.label)[:, picked].ravel()

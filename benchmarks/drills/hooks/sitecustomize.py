@@ -22,10 +22,11 @@ if _AFTER:
     from beluga_core.store import writer
 
     _START = time.monotonic()
+    _AFTER_S = float(_AFTER)
     _insert_outcomes = writer.StoreWriter._insert_outcomes
 
     def _dying(self: writer.StoreWriter, *args: Any, **kwargs: Any) -> Any:
-        if time.monotonic() - _START >= float(_AFTER):
+        if time.monotonic() - _START >= _AFTER_S:
             Path(os.environ["BELUGA_DRILL_COMMIT_FLAG"]).touch()
             os.kill(os.getpid(), signal.SIGKILL)
         return _insert_outcomes(self, *args, **kwargs)
