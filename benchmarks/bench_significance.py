@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from synthetic_store import build_synthetic_store
 
+from beluga_core.analysis.significance.comparison_tests import analyze_store, run_comparisons
 from beluga_core.analysis.significance.comparisons import REPLICATE, load_arms, pair_comparisons
-from beluga_core.analysis.significance.significance_run import analyze_store, run_comparisons
 from beluga_core.store.reader import open_store
 from beluga_core.store.significance import SignificanceWriter
 from beluga_core.training.precision import machine_line

@@ -24,7 +24,7 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from beluga_core.data.suite.suite_io import load_suite
+from beluga_core.data.suite.suite_files import load_suite
 
 DATA = Path(__file__).resolve().parent.parent / "beluga_core" / "data" / "builtin"
 SEED = 20240601

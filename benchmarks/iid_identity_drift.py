@@ -27,7 +27,7 @@ import bench_relation_strategies as bench  # noqa: E402  (its config, as the ben
 
 from beluga_core.config.load import load_config  # noqa: E402
 from beluga_core.core.hashing import digest  # noqa: E402
-from beluga_core.data.suite.suite_io import load_suite, write_suite  # noqa: E402
+from beluga_core.data.suite.suite_files import load_suite, write_suite  # noqa: E402
 from beluga_core.execution.worker import _seed_of  # noqa: E402
 from beluga_core.planning.jobs import legacy_iid_identity  # noqa: E402
 from beluga_core.planning.plan import build_plan  # noqa: E402

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from beluga_core.data.suite.suite_io import resolve_suite_path
+from beluga_core.data.suite.suite_files import resolve_suite_path
 from beluga_core.execution.results import IIDResult, JobResult, ModelRecord, Outcomes
 from beluga_core.store.rows import CaseRow, SuiteRow
 from beluga_core.store.writer import StoreWriter

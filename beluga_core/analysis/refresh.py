@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 from rich.markup import escape
 
-from beluga_core.analysis.replicates.replicates_run import analyze_replicates
-from beluga_core.analysis.significance.significance_run import (
+from beluga_core.analysis.replicates.cached_intervals import analyze_replicates
+from beluga_core.analysis.significance.comparison_tests import (
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
     AnalysisSummary,

@@ -114,7 +114,7 @@ def analyze(
     if not store.exists():
         raise BelugaError("no such result store", source=store)
     from beluga_core.analysis.refresh import refresh
-    from beluga_core.analysis.significance.significance_run import parse_config_method
+    from beluga_core.analysis.significance.comparison_tests import parse_config_method
     from beluga_core.store.reader import open_store
 
     console = Console()

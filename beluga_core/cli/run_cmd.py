@@ -19,7 +19,7 @@ from beluga_core.orchestration.plan_summary import dry_run_summary
 from beluga_core.orchestration.preflight import method_footprints, require_hub_names
 from beluga_core.orchestration.selection.criteria import check_criterion
 from beluga_core.orchestration.settings_guard import check_settings
-from beluga_core.orchestration.teachers import plan_run
+from beluga_core.orchestration.teachers import plan_with_stores
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
 
 
@@ -66,7 +66,7 @@ def run(
             check_criterion(cfg.grid.criterion)
     except BelugaError as exc:
         raise with_config_line(exc, path) from None
-    plan = plan_run(cfg, path, allow_missing_tasks=dry_run, config_changes=changes)
+    plan = plan_with_stores(cfg, path, allow_missing_tasks=dry_run, config_changes=changes)
     try:
         footprints = method_footprints(plan)
     except BelugaError as exc:

@@ -83,7 +83,7 @@ def generate_cmd(
     from beluga_core.contracts.registries import GENERATORS
     from beluga_core.core.errors import BelugaError
     from beluga_core.core.io import atomic_write
-    from beluga_core.data.suite.suite_io import write_suite
+    from beluga_core.data.suite.suite_files import write_suite
     from beluga_core.generators.generation_sources import read_source
     from beluga_core.generators.suite_build import audit_csv, by_family, family_shares, generate
 

@@ -4,7 +4,8 @@ resolved, while the plan is built, to the file or folder holding the weights (``
 what it trained on (``TaskPlan.starts``), so that a missing store, an unknown selector or weights that were not
 kept stop the run at once, naming the source.
 
-Planning may not read stores (a lower layer): ``plan_run`` is the one place that gives it this layer's resolvers.
+Planning may not read stores (a lower layer): ``plan_with_stores`` is the one place that gives it this layer's
+resolvers.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from beluga_core.store.reader import done_ids, open_store
 from beluga_core.store.selectors import select_models, select_one, selector_text
 
 
-def plan_run(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False,
-             config_changes: Sequence[str] = ()) -> Plan:
+def plan_with_stores(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False,
+                     config_changes: Sequence[str] = ()) -> Plan:
     """The complete plan of a run: planning's, with the outside teachers resolved by ``teacher_weights``, and the
     run's store's done models, whose IID models of an earlier id scheme keep their ids. ``config_changes``: what
     made ``cfg`` differ from the file at ``config_path`` (``Plan.config_changes``)."""

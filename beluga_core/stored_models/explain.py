@@ -21,7 +21,7 @@ from beluga_core.config.schema import TaskSpec
 from beluga_core.contracts.attributions import word_scores
 from beluga_core.contracts.tasks import Task
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case, Input
 from beluga_core.evaluation.suites import load_checked_suite
 from beluga_core.planning.plan import make_task

@@ -17,7 +17,7 @@ from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.tasks import Task
 from beluga_core.core.errors import BelugaError, format_validation_error
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import SuiteHeader
 from beluga_core.execution.worker import cache_dir_for, kept_from, weights_path
 from beluga_core.planning.plan import make_task

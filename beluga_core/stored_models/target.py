@@ -9,7 +9,7 @@ from typing import Any
 
 from beluga_core.config.schema import TaskSpec
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import SuiteHeader
 from beluga_core.generators.attacks.target_model import LoadedModel
 from beluga_core.planning.plan import make_task

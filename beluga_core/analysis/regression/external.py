@@ -25,7 +25,7 @@ from beluga_core.core.constants import EXTERNAL_CONFIG, EXTERNAL_METHOD, OUTCOME
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import digest
 from beluga_core.core.io import jsonl_records
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.evaluation.evaluate import evaluate_cases
 from beluga_core.evaluation.prediction_files import read_predictions
