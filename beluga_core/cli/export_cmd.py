@@ -28,9 +28,11 @@ def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB f
     process is gone) and models, rows per table (kept probabilities included), and the weights, token cache and
     checkpoints in flight kept beside it."""
     from beluga_core.core.io import human_size as _size
+    from beluga_core.store.opened import open_handle
     from beluga_core.stored_models.export import store_info
 
-    i = store_info(store)
+    with open_handle(store) as opened:
+        i = store_info(opened)
     console = Console(highlight=False)
     console.print(f"{escape(str(i['store']))}: {_size(i['bytes'])}, schema version {i['schema_version']}, "
                   f"{i['runs']} run(s) (last started {i['last_run']} UTC)")

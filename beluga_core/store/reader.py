@@ -16,13 +16,8 @@ import duckdb
 
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import sorted_ids_digest
-from beluga_core.store.connection import (
-    DEFAULT_LOCK_TIMEOUT_S,
-    DEFAULT_READ_TIMEOUT_S,
-    connect,
-    store_schema_version,
-)
-from beluga_core.store.migrations import SCHEMA_VERSION, upgrade
+from beluga_core.store.connection import DEFAULT_READ_TIMEOUT_S
+from beluga_core.store.opened import StoreHandle, open_handle
 from beluga_core.store.rows import TABLES
 
 VIEWS = ("crossing_levels", "pass_rates_on_cases", "pass_rates", "suite_scores_on_cases", "suite_scores",
@@ -41,41 +36,18 @@ VIEWS = ("crossing_levels", "pass_rates_on_cases", "pass_rates", "suite_scores_o
          "replicate_inputs", "replicate_summary")
 RELATIONS = frozenset(TABLES) | frozenset(VIEWS)
 
-Source = str | Path | duckdb.DuckDBPyConnection
+Source = str | Path | duckdb.DuckDBPyConnection | StoreHandle
 
 
 @contextmanager
 def open_store(path: str | Path, *, timeout: float = DEFAULT_READ_TIMEOUT_S,
                migrate: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-only connection to an existing beluga store, closed on exit. A store of an older schema is first
-    brought up to date (readers rely on the current columns and views), unless ``migrate`` is False (``store
-    check``, which reports an older schema, and metadata reads)."""
-    path = Path(path)
-    if not path.exists():
-        raise BelugaError("no such result store", source=path)
-    con = connect(path, read_only=True, timeout=timeout)
-    try:
-        version = store_schema_version(con, path, SCHEMA_VERSION)
-        if version is None:
-            raise BelugaError("an empty DuckDB file, not a beluga result store", source=path)
-        if migrate and version < SCHEMA_VERSION:
-            # Readers rely on the current schema's columns and views: bring an older store up to date once.
-            con.close()
-            _migrate(path)
-            con = connect(path, read_only=True, timeout=timeout)
-        yield con
-    finally:
-        con.close()
-
-
-def _migrate(path: Path) -> None:
-    con = connect(path, read_only=False, timeout=DEFAULT_LOCK_TIMEOUT_S)
-    try:
-        version = store_schema_version(con, path, SCHEMA_VERSION)
-        if version is not None:
-            upgrade(con, version)
-    finally:
-        con.close()
+    """A read-only connection to an existing beluga store, closed on exit: ``opened.open_handle``'s, for a reader
+    that needs the connection only. A store of an older schema is first brought up to date (readers rely on the
+    current columns and views), unless ``migrate`` is False (``store check``, which reports an older schema, and
+    metadata reads)."""
+    with open_handle(path, timeout=timeout, migrate=migrate) as handle:
+        yield handle.con
 
 
 def done_ids(path: Path, evaluations: Mapping[str, Mapping[str, str]] | None = None,
@@ -165,6 +137,8 @@ def done_slots(path: Path) -> dict[Slot, tuple[str, str | None]]:
 def _connection(source: Source, *, migrate: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
     if isinstance(source, duckdb.DuckDBPyConnection):
         yield source
+    elif isinstance(source, StoreHandle):
+        yield source.con
     else:
         with open_store(source, migrate=migrate) as con:
             yield con

@@ -22,6 +22,7 @@ from beluga_core.data.suite.suite_schema import SuiteHeader
 from beluga_core.execution.worker import cache_dir_for, kept_from, weights_path
 from beluga_core.planning.plan import make_task
 from beluga_core.store.connection import expand_key_comparisons
+from beluga_core.store.opened import StoreArg, held
 from beluga_core.store.reader import FAILED_JOBS, open_store
 from beluga_core.store.run_liveness import running_runs
 from beluga_core.store.selectors import select_one
@@ -212,10 +213,11 @@ def model_card(m: dict[str, Any], cfg: BenchmarkConfig, scores: list[tuple[Any, 
     return "\n".join(lines)
 
 
-def store_info(store: Path) -> dict[str, Any]:
+def store_info(source: StoreArg) -> dict[str, Any]:
     """Size, schema, runs (those recorded as running judged running or interrupted: ``unfinished``), models and rows
-    per table of a store, and what its cache folder holds."""
-    with open_store(store) as con:
+    per table of an open store (a path: opened for this call), and what its cache folder holds."""
+    with held(source) as opened:
+        con, store = opened.con, opened.path
         version = con.execute("SELECT value FROM beluga_meta WHERE key = 'schema_version'").fetchall()[0][0]
         tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
                                             "ORDER BY 1").fetchall()]
