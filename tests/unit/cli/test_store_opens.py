@@ -60,7 +60,7 @@ def test_a_command_opens_its_store_once(command: str, store: Path, capsys: pytes
     argv = [a.format(store=store, tmp=store.parent) for a in COMMANDS[command]]
     code, out, err = run_cli(capsys, *argv)
     assert code == 0, (out, err)
-    assert _OPENS == [store.name], f"{command}: opened {len(_OPENS)} time(s): {_OPENS}"
+    assert len(_OPENS) == 1 and _OPENS[0] == store.name, f"{command}: opened {len(_OPENS)} time(s): {_OPENS}"
 
 
 def test_report_site_with_compare_opens_each_store_once(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
