@@ -17,9 +17,11 @@ def export(
     """Write a stored model whose weights were kept (`[store] keep_weights`; the IID models' always are) as a
     Hugging Face checkpoint: weights, config with the label names, tokenizer, and a model card (README.md) with
     its configuration, method, hyper-parameters, scores and provenance."""
+    from beluga_core.store.opened import open_handle
     from beluga_core.stored_models.export import export_model
 
-    path = export_model(store, selector, out)
+    with open_handle(store) as opened:
+        path = export_model(opened, selector, out)
     Console(highlight=False).print(f"exported {escape(selector)} to {escape(str(path))}")
 
 

@@ -23,7 +23,7 @@ from beluga_core.execution.worker import cache_dir_for, kept_from, weights_path
 from beluga_core.planning.plan import make_task
 from beluga_core.store.connection import expand_key_comparisons
 from beluga_core.store.opened import StoreArg, held
-from beluga_core.store.reader import FAILED_JOBS, open_store
+from beluga_core.store.reader import FAILED_JOBS
 from beluga_core.store.run_liveness import running_runs
 from beluga_core.store.selectors import select_one
 from beluga_core.training.checkpoints import CheckpointRejected, checkpoint_folder, peek
@@ -144,10 +144,11 @@ def stored_model(con: duckdb.DuckDBPyConnection, store: Path, m: dict[str, Any])
     return StoredModel(m, make_task(spec, Suite(header, [])), cfg, weights, config_from)
 
 
-def export_model(store: Path, selector: str, out: Path) -> Path:
-    """Write the model ``selector`` names as a checkpoint folder ``out`` (weights, config with label names,
-    tokenizer, README.md model card); returns ``out``."""
-    with open_store(store) as con:
+def export_model(source: StoreArg, selector: str, out: Path) -> Path:
+    """Write the model ``selector`` names in an open store (a path: opened for this call) as a checkpoint folder
+    ``out`` (weights, config with label names, tokenizer, README.md model card); returns ``out``."""
+    with held(source) as opened:
+        con, store = opened.con, opened.path
         m = select_one(con, selector, where=str(store))
         sm = stored_model(con, store, m)
         mid = m["model_id"]
