@@ -72,7 +72,9 @@ def rank(
         if spec.store and save:
             out = Path(spec.store)
             out = out if out.is_absolute() else zoo.parent / out
-            rid = save_ranking(out, ranking, source="zoo", task=spec.task, suite=suite)
+            # The zoo's store is opened once, to write, and created on its first ranking.
+            with open_handle(out, write=True, create=True) as opened:
+                rid = save_ranking(opened, ranking, source="zoo", task=spec.task, suite=suite)
             console.print(f"stored as ranking {rid} in {out}", highlight=False)
         return
     assert store is not None

@@ -52,14 +52,16 @@ class StoreHandle:
 
 
 @contextmanager
-def open_handle(path: str | Path, *, write: bool = False, migrate: bool = True,
+def open_handle(path: str | Path, *, write: bool = False, migrate: bool = True, create: bool = False,
                 timeout: float | None = None) -> Iterator[StoreHandle]:
     """The store at ``path``, opened once and closed on exit. Read-only unless ``write``; a store of an older schema
     is first brought up to date (readers rely on the current columns and views), unless ``migrate`` is False
     (``store check``, which reports an older schema, and metadata reads). Opened for writing, the store is migrated
     and its views refreshed on the held connection, as ``StoreWriter`` does on its open (an empty DuckDB file
-    becomes a store)."""
+    becomes a store). ``create`` (with ``write``): a missing store is created first (``beluga rank --zoo``'s)."""
     path = Path(path)
+    if create and write and not path.exists():
+        StoreWriter.create(path)
     if not path.exists():
         raise BelugaError("no such result store", source=path)
     if write:

@@ -114,6 +114,11 @@ class StoreWriter(PlanRecords):
                 return
             upgrade(con, version)
 
+    @classmethod
+    def create(cls, path: Path) -> None:
+        """A new store at ``path`` (every migration applied), not opened (``store.opened.open_handle`` opens it)."""
+        cls._create_new(path)
+
     @staticmethod
     def _create_new(path: Path) -> None:
         # Build the store under a temporary name and move it into place, so a failure (or a crash) never
