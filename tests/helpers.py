@@ -126,7 +126,7 @@ def run_benchmark(config: Path, store: Path, plan: Any = None) -> str:
 
     from beluga_core.config.load import load_config
     from beluga_core.orchestration.coordinator import run_plan
-    from beluga_core.orchestration.teachers import plan_run
+    from beluga_core.orchestration.teachers import plan_with_stores
     from beluga_core.training import determinism
 
     cfg = load_config(config).with_store_path(str(store.resolve()))
@@ -134,7 +134,7 @@ def run_benchmark(config: Path, store: Path, plan: Any = None) -> str:
     threads = torch.get_num_threads()
     deterministic = torch.are_deterministic_algorithms_enabled()
     try:
-        run_plan(plan or plan_run(cfg, config.resolve()), Console(file=out, width=200))
+        run_plan(plan or plan_with_stores(cfg, config.resolve()), Console(file=out, width=200))
     finally:
         # A run's [executor] threads and deterministic mode must not leak into the tests after it.
         torch.set_num_threads(threads)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from beluga_core.contracts.expectations import FlatPredictions
-from beluga_core.data.suite.suite_io import case_json
+from beluga_core.data.suite.suite_files import case_json
 from beluga_core.data.suite.suite_schema import Case
 from beluga_core.execution.results import CasePredictions, IIDResult, JobResult, ModelRecord, Outcomes
 from beluga_core.store.rows import CaseRow, SuiteRow

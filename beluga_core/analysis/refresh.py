@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 from rich.markup import escape
 
-from beluga_core.analysis.replicates.replicates_run import analyze_replicates
-from beluga_core.analysis.significance.significance_run import (
+from beluga_core.analysis.replicates.cached_intervals import analyze_replicates
+from beluga_core.analysis.significance.comparison_tests import (
     DEFAULT_ROUNDS,
     DEFAULT_SEED,
     AnalysisSummary,
@@ -24,6 +24,7 @@ from beluga_core.analysis.significance.significance_run import (
     analyze_store,
 )
 from beluga_core.core.errors import BelugaError
+from beluga_core.store.opened import StoreArg, held
 
 
 @dataclass
@@ -34,12 +35,14 @@ class Refreshed:
     seconds: float
 
 
-def refresh(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
+def refresh(store: StoreArg, *, rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
             pairs: Sequence[tuple[ConfigMethod, ConfigMethod]] = (), force: bool = False) -> Refreshed:
-    """The significance tests (against the IID baseline, and ``pairs``) and the intervals over seeds."""
+    """The significance tests (against the IID baseline, and ``pairs``) and the intervals over seeds, on ``store``
+    open for writing (a path: opened once for this call)."""
     started = time.perf_counter()
-    significance = analyze_store(path, rounds=rounds, seed=seed, pairs=pairs, force=force)
-    computed, kept = analyze_replicates(path, seed=seed, force=force)
+    with held(store, write=True) as opened:
+        significance = analyze_store(opened, rounds=rounds, seed=seed, pairs=pairs, force=force)
+        computed, kept = analyze_replicates(opened, seed=seed, force=force)
     return Refreshed(significance, computed, kept, time.perf_counter() - started)
 
 

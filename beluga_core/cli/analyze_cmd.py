@@ -114,8 +114,8 @@ def analyze(
     if not store.exists():
         raise BelugaError("no such result store", source=store)
     from beluga_core.analysis.refresh import refresh
-    from beluga_core.analysis.significance.significance_run import parse_config_method
-    from beluga_core.store.reader import open_store
+    from beluga_core.analysis.significance.comparison_tests import parse_config_method
+    from beluga_core.store.opened import open_handle
 
     console = Console()
     pairs = []
@@ -124,15 +124,10 @@ def analyze(
             pairs = [(parse_config_method(compare[0]), parse_config_method(compare[1]))]
         except ValueError as exc:
             raise BelugaError(f"--compare: {exc}") from exc
-    done = refresh(store, rounds=rounds, seed=seed, pairs=pairs, force=force)
-    summary = done.significance
-    console.print(f"{summary.n_comparisons} comparison(s): {summary.n_computed} computed, {summary.n_kept} "
-                  f"already current ({rounds:,} rounds, seed {seed}; {summary.seconds:.1f} s); intervals over seeds: "
-                  f"{done.intervals_computed} row(s) computed, {done.cells_kept} cell(s) already current")
-    if summary.dropped_stale:
-        console.print(f"[yellow]{len(summary.dropped_stale)} test(s) not stored: their models changed while "
-                      "computing (a run is writing?); run `beluga analyze` again when it is done")
-    with open_store(store) as con:
+    # One read-write open for the whole command: the tests and intervals it caches, and the rows it prints.
+    with open_handle(store, write=True) as opened:
+        done = refresh(opened, rounds=rounds, seed=seed, pairs=pairs, force=force)
+        con = opened.con
         cur = con.execute("""SELECT * FROM significance
                              ORDER BY scope DESC, task, config, method, scenario NULLS LAST, seed, split_seed""")
         names = [d[0] for d in cur.description]
@@ -155,6 +150,13 @@ def analyze(
                    ORDER BY scope DESC, task, scenario NULLS LAST, seed, split_seed""", [*a, *b])
             names = [d[0] for d in cur.description]
             pair_rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    summary = done.significance
+    console.print(f"{summary.n_comparisons} comparison(s): {summary.n_computed} computed, {summary.n_kept} "
+                  f"already current ({rounds:,} rounds, seed {seed}; {summary.seconds:.1f} s); intervals over seeds: "
+                  f"{done.intervals_computed} row(s) computed, {done.cells_kept} cell(s) already current")
+    if summary.dropped_stale:
+        console.print(f"[yellow]{len(summary.dropped_stale)} test(s) not stored: their models changed while "
+                      "computing (a run is writing?); run `beluga analyze` again when it is done")
     if not baseline_rows:
         console.print("no configuration-method with an IID baseline (config iid, method vanilla) in this store yet")
     else:

@@ -22,7 +22,9 @@ def ensemble(
     scenario: one per held-out group), scored on D_test and on the suite cases from the members' stored
     predictions, so that g_scores, significance and the regression views treat it like any model."""
     from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble
+    from beluga_core.store.opened import open_handle
 
-    ids = build_ensemble(store, EnsembleSpec(name, tuple(members), rule))
+    with open_handle(store, write=True) as opened:
+        ids = build_ensemble(opened, EnsembleSpec(name, tuple(members), rule))
     Console(highlight=False).print(f"ensemble {escape(name)} ({rule} of {len(members)} selector(s)): {len(ids)} model "
                                    f"row(s) written to {escape(str(store))}")

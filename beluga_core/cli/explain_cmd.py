@@ -73,9 +73,12 @@ def explain(
         explained = explain_path(source, task, suite, case_ids=case, group=group, methods=method, options=options,
                                  max_inputs=max_inputs, max_length=max_length, all_inputs=all_inputs)
     else:
-        explained = explain_store(source, model or ["iid/vanilla@standard"], case_ids=case, group=group,
-                                  methods=method, options=options, max_inputs=max_inputs, stored_only=stored,
-                                  all_inputs=all_inputs)
+        from beluga_core.store.opened import open_handle
+
+        with open_handle(source) as opened:
+            explained = explain_store(opened, model or ["iid/vanilla@standard"], case_ids=case, group=group,
+                                      methods=method, options=options, max_inputs=max_inputs, stored_only=stored,
+                                      all_inputs=all_inputs)
     console = Console()
     print_terminal(explained, console)
     if out is not None:

@@ -17,9 +17,11 @@ def export(
     """Write a stored model whose weights were kept (`[store] keep_weights`; the IID models' always are) as a
     Hugging Face checkpoint: weights, config with the label names, tokenizer, and a model card (README.md) with
     its configuration, method, hyper-parameters, scores and provenance."""
+    from beluga_core.store.opened import open_handle
     from beluga_core.stored_models.export import export_model
 
-    path = export_model(store, selector, out)
+    with open_handle(store) as opened:
+        path = export_model(opened, selector, out)
     Console(highlight=False).print(f"exported {escape(selector)} to {escape(str(path))}")
 
 
@@ -28,9 +30,11 @@ def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB f
     process is gone) and models, rows per table (kept probabilities included), and the weights, token cache and
     checkpoints in flight kept beside it."""
     from beluga_core.core.io import human_size as _size
+    from beluga_core.store.opened import open_handle
     from beluga_core.stored_models.export import store_info
 
-    i = store_info(store)
+    with open_handle(store) as opened:
+        i = store_info(opened)
     console = Console(highlight=False)
     console.print(f"{escape(str(i['store']))}: {_size(i['bytes'])}, schema version {i['schema_version']}, "
                   f"{i['runs']} run(s) (last started {i['last_run']} UTC)")

@@ -45,7 +45,7 @@ def power(
     given at the ends of its 95 % interval."""
     from beluga_core.analysis.replicates.seed_rows import Cell, cell_digests, load_cells
     from beluga_core.analysis.report.report_data import pick_variant, store_variants
-    from beluga_core.store.reader import open_store
+    from beluga_core.store.opened import open_handle
 
     if statistic not in STATISTICS:
         raise BelugaError(f"--statistic must be one of {', '.join(STATISTICS)}, got {statistic!r}")
@@ -61,7 +61,8 @@ def power(
                           f"1 in size{hint}")
     wanted = [_cell_spec(x) for x in a]
     base = _cell_spec(b)
-    with open_store(store) as con:
+    with open_handle(store) as opened:
+        con = opened.con
         v = pick_variant(store_variants(con), variant, store)
         digests = [c for c in cell_digests(con) if c.variant == v]
         pairs: list[tuple[Cell, Cell]] = []

@@ -47,7 +47,7 @@ def rank(
     from beluga_core.analysis.report.terminal import print_over_seeds, print_ranking
     from beluga_core.cli.explain_cmd import dotted_options
     from beluga_core.core.errors import BelugaError
-    from beluga_core.store.reader import open_store
+    from beluga_core.store.opened import open_handle
 
     if ties not in TIES:
         raise BelugaError(f"--ties '{ties}': expected one of {', '.join(TIES)}")
@@ -72,7 +72,9 @@ def rank(
         if spec.store and save:
             out = Path(spec.store)
             out = out if out.is_absolute() else zoo.parent / out
-            rid = save_ranking(out, ranking, source="zoo", task=spec.task, suite=suite)
+            # The zoo's store is opened once, to write, and created on its first ranking.
+            with open_handle(out, write=True, create=True) as opened:
+                rid = save_ranking(opened, ranking, source="zoo", task=spec.task, suite=suite)
             console.print(f"stored as ranking {rid} in {out}", highlight=False)
         return
     assert store is not None
@@ -80,30 +82,29 @@ def rank(
         raise BelugaError("--level: name the held-out level to rank on (e.g. functionality)")
     if not store.is_file():
         raise BelugaError("no such store", source=store)
-    with open_store(store) as con:
-        loaded = load_store_groups(con, level, task, str(store), split)
-    methods = sorted({m for g in loaded.groups for m in g.methods()})
-    specs, skipped = signal_specs(requested, methods, options)
-    with console.status("ranking") as status:
-        ranking = rank_groups(level, loaded.groups, specs, n=n, bootstrap=bootstrap, seed=seed,
-                              ties=ties,
-                              progress=lambda name: status.update(f"ranking with {name}"))
-    ranking.notes += loaded.notes
-    print_ranking(ranking, console, title=f"Few-shot ranking on level '{level}' ({loaded.task}, {loaded.suite})",
-                  skipped=skipped)
-    if save:
-        rid = save_ranking(store, ranking, source="store", task=loaded.task, suite=loaded.suite,
-                           split_id=loaded.split_id)
-        # A replicated zoo (candidates trained with several seeds): each seed's candidates among themselves, over
-        # the seeds, as the store's view fewshot_seed_accuracy defines it.
-        with open_store(store) as con:
-            print_over_seeds(read_over_seeds(con, rid), console, order=list(ranking.summaries))
-        console.print(f"stored as ranking {rid} (SELECT * FROM fewshot_accuracy WHERE rank_id = '{rid}')",
-                      highlight=False)
-    else:
-        with open_store(store) as con:
-            seeds = candidate_seeds(con, [c.model_id for g in loaded.groups for c in g.candidates])
-        if seeds > 1:
-            console.print(f"The candidates were trained with {seeds} seeds: the ranking accuracy over seeds is read "
-                          "from the stored ranking (view fewshot_seed_accuracy); rank without --no-save to see it.",
-                          style="dim", highlight=False)
+    with open_handle(store, write=save) as opened:   # one open, read-write when it stores the ranking
+        loaded = load_store_groups(opened.con, level, task, str(store), split)
+        methods = sorted({m for g in loaded.groups for m in g.methods()})
+        specs, skipped = signal_specs(requested, methods, options)
+        with console.status("ranking") as status:
+            ranking = rank_groups(level, loaded.groups, specs, n=n, bootstrap=bootstrap, seed=seed,
+                                  ties=ties,
+                                  progress=lambda name: status.update(f"ranking with {name}"))
+        ranking.notes += loaded.notes
+        print_ranking(ranking, console, title=f"Few-shot ranking on level '{level}' ({loaded.task}, {loaded.suite})",
+                      skipped=skipped)
+        if save:
+            rid = save_ranking(opened, ranking, source="store", task=loaded.task, suite=loaded.suite,
+                               split_id=loaded.split_id)
+            # A replicated zoo (candidates trained with several seeds): each seed's candidates among themselves, over
+            # the seeds, as the store's view fewshot_seed_accuracy defines it.
+            print_over_seeds(read_over_seeds(opened.con, rid), console, order=list(ranking.summaries))
+            console.print(f"stored as ranking {rid} (SELECT * FROM fewshot_accuracy WHERE rank_id = '{rid}')",
+                          highlight=False)
+        else:
+            seeds = candidate_seeds(opened.con, [c.model_id for g in loaded.groups for c in g.candidates])
+            if seeds > 1:
+                console.print(f"The candidates were trained with {seeds} seeds: the ranking accuracy over seeds is "
+                              "read from the stored ranking (view fewshot_seed_accuracy); rank without --no-save to "
+                              "see it.",
+                              style="dim", highlight=False)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from beluga_core.store.opened import StoreHandle
 
 
 def _pct(v: float | None) -> str:
@@ -38,15 +42,27 @@ def regress(
     pair's NFR difference (stored in the store's regression_tests). The store's views regression_iid,
     regression_cases, iid_flips, case_flips and the macros regression_between / flips_between give the same
     in SQL."""
-    from beluga_core.analysis.regression.regress import centric as run_centric
-    from beluga_core.analysis.regression.regress import compute, run_tests
-    from beluga_core.analysis.report.terminal import print_value_table
+    from beluga_core.analysis.regression.external import is_external
     from beluga_core.core.errors import BelugaError
+    from beluga_core.store.opened import open_handle
 
     if split not in ("test", "val"):
         raise BelugaError(f"--split {split}: expected test or val")
     console = Console(highlight=False)
-    report = compute(store, old=old, new=new, by=by, split=split, seed=seed)
+    # One open for the whole command, read-write when it writes: an imported --old model, the tests of two or
+    # more --new.
+    with open_handle(store, write=(old is not None and is_external(old)) or len(new) >= 2) as opened:
+        _regress(opened, console, old=old, new=new, by=by, split=split, rounds=rounds, seed=seed,
+                 centric=centric)
+
+
+def _regress(opened: StoreHandle, console: Console, *, old: str | None, new: list[str], by: str | None, split: str,
+             rounds: int, seed: int, centric: str | None) -> None:
+    from beluga_core.analysis.regression.regress import centric as run_centric
+    from beluga_core.analysis.regression.regress import compute, run_tests
+    from beluga_core.analysis.report.terminal import print_value_table
+
+    report = compute(opened, old=old, new=new, by=by, split=split, seed=seed)
     if report.imported:
         console.print(f"imported the old model as {report.imported} (config 'external')")
     if not report.rows:
@@ -65,14 +81,14 @@ def regress(
         print_value_table(console, f"against {old_label}: negative / positive flips (%, 95 % bootstrap "
                                    "intervals; n: paired items, +Ns skipped)", labels, values)
     if len(new) >= 2:
-        run_tests(store, report, rounds=rounds, seed=seed)
+        run_tests(opened, report, rounds=rounds, seed=seed)
         for a, b, source, part, t in report.tests:
             where = f"D_{part}" if source == "iid" else part
             console.print(f"NFR {escape(a)} − {escape(b)} on {escape(where)}: {100 * t.nfr_a:.1f} − {100 * t.nfr_b:.1f}"
                           f" = {100 * (t.nfr_a - t.nfr_b):+.1f} points, p = {t.p_value:.4f} ({t.n_discordant} "
                           f"discordant of {t.n}; paired randomization, {t.rounds:,} rounds, seed {seed})")
     if centric is not None:
-        result, names = run_centric(store, centric, split=split, seed=seed)
+        result, names = run_centric(opened, centric, split=split, seed=seed)
         console.print(f"centric selection among {len(names)} models of {escape(centric)} (half 1: "
                       f"{result.n_selection} examples selects, half 2: {result.n_report} reports):")
         for mid in sorted(names, key=lambda m: result.selection_nfr[m]):

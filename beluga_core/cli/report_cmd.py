@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
@@ -37,12 +38,15 @@ def report(
         raise BelugaError("no such result store", source=store)
     if compare is not None and fmt != "site":
         raise BelugaError("--compare needs --format site (two stores on one site)")
+    from beluga_core.store.opened import open_handle
+
     if fmt is None:
         if out is not None:
             raise BelugaError("--out needs --format md, html or site")
         from beluga_core.analysis.report.terminal import print_g_table
 
-        print_g_table(store, Console(), variant)
+        with open_handle(store) as opened:
+            print_g_table(opened, Console(), variant)
         return
     from beluga_core.analysis.report.report_files import FORMATS, write_report
 
@@ -54,9 +58,13 @@ def report(
         from beluga_core.analysis.report.site import write_site
 
         console = Console()
-        summary = write_site(store, out, variant=variant, compare=compare,
-                             progress=lambda line: console.print(line, style="dim", markup=False, highlight=False))
+        # Each store opened once, read-only (the site attaches them beside these connections).
+        with open_handle(store) as opened, contextlib.ExitStack() as more:
+            other = more.enter_context(open_handle(compare)) if compare is not None else None
+            summary = write_site(opened, out, variant=variant, compare=other,
+                                 progress=lambda line: console.print(line, style="dim", markup=False, highlight=False))
         console.print(summary.line(), markup=False, highlight=False)
         return
-    path, content = write_report(store, out, fmt, variant)
+    with open_handle(store) as opened:
+        path, content = write_report(opened, out, fmt, variant)
     Console().print(f"wrote {path} ({len(content.figures)} heatmap(s) as PNG and SVG in {path.parent / 'figures'})")

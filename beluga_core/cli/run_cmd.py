@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import typer
@@ -19,8 +20,10 @@ from beluga_core.orchestration.plan_summary import dry_run_summary
 from beluga_core.orchestration.preflight import method_footprints, require_hub_names
 from beluga_core.orchestration.selection.criteria import check_criterion
 from beluga_core.orchestration.settings_guard import check_settings
-from beluga_core.orchestration.teachers import plan_run
+from beluga_core.orchestration.teachers import plan_with_stores
+from beluga_core.planning.plan import store_path_of
 from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S
+from beluga_core.store.opened import open_handle
 
 
 def run(
@@ -66,14 +69,18 @@ def run(
             check_criterion(cfg.grid.criterion)
     except BelugaError as exc:
         raise with_config_line(exc, path) from None
-    plan = plan_run(cfg, path, allow_missing_tasks=dry_run, config_changes=changes)
-    try:
-        footprints = method_footprints(plan)
-    except BelugaError as exc:
-        raise with_config_line(exc, path) from None
-    if dry_run:
-        print_plan(dry_run_summary(plan, footprints), console)
-        check_settings(plan)
-        return
+    store_path = store_path_of(cfg, path)
+    # Planning reads the run's store (its done ids; the dry run its state and slots) through one read-only open,
+    # closed before the run: the run writes it through its own writer, one transaction per commit.
+    with open_handle(store_path) if store_path.exists() else contextlib.nullcontext() as opened:
+        plan = plan_with_stores(cfg, path, allow_missing_tasks=dry_run, config_changes=changes, store=opened)
+        try:
+            footprints = method_footprints(plan)
+        except BelugaError as exc:
+            raise with_config_line(exc, path) from None
+        if dry_run:
+            print_plan(dry_run_summary(plan, footprints, store=opened), console)
+            check_settings(plan, opened=opened)
+            return
     require_hub_names(plan, path)
     run_plan(plan, console, lock_timeout=lock_timeout)

@@ -26,10 +26,10 @@ def select(
     """
     from beluga_core.orchestration.selection.select import rank_grid_points
     from beluga_core.orchestration.selection.show import print_selection
-    from beluga_core.store.reader import open_store
+    from beluga_core.store.opened import open_handle
 
-    with open_store(store) as con:
-        ranked = rank_grid_points(con, criterion, top=top)
+    with open_handle(store) as opened:
+        ranked = rank_grid_points(opened.con, criterion, top=top)
     if task is not None:
         ranked = [r for r in ranked if r.key["task"] == task]
     print_selection(ranked, criterion, Console())

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.store.reader import open_store
+from beluga_core.store.opened import open_handle
 
 FORMATS = ("table", "csv", "json")
 
@@ -29,7 +29,8 @@ def sql(
     the store stays readable by any DuckDB client)."""
     if fmt not in FORMATS:
         raise BelugaError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    with open_store(store) as con:
+    with open_handle(store) as opened:
+        con = opened.con
         try:
             cur = con.execute(query)
         except duckdb.Error as exc:

@@ -20,11 +20,11 @@ def check_cmd(
     Exits 0 when every invariant holds, 1 listing each violated one with sample rows, 2 for a missing or
     unreadable store. Works while a run goes on (read-only).
     """
-    from beluga_core.store.reader import open_store
+    from beluga_core.store.opened import open_handle
     from beluga_core.store.store_checks import check_store
 
-    with open_store(store, migrate=False) as con:
-        violations, n_checked = check_store(con, sample=sample)
+    with open_handle(store, migrate=False) as opened:
+        violations, n_checked = check_store(opened.con, sample=sample)
     console = Console(highlight=False)
     if not violations:
         console.print(f"store check: all {n_checked} invariants hold ({escape(str(store))})")

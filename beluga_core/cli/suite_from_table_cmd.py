@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from beluga_core.data.from_table import suite_from_table
-from beluga_core.data.suite.suite_io import write_suite
+from beluga_core.data.suite.suite_files import write_suite
 
 
 def from_table_cmd(

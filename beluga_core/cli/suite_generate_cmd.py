@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -83,7 +84,7 @@ def generate_cmd(
     from beluga_core.contracts.registries import GENERATORS
     from beluga_core.core.errors import BelugaError
     from beluga_core.core.io import atomic_write
-    from beluga_core.data.suite.suite_io import write_suite
+    from beluga_core.data.suite.suite_files import write_suite
     from beluga_core.generators.generation_sources import read_source
     from beluga_core.generators.suite_build import audit_csv, by_family, family_shares, generate
 
@@ -105,13 +106,18 @@ def generate_cmd(
     src = read_source(source)
     target, record = None, None
     if model is not None:
-        from beluga_core.stored_models.target import load_target
+        from beluga_core.store.opened import open_handle
+        from beluga_core.stored_models.target import load_target, target_store
 
         if not any(c.requires_model for c in classes.values()):
             raise BelugaError(f"--model: none of {', '.join(generator)} works against a model", field="model")
-        target, record = load_target(model, label_space=src.label_space, input_kind=src.kind,
-                                     task_name=task or ("relation" if src.kind == "relation" else "classification"),
-                                     max_length=max_length)
+        store = target_store(model)
+        # The model's store is read once, while the model loads; generating reads it no more.
+        with open_handle(store) if store is not None else contextlib.nullcontext() as opened:
+            target, record = load_target(model, label_space=src.label_space, input_kind=src.kind,
+                                         task_name=task or ("relation" if src.kind == "relation"
+                                                            else "classification"),
+                                         max_length=max_length, opened=opened)
     suite_name = name or (out.name.removesuffix(".gz").removesuffix(".jsonl") if out else "generated")
     with Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:

@@ -15,7 +15,7 @@ from beluga_core.data.checklist import (
     load_expectations_file,
     read_checklist_file,
 )
-from beluga_core.data.suite.suite_io import write_suite
+from beluga_core.data.suite.suite_files import write_suite
 
 
 def import_checklist_cmd(

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.label_share import label_counts, majority_label_warning
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.evaluation.suites import load_checked_suite
 
 

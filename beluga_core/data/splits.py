@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 
 SPLITS = ("train", "val", "test")
 # The case meta key that pins a case to one part of every split.

@@ -16,7 +16,7 @@ import numpy as np
 from beluga_core.contracts.expectations import SKIP, CaseBatch, ExpectationKind, FlatPredictions
 from beluga_core.contracts.registries import EXPECTATIONS
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case, Expectation
 
 # Parsed expectations by their key, so that each distinct expectation is validated once.

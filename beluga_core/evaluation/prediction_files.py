@@ -23,7 +23,7 @@ import numpy as np
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import jsonl_records
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.evaluation.sentiment_mapping import binary_to_three
 
 # How far a probability vector's sum may be from 1 (float32 softmax outputs are off by ~1e-7).

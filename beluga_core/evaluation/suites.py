@@ -9,7 +9,7 @@ from pathlib import Path
 from beluga_core.contracts.registries import LOSSES, TASKS
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.registry import unknown_name_message
-from beluga_core.data.suite.suite_io import Suite, load_suite, resolve_suite_path
+from beluga_core.data.suite.suite_files import Suite, load_suite, resolve_suite_path
 from beluga_core.evaluation.evaluate import validate_suite_expectations
 
 # The test types every suite may use; a suite declares any others in its header's ``test_types``.

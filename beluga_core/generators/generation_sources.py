@@ -29,7 +29,7 @@ from beluga_core.data.iid.classification_data import load_classification_iid
 from beluga_core.data.iid.relation_data import OVERLAP, fewrel16_instances, read_relations
 from beluga_core.data.iid.relation_instances import NA_LABEL, RelationInstance, from_marked
 from beluga_core.data.iid.tables import read_table
-from beluga_core.data.suite.suite_io import BUILTIN_DIR, load_suite
+from beluga_core.data.suite.suite_files import BUILTIN_DIR, load_suite
 
 FEWREL16 = "fewrel16"
 FEWREL_PARTS = ("pool", "train", "val")

@@ -16,7 +16,7 @@ from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensembl
 from beluga_core.analysis.report.terminal import print_g_table
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import sorted_ids_digest
-from beluga_core.data.suite.suite_io import case_json
+from beluga_core.data.suite.suite_files import case_json
 from beluga_core.evaluation.gold import case_gold
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.execution.results import JobResult, Outcomes
@@ -152,9 +152,9 @@ def _note_generated_against(plan: Plan, console: Console) -> None:
 
 
 def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Path:
-    """Run what the store lacks of ``plan`` (complete: ``orchestration.teachers.plan_run``). A reader holding the
-    store open makes each commit wait (saying every 10 s who holds it) up to ``lock_timeout`` seconds; then the run
-    stops with what it finished committed."""
+    """Run what the store lacks of ``plan`` (complete: ``orchestration.teachers.plan_with_stores``). A reader holding
+    the store open makes each commit wait (saying every 10 s who holds it) up to ``lock_timeout`` seconds; then the
+    run stops with what it finished committed."""
     started = time.perf_counter()
     store_path = plan.store_path()
     store_path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from beluga_core.attributions.compute import is_perturbation
@@ -31,6 +32,7 @@ from beluga_core.planning.jobs import Fold, Job, JobKind, JobSpec
 from beluga_core.planning.pack_groups import Packs, why_not_packed
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.steps import Step, steps_label
+from beluga_core.store.opened import StoreHandle
 from beluga_core.store.reader import done_ids, failed_ids, measured_train_rate, recorded_pack_size
 from beluga_core.training.checkpoint_interval import checkpoint_bytes, describe_interval
 from beluga_core.training.checkpoints import checkpointable
@@ -46,13 +48,16 @@ class StoreState:
     rates: Rates = field(default_factory=Rates)
 
     @classmethod
-    def read(cls, plan: Plan) -> StoreState:
+    def read(cls, plan: Plan, store: StoreHandle | None = None) -> StoreState:
+        """What the plan's store holds: ``store`` as ``beluga run`` holds it open (None: read at its path, where
+        there is one yet)."""
         path = plan.store_path()
-        rates = Rates.measured(measured_train_rate(path))
-        if not path.exists():
+        source: StoreHandle | Path = store if store is not None else path
+        rates = Rates.measured(measured_train_rate(source))
+        if store is None and not path.exists():
             return cls(rates=rates)
-        done = done_ids(path, required_evaluations(plan), probe_pools_of(plan), iid_scoring(plan))
-        return cls(frozenset(done), frozenset(failed_ids(path)), rates)
+        done = done_ids(source, required_evaluations(plan), probe_pools_of(plan), iid_scoring(plan))
+        return cls(frozenset(done), frozenset(failed_ids(source)), rates)
 
 
 @dataclass(frozen=True)
@@ -222,14 +227,18 @@ def scenario_label(fold: Fold) -> str:
     return f"{ONLY_PREFIX}{fold.trained_level}" if fold.trained_level is not None else fold.scenario
 
 
-def dry_run_summary(plan: Plan, footprints: Footprints | None = None) -> PlanSummary:
-    """The dry run's summary: the plan, the store's state and what the config's executor would do."""
+def dry_run_summary(plan: Plan, footprints: Footprints | None = None, *,
+                    store: StoreHandle | None = None) -> PlanSummary:
+    """The dry run's summary: the plan, the store's state (``store``: the run's store as the command holds it open;
+    None: read at its path) and what the config's executor would do."""
     cfg = plan.config
     executor = EXECUTORS.get(cfg.executor.name)(cfg.executor)
-    store = StoreState.read(plan)
-    if plan.store_path().exists() and cfg.executor.pack == "auto" and executor.trains_packs:   # the run's size
-        executor.pack_size(plan, plan.jobs + plan.grid_jobs, recorded_pack_size(plan.store_path()))
-    return summarize_plan(plan, store, executor.workers(plan), executor.packs_of(plan, plan.jobs + plan.grid_jobs),
+    state = StoreState.read(plan, store)
+    if (store is not None or plan.store_path().exists()) and cfg.executor.pack == "auto" \
+            and executor.trains_packs:   # the run's size
+        executor.pack_size(plan, plan.jobs + plan.grid_jobs,
+                           recorded_pack_size(store if store is not None else plan.store_path()))
+    return summarize_plan(plan, state, executor.workers(plan), executor.packs_of(plan, plan.jobs + plan.grid_jobs),
                           footprints)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from beluga_core.core.errors import BelugaError
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan
+from beluga_core.store.opened import StoreHandle
 from beluga_core.store.reader import Slot, done_slots
 from beluga_core.store.rows import canonical_json
 
@@ -72,13 +73,14 @@ def _show(value: Any) -> str:
     return "(unset)" if value is _UNSET else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def check_settings(plan: Plan, jobs: Iterable[Job] | None = None) -> None:
+def check_settings(plan: Plan, jobs: Iterable[Job] | None = None, *, opened: StoreHandle | None = None) -> None:
     """Refuse (``BelugaError``, exit 2) when the store holds a done model or grid point in the slot of one of
-    ``jobs`` (default: the plan's known jobs and grid points) under another id."""
+    ``jobs`` (default: the plan's known jobs and grid points) under another id. ``opened``: the store as the command
+    holds it open (None: read at its path, where there is one yet)."""
     store = plan.store_path()
-    if not store.exists():
+    if opened is None and not store.exists():
         return
-    stored = done_slots(store)
+    stored = done_slots(opened if opened is not None else store)
     if not stored:
         return
     by_task = {tp.spec.name: tp for tp in plan.tasks}

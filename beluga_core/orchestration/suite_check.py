@@ -17,7 +17,7 @@ import numpy as np
 from beluga_core.core.constants import OUTCOME_NAMES
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import atomic_write
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.evaluation.evaluate import evaluate_cases
 from beluga_core.evaluation.gold import case_gold
 from beluga_core.evaluation.prediction_files import read_predictions

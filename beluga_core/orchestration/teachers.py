@@ -4,7 +4,8 @@ resolved, while the plan is built, to the file or folder holding the weights (``
 what it trained on (``TaskPlan.starts``), so that a missing store, an unknown selector or weights that were not
 kept stop the run at once, naming the source.
 
-Planning may not read stores (a lower layer): ``plan_run`` is the one place that gives it this layer's resolvers.
+Planning may not read stores (a lower layer): ``plan_with_stores`` is the one place that gives it this layer's
+resolvers.
 """
 
 from __future__ import annotations
@@ -21,18 +22,21 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.execution.worker import cache_dir_for, weights_path
 from beluga_core.planning.plan import Plan, build_plan, store_path_of
 from beluga_core.planning.start_sources import StartModel
+from beluga_core.store.opened import StoreHandle
 from beluga_core.store.reader import done_ids, open_store
 from beluga_core.store.selectors import select_models, select_one, selector_text
 
 
-def plan_run(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False,
-             config_changes: Sequence[str] = ()) -> Plan:
+def plan_with_stores(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks: bool = False,
+                     config_changes: Sequence[str] = (), store: StoreHandle | None = None) -> Plan:
     """The complete plan of a run: planning's, with the outside teachers resolved by ``teacher_weights``, and the
     run's store's done models, whose IID models of an earlier id scheme keep their ids. ``config_changes``: what
-    made ``cfg`` differ from the file at ``config_path`` (``Plan.config_changes``)."""
-    store = store_path_of(cfg, config_path)
+    made ``cfg`` differ from the file at ``config_path`` (``Plan.config_changes``). ``store``: the run's store as
+    ``beluga run`` holds it open for planning (None: read at its path, where there is one yet)."""
+    path = store_path_of(cfg, config_path)
+    source: StoreHandle | Path | None = store if store is not None else path if path.exists() else None
     plan = build_plan(cfg, config_path, allow_missing_tasks=allow_missing_tasks, teachers=teacher_weights,
-                      starts=start_model, store_ids=done_ids(store) if store.exists() else ())
+                      starts=start_model, store_ids=done_ids(source) if source is not None else ())
     plan.config_changes = tuple(config_changes)
     return plan
 

@@ -21,7 +21,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import ids_digest
 from beluga_core.core.registry import unknown_name_message
 from beluga_core.data.splits import sample_indices
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.planning.jobs import Fold
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.splits import SuiteSplit, group_ids, sample_indices, split_suite
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.planning.jobs import Fold
 
 Pools = dict[tuple[str, str], tuple[str, ...]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from beluga_core.core.constants import FIXED_SCENARIOS, ONLY_PREFIX, SEEN, only_scenario
 from beluga_core.data.splits import SuiteSplit, group_ids, sample_indices
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.planning.jobs import Fold, Scope, seen_fold
 
 

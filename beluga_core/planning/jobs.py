@@ -17,7 +17,7 @@ from beluga_core import __version__
 from beluga_core.config.schema import BenchmarkConfig, TaskSpec
 from beluga_core.core.constants import IID_CONFIG, SEEN, STANDARD
 from beluga_core.core.hashing import digest, ids_digest
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.planning.steps import Step
 
 # Part of every job's identity, so that a change to what training or evaluation computes makes old results

@@ -25,7 +25,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import digest
 from beluga_core.data.iid.label_share import majority_label_warning
 from beluga_core.data.splits import SuiteSplit, split_suite
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.evaluation.suites import load_checked_suite
 from beluga_core.planning.cross_evals import EvalSuitePlan, plan_eval_suite
 from beluga_core.planning.fewshot_pools import Pools, check_pools, probe_pools

@@ -9,7 +9,7 @@ from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.registries import CONFIGURATIONS
 from beluga_core.core.errors import BelugaError, did_you_mean
 from beluga_core.data.pretrained import check_config_overrides
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 
 
 def check_levels(cfg: BenchmarkConfig, suite: Suite, config_path: Path) -> None:

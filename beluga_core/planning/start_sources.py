@@ -4,8 +4,8 @@
 Adaptive adversarial training needs it: a suite generated against a run's IID model cannot be trained on in that
 run (the IID job's identity includes the suite), so a second run, with the generated suite, starts its models
 from the attacked model itself. The start is resolved while the plan is built (reading a store is a layer above
-planning's: ``orchestration.teachers.plan_run`` gives the resolver), and the model's id enters the job ids of the
-configuration's jobs: jobs starting from different models differ, and jobs of other configurations keep theirs.
+planning's: ``orchestration.teachers.plan_with_stores`` gives the resolver), and the model's id enters the job ids
+of the configuration's jobs: jobs starting from different models differ, and jobs of other configurations keep theirs.
 
 What the start model trained on counts as what the job trained on (``check_start``); a plan is refused when
 - a case the job is scored on (T_test of its fold; an eval suite's mapped cases) is a case the start model
@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.planning.cross_evals import EvalSuitePlan
 from beluga_core.planning.jobs import JobSpec
 
@@ -83,7 +83,8 @@ def resolve_start(resolver: StartResolver | None, source: str, config: str, *, t
     where = start_field(config)
     if resolver is None:
         raise BelugaError(f"start '{source}' is a model of another store, and this plan was built without a start "
-                          "resolver (build it with orchestration.teachers.plan_run)", source=config_path, field=where)
+                          "resolver (build it with orchestration.teachers.plan_with_stores)", source=config_path,
+                          field=where)
     try:
         return resolver(source, task=task, model=model, labels=labels, model_config=model_config,
                         base=config_path.parent)

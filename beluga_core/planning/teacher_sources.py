@@ -4,7 +4,7 @@ A method names its teachers as sources: ``iid`` / ``iid#N`` (an IID model of the
 job need), ``store:PATH#SELECTOR`` (a model of another store) or ``path:DIR`` (a saved checkpoint). The outside
 ones are resolved while the plan is built, so that a missing store, an unknown selector or weights that were not
 kept stop the run before anything trains, naming the source. Reading a store is a layer above planning's: the
-resolver is given to ``build_plan`` (``orchestration.teachers.plan_run``).
+resolver is given to ``build_plan`` (``orchestration.teachers.plan_with_stores``).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def resolve_outside_teachers(jobs: Iterable[Job], resolved: dict[str, str], reso
             field = f"method.{job.method}.teacher"
             if resolver is None:
                 raise BelugaError(f"teacher '{source}' is read from outside the run, and this plan was built without "
-                                  "a teacher resolver (build it with orchestration.teachers.plan_run)",
+                                  "a teacher resolver (build it with orchestration.teachers.plan_with_stores)",
                                   source=config_path, field=field)
             try:
                 resolved[source] = resolver(source, task=job.task, model=job.model, base=config_path.parent)

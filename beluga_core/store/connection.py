@@ -174,18 +174,26 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
 
 
 class Store:
-    """Where a store lives: a file (opened per transaction) or one in-memory database (kept open)."""
+    """Where a store lives: a file (opened per transaction), one in-memory database (kept open), or a file a command
+    holds open (``holding``: every transaction on that connection)."""
 
     def __init__(self, path: str | Path | None, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
                  on_wait: WaitFn | None = None) -> None:
         self.path = None if path is None else Path(path)
         self.lock_timeout = lock_timeout
         self.on_wait = on_wait
-        self._memory: duckdb.DuckDBPyConnection | None = duckdb.connect(":memory:") if path is None else None
+        self._kept: duckdb.DuckDBPyConnection | None = duckdb.connect(":memory:") if path is None else None
 
     @classmethod
     def in_memory(cls) -> Store:
         return cls(None)
+
+    @classmethod
+    def holding(cls, path: Path, con: duckdb.DuckDBPyConnection) -> Store:
+        """The file at ``path`` through ``con``, the read-write connection a command holds (``store.opened``)."""
+        store = cls(path)
+        store._kept = con
+        return store
 
     @property
     def where(self) -> str:
@@ -193,8 +201,8 @@ class Store:
 
     @contextmanager
     def connection(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        if self._memory is not None:
-            yield self._memory
+        if self._kept is not None:
+            yield self._kept
             return
         assert self.path is not None
         con = connect(self.path, read_only=read_only, timeout=self.lock_timeout, on_wait=self.on_wait)

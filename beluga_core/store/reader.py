@@ -16,13 +16,8 @@ import duckdb
 
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import sorted_ids_digest
-from beluga_core.store.connection import (
-    DEFAULT_LOCK_TIMEOUT_S,
-    DEFAULT_READ_TIMEOUT_S,
-    connect,
-    store_schema_version,
-)
-from beluga_core.store.migrations import SCHEMA_VERSION, upgrade
+from beluga_core.store.connection import DEFAULT_READ_TIMEOUT_S
+from beluga_core.store.opened import StoreHandle, open_handle
 from beluga_core.store.rows import TABLES
 
 VIEWS = ("crossing_levels", "pass_rates_on_cases", "pass_rates", "suite_scores_on_cases", "suite_scores",
@@ -41,47 +36,25 @@ VIEWS = ("crossing_levels", "pass_rates_on_cases", "pass_rates", "suite_scores_o
          "replicate_inputs", "replicate_summary")
 RELATIONS = frozenset(TABLES) | frozenset(VIEWS)
 
-Source = str | Path | duckdb.DuckDBPyConnection
+Source = str | Path | duckdb.DuckDBPyConnection | StoreHandle
 
 
 @contextmanager
 def open_store(path: str | Path, *, timeout: float = DEFAULT_READ_TIMEOUT_S,
                migrate: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-only connection to an existing beluga store, closed on exit. A store of an older schema is first
-    brought up to date (readers rely on the current columns and views), unless ``migrate`` is False (``store
-    check``, which reports an older schema, and metadata reads)."""
-    path = Path(path)
-    if not path.exists():
-        raise BelugaError("no such result store", source=path)
-    con = connect(path, read_only=True, timeout=timeout)
-    try:
-        version = store_schema_version(con, path, SCHEMA_VERSION)
-        if version is None:
-            raise BelugaError("an empty DuckDB file, not a beluga result store", source=path)
-        if migrate and version < SCHEMA_VERSION:
-            # Readers rely on the current schema's columns and views: bring an older store up to date once.
-            con.close()
-            _migrate(path)
-            con = connect(path, read_only=True, timeout=timeout)
-        yield con
-    finally:
-        con.close()
+    """A read-only connection to an existing beluga store, closed on exit: ``opened.open_handle``'s, for a reader
+    that needs the connection only. A store of an older schema is first brought up to date (readers rely on the
+    current columns and views), unless ``migrate`` is False (``store check``, which reports an older schema, and
+    metadata reads)."""
+    with open_handle(path, timeout=timeout, migrate=migrate) as handle:
+        yield handle.con
 
 
-def _migrate(path: Path) -> None:
-    con = connect(path, read_only=False, timeout=DEFAULT_LOCK_TIMEOUT_S)
-    try:
-        version = store_schema_version(con, path, SCHEMA_VERSION)
-        if version is not None:
-            upgrade(con, version)
-    finally:
-        con.close()
-
-
-def done_ids(path: Path, evaluations: Mapping[str, Mapping[str, str]] | None = None,
+def done_ids(source: Source, evaluations: Mapping[str, Mapping[str, str]] | None = None,
              probes: Mapping[str, Sequence[str]] | None = None,
              scored_on: Mapping[str, tuple[str, str]] | None = None) -> set[str]:
-    """Ids of the models and grid points already done (a failed one is retried on resume).
+    """Ids of the models and grid points already done (a failed one is retried on resume), in a store (open, or a
+    path: opened for this call).
 
     ``evaluations``: per model id, the eval suites it must have been evaluated on, each with the digest of
     its eval cases (``EvalSuitePlan.digest``); a done model lacking one, or evaluated on other cases, is not
@@ -90,7 +63,7 @@ def done_ids(path: Path, evaluations: Mapping[str, Mapping[str, str]] | None = N
     the suite and the ``sorted_ids_digest`` of the T_test cases it must have outcomes for (its id does not hash
     them: ``planning.jobs.iid_identity``); a done one scored under another suite name or on other cases is not
     done: it is run again, to the same weights, and scored on the suite's cases."""
-    with open_store(path) as con:
+    with _connection(source) as con:
         done = {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'done' UNION ALL "
                                           "SELECT grid_id FROM grid_points WHERE status = 'done'").fetchall()}
         wanted_probes = {mid: ids for mid, ids in (probes or {}).items() if ids and mid in done}
@@ -118,9 +91,9 @@ def done_ids(path: Path, evaluations: Mapping[str, Mapping[str, str]] | None = N
             if mid not in wanted or all(have.get(mid, {}).get(s) == d for s, d in wanted[mid].items())}
 
 
-def failed_ids(path: Path) -> set[str]:
+def failed_ids(source: Source) -> set[str]:
     """Ids of the models and grid points whose last attempt failed."""
-    with open_store(path) as con:
+    with _connection(source) as con:
         return {r[0] for r in con.execute("SELECT model_id FROM models WHERE status = 'failed' UNION ALL "
                                           "SELECT grid_id FROM grid_points WHERE status = 'failed'").fetchall()}
 
@@ -147,11 +120,11 @@ GRID_SLOT_COLUMNS = ("task", "suite", "model_name", "config", "method", "variant
 Slot = tuple[Any, ...]
 
 
-def done_slots(path: Path) -> dict[Slot, tuple[str, str | None]]:
+def done_slots(source: Source) -> dict[Slot, tuple[str, str | None]]:
     """Every done model's and grid point's slot → (its id, its recorded settings as JSON text or None). A grid
     point's slot starts with 'grid'."""
     out: dict[Slot, tuple[str, str | None]] = {}
-    with open_store(path) as con:
+    with _connection(source) as con:
         for row in con.execute(f"SELECT {', '.join(SLOT_COLUMNS)}, model_id, settings::VARCHAR FROM models "
                                "WHERE status = 'done'").fetchall():
             out[tuple(row[:-2])] = (row[-2], row[-1])
@@ -162,11 +135,15 @@ def done_slots(path: Path) -> dict[Slot, tuple[str, str | None]]:
 
 
 @contextmanager
-def _connection(source: Source, *, migrate: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+def _connection(source: Source, *, migrate: bool = True,
+                timeout: float = DEFAULT_READ_TIMEOUT_S) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The connection of an open store (a command's), else the store at a path opened for this one read."""
     if isinstance(source, duckdb.DuckDBPyConnection):
         yield source
+    elif isinstance(source, StoreHandle):
+        yield source.con
     else:
-        with open_store(source, migrate=migrate) as con:
+        with open_store(source, migrate=migrate, timeout=timeout) as con:
             yield con
 
 
@@ -216,25 +193,25 @@ def read_meta(source: Source) -> dict[str, str]:
         return dict(con.execute("SELECT key, value FROM beluga_meta").fetchall())
 
 
-def recorded_pack_size(path: Path) -> int | None:
+def recorded_pack_size(source: Source) -> int | None:
     """The pack size ``[executor] pack = "auto"`` chose for the store's latest run that recorded one
-    (``runs.executor``), None where none did."""
-    if not path.is_file():
+    (``runs.executor``), None where none did (or there is no store at the path)."""
+    if isinstance(source, str | Path) and not Path(source).is_file():
         return None
-    with open_store(path) as con:
+    with _connection(source) as con:
         row = con.execute("""SELECT TRY_CAST(json_extract_string(executor, '$.pack.size') AS INTEGER) AS size
                              FROM runs WHERE json_extract_string(executor, '$.pack.setting') = 'auto'
                              AND size IS NOT NULL ORDER BY started_at DESC LIMIT 1""").fetchone()
     return None if row is None or row[0] is None else int(row[0])
 
 
-def measured_train_rate(path: Path) -> float | None:
+def measured_train_rate(source: Source) -> float | None:
     """Training examples × epochs per training second over the store's done models (``--dry-run``'s time
     estimates); None without a readable store or trained model."""
-    if not path.is_file():
+    if isinstance(source, str | Path) and not Path(source).is_file():
         return None
     try:
-        with open_store(path, timeout=2.0) as con:
+        with _connection(source, timeout=2.0) as con:
             row = con.execute("""SELECT sum((coalesce(n_train_iid, 0) + coalesce(n_train_suite, 0))
                                            * coalesce(TRY_CAST(hparams->>'epochs' AS DOUBLE), 1)),
                                         sum(train_seconds)

@@ -1,22 +1,20 @@
 """Storage of significance tests: rows of the ``significance_tests`` table (migration 3), read back through
 the views of views/50_significance.sql.
 
-Writes follow StoreWriter's rule: open, one transaction, commit, close, so a running ``beluga run`` and
-readers are held up for milliseconds only.
+Rows are written through the store a command holds open for writing (``opened.StoreHandle``), one transaction
+per call, all or none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from beluga_core import __version__ as BELUGA_VERSION
-from beluga_core.core.errors import BelugaError
-from beluga_core.store.connection import DEFAULT_LOCK_TIMEOUT_S, Store, table_names, utc_now
-from beluga_core.store.writer import StoreWriter
+from beluga_core.store.connection import table_names, utc_now
+from beluga_core.store.opened import StoreHandle
 
 TABLE = "significance_tests"
 VIEWS = ("significance_inputs", "significance_pairs", "significance")
@@ -59,14 +57,13 @@ def has_regression(con: duckdb.DuckDBPyConnection) -> bool:
 
 
 class SignificanceWriter:
-    """Writes significance rows into an existing store; each method is one open → transaction → close."""
+    """Writes significance rows into a store open for writing (its open migrated it and refreshed its views); each
+    method is one transaction."""
 
-    def __init__(self, path: str | Path, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> None:
-        self.path = Path(path)
-        if not self.path.exists():
-            raise BelugaError("no such result store", source=self.path)
-        # The writer migrates the store (an old one gets the table) and refreshes its views.
-        self.store: Store = StoreWriter(self.path, lock_timeout=lock_timeout).store
+    def __init__(self, store: StoreHandle) -> None:
+        if not store.writable:
+            raise ValueError(f"{store.path} is open read-only; significance rows need it open for writing")
+        self.store = store
 
     def write(self, rows: Sequence[Mapping[str, Any]]) -> tuple[int, list[str]]:
         """Insert (or replace) rows of ``significance_tests`` by ``comparison_id``; returns (rows kept, ids

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from beluga_core.data.splits import SuiteSplit
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case
 from beluga_core.store.rows import CaseRow, SplitRows, SuiteRow
 

@@ -85,6 +85,13 @@ class StoreWriter(PlanRecords):
     def in_memory(cls) -> StoreWriter:
         return cls(None)
 
+    @classmethod
+    def holding(cls, path: Path, con: duckdb.DuckDBPyConnection) -> StoreWriter:
+        """A writer on the read-write connection a command holds (``store.opened``), whose open migrated the store."""
+        writer = cls.__new__(cls)
+        writer.store = Store.holding(path, con)
+        return writer
+
     @property
     def path(self) -> Path:
         if self.store.path is None:
@@ -103,9 +110,14 @@ class StoreWriter(PlanRecords):
         with self.store.connection() as con:
             version = store_schema_version(con, self.store.where, SCHEMA_VERSION)
             if version is None:
-                _initialise(con)
+                initialise(con)
                 return
             upgrade(con, version)
+
+    @classmethod
+    def create(cls, path: Path) -> None:
+        """A new store at ``path`` (every migration applied), not opened (``store.opened.open_handle`` opens it)."""
+        cls._create_new(path)
 
     @staticmethod
     def _create_new(path: Path) -> None:
@@ -116,7 +128,7 @@ class StoreWriter(PlanRecords):
         try:
             con = duckdb.connect(str(tmp), config={"storage_compatibility_version": STORAGE_COMPATIBILITY})
             try:
-                _initialise(con)
+                initialise(con)
             finally:
                 con.close()
             try:
@@ -424,7 +436,7 @@ def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
                          f"{n_outside} of its outcomes are for cases outside that group, e.g. {examples}")
 
 
-def _initialise(con: duckdb.DuckDBPyConnection) -> None:
+def initialise(con: duckdb.DuckDBPyConnection) -> None:
     """A new store: every migration, the views and the creation facts, in one transaction."""
     with transaction(con):
         migrate(con, 0, in_open_transaction=True)
@@ -434,4 +446,4 @@ def _initialise(con: duckdb.DuckDBPyConnection) -> None:
         refresh_views(con)
 
 
-__all__ = ["GRID_COLUMNS", "MODEL_COLUMNS", "StoreWriter"]
+__all__ = ["GRID_COLUMNS", "MODEL_COLUMNS", "StoreWriter", "initialise"]

@@ -21,11 +21,11 @@ from beluga_core.config.schema import TaskSpec
 from beluga_core.contracts.attributions import word_scores
 from beluga_core.contracts.tasks import Task
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case, Input
 from beluga_core.evaluation.suites import load_checked_suite
 from beluga_core.planning.plan import make_task
-from beluga_core.store.reader import open_store
+from beluga_core.store.opened import StoreArg, held
 from beluga_core.store.selectors import select_one
 from beluga_core.stored_models.export import has_kept_weights, stored_model
 from beluga_core.training.models import load_tokenizer, pick_device
@@ -95,11 +95,14 @@ def _cases(con: duckdb.DuckDBPyConnection, suite: str, case_ids: list[str], grou
     return [Case.model_validate_json(rows[c]) for c in case_ids]
 
 
-def explain_store(store: Path, selectors: list[str], *, case_ids: list[str], group: str | None, methods: list[str],
-                  options: dict[str, dict[str, Any]], max_inputs: int, stored_only: bool = False,
+def explain_store(source: StoreArg, selectors: list[str], *, case_ids: list[str], group: str | None,
+                  methods: list[str], options: dict[str, dict[str, Any]], max_inputs: int, stored_only: bool = False,
                   all_inputs: bool = False) -> list[Explained]:
+    """The models ``selectors`` name in an open store (a path: opened for this call), each explained on the cases:
+    computed now where its weights were kept (unless ``stored_only``), else what its run stored."""
     out = []
-    with open_store(store) as con:
+    with held(source) as opened:
+        con, store = opened.con, opened.path
         for selector in selectors:
             row = select_one(con, selector, where=str(store))
             label = _label(row)

@@ -17,12 +17,13 @@ from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.tasks import Task
 from beluga_core.core.errors import BelugaError, format_validation_error
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import SuiteHeader
 from beluga_core.execution.worker import cache_dir_for, kept_from, weights_path
 from beluga_core.planning.plan import make_task
 from beluga_core.store.connection import expand_key_comparisons
-from beluga_core.store.reader import FAILED_JOBS, open_store
+from beluga_core.store.opened import StoreArg, held
+from beluga_core.store.reader import FAILED_JOBS
 from beluga_core.store.run_liveness import running_runs
 from beluga_core.store.selectors import select_one
 from beluga_core.training.checkpoint_file import CheckpointRejected, checkpoint_folder, peek
@@ -143,10 +144,11 @@ def stored_model(con: duckdb.DuckDBPyConnection, store: Path, m: dict[str, Any])
     return StoredModel(m, make_task(spec, Suite(header, [])), cfg, weights, config_from)
 
 
-def export_model(store: Path, selector: str, out: Path) -> Path:
-    """Write the model ``selector`` names as a checkpoint folder ``out`` (weights, config with label names,
-    tokenizer, README.md model card); returns ``out``."""
-    with open_store(store) as con:
+def export_model(source: StoreArg, selector: str, out: Path) -> Path:
+    """Write the model ``selector`` names in an open store (a path: opened for this call) as a checkpoint folder
+    ``out`` (weights, config with label names, tokenizer, README.md model card); returns ``out``."""
+    with held(source) as opened:
+        con, store = opened.con, opened.path
         m = select_one(con, selector, where=str(store))
         sm = stored_model(con, store, m)
         mid = m["model_id"]
@@ -212,10 +214,11 @@ def model_card(m: dict[str, Any], cfg: BenchmarkConfig, scores: list[tuple[Any, 
     return "\n".join(lines)
 
 
-def store_info(store: Path) -> dict[str, Any]:
+def store_info(source: StoreArg) -> dict[str, Any]:
     """Size, schema, runs (those recorded as running judged running or interrupted: ``unfinished``), models and rows
-    per table of a store, and what its cache folder holds."""
-    with open_store(store) as con:
+    per table of an open store (a path: opened for this call), and what its cache folder holds."""
+    with held(source) as opened:
+        con, store = opened.con, opened.path
         version = con.execute("SELECT value FROM beluga_meta WHERE key = 'schema_version'").fetchall()[0][0]
         tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
                                             "ORDER BY 1").fetchall()]

@@ -35,7 +35,7 @@ import duckdb
 import numpy as np
 
 from beluga_core.contracts.generators import Generator
-from beluga_core.data.suite.suite_io import load_suite, write_suite
+from beluga_core.data.suite.suite_files import load_suite, write_suite
 from beluga_core.evaluation.metrics import micro_f1_excluding
 from beluga_core.generators.attacks.adversarial import PWWS, HotFlip
 from beluga_core.generators.attacks.counterfactual import IGContrast

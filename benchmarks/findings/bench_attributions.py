@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from beluga_core.attributions.compute import Item, attribute, gold_class, make_methods, tokenizer_id
-from beluga_core.data.suite.suite_io import load_suite
+from beluga_core.data.suite.suite_files import load_suite
 from beluga_core.store.attribution_rows import write_attributions
 from beluga_core.store.reader import open_store
 from beluga_core.store.selectors import select_one

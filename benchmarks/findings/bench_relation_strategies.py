@@ -60,7 +60,7 @@ from beluga_core.analysis.replicates.intervals import (
     two_stage_interval,
 )
 from beluga_core.contracts.registries import GENERATORS
-from beluga_core.data.suite.suite_io import write_suite
+from beluga_core.data.suite.suite_files import write_suite
 from beluga_core.data.suite.suite_schema import Case
 from beluga_core.evaluation.metric_forms import MICRO_F1, MetricForm, class_parts
 from beluga_core.evaluation.metrics import micro_f1_excluding

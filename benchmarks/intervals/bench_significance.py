@@ -18,11 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from beluga_core.analysis.significance.comparison_tests import analyze_store, run_comparisons
 from beluga_core.analysis.significance.comparisons import REPLICATE, load_arms, pair_comparisons
-from beluga_core.analysis.significance.significance_run import analyze_store, run_comparisons
 from beluga_core.store.connection import aggregate_row
 from beluga_core.store.reader import open_store
-from beluga_core.store.significance import SignificanceWriter
 from benchmarks.harness import header, script_parser
 from tools.fixtures.synthetic_store import build_synthetic_store
 
@@ -30,7 +29,6 @@ from tools.fixtures.synthetic_store import build_synthetic_store
 def one_comparison(tmp: Path, rounds: int) -> float:
     store = tmp / "sentiment-scale.duckdb"
     build_synthetic_store(store, per_group=None, configs=("iid-plus-t",), scenarios=("seen",))
-    SignificanceWriter(store).ensure_schema()
     with open_store(store) as con:
         arms = load_arms(con)
         (comparison,) = [c for c in pair_comparisons(arms, ("iid-plus-t", "vanilla"), ("iid", "vanilla"), "standard")

@@ -50,7 +50,7 @@ import torch
 
 from beluga_core.contracts.tasks import TaskSettings
 from beluga_core.data.splits import sample_indices
-from beluga_core.data.suite.suite_io import load_suite
+from beluga_core.data.suite.suite_files import load_suite
 from beluga_core.tasks.sentiment import SentimentTask
 from beluga_core.training import precision
 from beluga_core.training.encode import Encoder

@@ -30,7 +30,7 @@ from beluga_core.cli.suite_check_cmd import check_suite
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.classification_data import load_classification_iid
-from beluga_core.data.suite.suite_io import Suite, load_suite, resolve_suite_path, write_suite
+from beluga_core.data.suite.suite_files import Suite, load_suite, resolve_suite_path, write_suite
 from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.evaluation.evaluate import evaluate_cases
 from benchmarks.harness import header, script_parser

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from beluga_core.config.load import load_config
 from beluga_core.core.hashing import digest
-from beluga_core.data.suite.suite_io import load_suite, write_suite
+from beluga_core.data.suite.suite_files import load_suite, write_suite
 from beluga_core.execution.worker import _seed_of
 from beluga_core.planning.jobs import legacy_iid_identity
 from beluga_core.planning.plan import build_plan

@@ -25,7 +25,7 @@ from beluga_core.config.load import load_config
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution.worker import Worker
 from beluga_core.orchestration.plan_summary import summarize_plan
-from beluga_core.orchestration.teachers import plan_run, start_model
+from beluga_core.orchestration.teachers import plan_with_stores, start_model
 from beluga_core.planning.plan import Plan, build_plan
 from beluga_core.planning.start_sources import StartModel
 
@@ -131,7 +131,7 @@ def test_a_run_starts_from_a_model_of_another_store(relation_store: Path, tmp_pa
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     iid = _iid_id(relation_store)
     config, store = _config(tmp_path, f"store:{relation_store}#iid/vanilla"), tmp_path / "adaptive.duckdb"
-    plan = plan_run(load_config(config).with_store_path(str(store)), config)
+    plan = plan_with_stores(load_config(config).with_store_path(str(store)), config)
     dry = io.StringIO()
     print_plan(summarize_plan(plan), Console(file=dry, width=200))   # what `beluga run --dry-run` prints
     assert (f"iid-plus-t: its 1 job(s) start from model {iid[:12]} (iid/vanilla@standard#42) of {relation_store}, "

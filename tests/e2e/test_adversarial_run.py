@@ -14,7 +14,7 @@ from scipy.stats import spearmanr
 from toy_targets import BagOfWords
 
 from beluga_core.contracts.generators import Source
-from beluga_core.data.suite.suite_io import load_suite
+from beluga_core.data.suite.suite_files import load_suite
 from beluga_core.generators.attacks.adversarial import (
     PWWS,
     HotFlip,

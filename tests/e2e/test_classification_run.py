@@ -78,7 +78,7 @@ def test_from_table_keeps_the_cases_without_a_value_at_a_crossing_level(
     """--crossing target_ident keeps every row (the default still drops the rows without a target), and a run
     holding target_ident out trains every fold on them, scores them in every other scenario and in none of the
     target_ident folds; the store check holds and the report renders, the scenario complete."""
-    from beluga_core.data.suite.suite_io import load_suite
+    from beluga_core.data.suite.suite_files import load_suite
 
     monkeypatch.setenv("COLUMNS", "200")
     table, n_rows, n_empty = _crossing_table(tmp_path / "functional.csv")

@@ -60,12 +60,12 @@ def test_the_probe_measures_what_one_worker_takes_and_auto_fits_workers_to_it(tm
 
     from beluga_core.config.load import load_config
     from beluga_core.execution.sizing import CONTEXT_BYTES, GiB, gpu_worker_memory
-    from beluga_core.orchestration.teachers import plan_run
+    from beluga_core.orchestration.teachers import plan_with_stores
 
     # The tiny sentiment run on a 2-layer MiniLM (the config's own toy model is too small for the bounds below).
     config = config_with(DATA / "tiny-sentiment.toml", tmp_path, {
         f'name = "{TOY_DIR.as_posix()}"': 'name = "embedded:minilm"\nconfig_overrides = { num_hidden_layers = 2 }'})
-    plan = plan_run(load_config(config), config.resolve())
+    plan = plan_with_stores(load_config(config), config.resolve())
     memory = gpu_worker_memory(plan, "cuda:0")
     assert memory.how.startswith("measured: a training step of embedded:minilm at batch"), memory.how
     assert len(memory.free) == torch.cuda.device_count() and all(f > GiB for f in memory.free)

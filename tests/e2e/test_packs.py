@@ -32,7 +32,7 @@ from beluga_core.config.load import load_config
 from beluga_core.contracts.registries import METHODS
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.orchestration.plan_summary import summarize_plan
-from beluga_core.orchestration.teachers import plan_run
+from beluga_core.orchestration.teachers import plan_with_stores
 from beluga_core.planning.pack_groups import form_packs, pack_key, why_not_packed
 from beluga_core.training import pack_layers, pack_rows, packed_training
 from beluga_core.training.loop import seed_everything, train_stage
@@ -263,7 +263,7 @@ def test_packs_group_jobs_by_base_start_method_and_hyper_parameters(tmp_path: Pa
     config = config_with(DATA / "tiny-packs.toml", tmp_path, {'configurations = ["iid-plus-t"]':
                                                               'configurations = ["iid", "iid-plus-t", "iid-then-t"]'},
                          append='\n[training.configurations.iid-then-t]\nlearning_rate = 2e-4\n')
-    plan = plan_run(load_config(config), config)
+    plan = plan_with_stores(load_config(config), config)
     jobs = plan.jobs
     lora = [j for j in jobs if j.method == "lora"]
     assert why_not_packed(next(j for j in jobs if j.method == "vanilla")) == \
@@ -300,7 +300,7 @@ def test_grid_points_over_learning_rates_pack(tmp_path: Path) -> None:
     config = config_with(DATA / "tiny-packs.toml", tmp_path, append=(
         "\n[grid]\nenabled = true\nbatch_size = [8]\nepochs = [1]\n"
         "[grid.methods.lora]\nlearning_rate = [2e-4, 5e-4, 1e-3]\n"))
-    plan = plan_run(load_config(config), config)
+    plan = plan_with_stores(load_config(config), config)
     grid = plan.grid_jobs
     assert len(grid) == 3 and len({json.dumps(j.hparams, sort_keys=True) for j in grid}) == 3
     assert {form_packs(grid, 4).of(j.id) for j in grid} == {tuple(j.id for j in grid)}

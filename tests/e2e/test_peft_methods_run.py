@@ -21,7 +21,7 @@ from toy_model import TOY_DIR
 from beluga_core.cli.plan_view import print_plan
 from beluga_core.config.load import load_config
 from beluga_core.orchestration.plan_summary import summarize_plan
-from beluga_core.orchestration.teachers import plan_run
+from beluga_core.orchestration.teachers import plan_with_stores
 from beluga_core.training.models import load_sequence_classifier
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -44,7 +44,7 @@ def test_a_real_run_keeps_and_exports_merged_plain_weights(tmp_path: Path,
         'store = "tiny-methods.duckdb"\n': "",
         "[executor]\n": '[store]\npath = "peft.duckdb"\nkeep_weights = "all"\n\n[executor]\n'}, append=RUN)
     store = tmp_path / "peft.duckdb"
-    plan = plan_run(load_config(config).with_store_path(str(store)), config)
+    plan = plan_with_stores(load_config(config).with_store_path(str(store)), config)
     dry = io.StringIO()
     print_plan(summarize_plan(plan), Console(file=dry, width=200))   # what `beluga run --dry-run` prints
     # 2 layers · 2 modules · (4·64 + 64·4) + the head's 130 = 2,178 of the toy BERT's 2,057,666 parameters.

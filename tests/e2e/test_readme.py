@@ -91,7 +91,7 @@ def test_the_docs_shell_commands_run_and_the_readme_config_plans(tmp_path: Path,
 
 def test_the_guide_generator_makes_a_suite(plugins: types.ModuleType, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from beluga_core.data.suite.suite_io import load_suite
+    from beluga_core.data.suite.suite_files import load_suite
 
     out = tmp_path / "shout.jsonl"
     code, _, err = run_cli(capsys, "suite", "generate", f"{MODULE}:ShoutOneWord", "--source", "builtin:sst2#val",

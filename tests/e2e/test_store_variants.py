@@ -277,9 +277,9 @@ def test_the_docs_document_every_trainer_member_and_count_the_methods() -> None:
 def _plan_ids(config: Path, store: Path) -> tuple[set[tuple[str, str]], set[str]]:
     """((the IID models' job id, training key), the other jobs' ids) of ``config`` planned for ``store``."""
     from beluga_core.config.load import load_config
-    from beluga_core.orchestration.teachers import plan_run
+    from beluga_core.orchestration.teachers import plan_with_stores
 
-    plan = plan_run(load_config(config).with_store_path(str(store.resolve())), config.resolve())
+    plan = plan_with_stores(load_config(config).with_store_path(str(store.resolve())), config.resolve())
     return ({(j.id, j.training_key) for j in plan.jobs if j.is_iid_model},
             {j.id for j in plan.jobs if not j.is_iid_model})
 
@@ -290,7 +290,7 @@ def test_the_iid_model_is_the_same_whatever_the_suite_and_the_folds_are_not(base
     another id (the suite it is scored on: one store can score it on two) and the same training seed. Its T_test is
     checked apart from its id: scored on other cases, it is not done."""
     from beluga_core.core.hashing import sorted_ids_digest
-    from beluga_core.data.suite.suite_io import load_suite, write_suite
+    from beluga_core.data.suite.suite_files import load_suite, write_suite
     from beluga_core.store.reader import done_ids
 
     suite = load_suite("builtin:sst2-phenomena")

@@ -15,7 +15,7 @@ import random
 import re
 from pathlib import Path
 
-from beluga_core.data.suite.suite_io import write_suite
+from beluga_core.data.suite.suite_files import write_suite
 from beluga_core.data.suite.suite_schema import Case, Expectation, SuiteHeader
 from beluga_core.tasks.sentiment import SentimentTask
 

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import cast
 
-from beluga_core.data.suite.suite_io import load_suite
+from beluga_core.data.suite.suite_files import load_suite
 
 DATA = Path(__file__).resolve().parents[2] / "beluga_core" / "data" / "builtin"
 SEED = 20240601

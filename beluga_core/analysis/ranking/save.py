@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from beluga_core import __version__ as BELUGA_VERSION
 from beluga_core.analysis.ranking.rank import REFERENCE, Ranking
 from beluga_core.core.hashing import digest
 from beluga_core.store.connection import utc_now
+from beluga_core.store.opened import StoreArg, held
 from beluga_core.store.rows import canonical_json
-from beluga_core.store.writer import StoreWriter
 
 
 def _num(x: float) -> float | None:
@@ -33,13 +32,13 @@ def inputs_digest(ranking: Ranking) -> str:
                    for g in ranking.groups])[:32]
 
 
-def save_ranking(store: Path, ranking: Ranking, *, source: str, task: str | None, suite: str,
+def save_ranking(store: StoreArg, ranking: Ranking, *, source: str, task: str | None, suite: str,
                  split_id: str | None = None) -> str:
-    """Store a ranking (replacing one with the same id, ``ranking_id``); returns its id."""
+    """Store a ranking (replacing one with the same id, ``ranking_id``) in the store the command holds open for
+    writing (a path: opened for this call); returns its id."""
     rid = ranking_id(source, task, suite, split_id, ranking)
     now = utc_now()
-    writer = StoreWriter(store)
-    with writer.store.transaction() as con:
+    with held(store, write=True) as opened, opened.transaction() as con:
         for table in ("fewshot_results", "fewshot_groups", "fewshot_summary", "fewshot_candidates",
                       "fewshot_rankings"):
             con.execute(f"DELETE FROM {table} WHERE rank_id = ?", [rid])

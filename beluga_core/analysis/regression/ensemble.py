@@ -22,7 +22,6 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -44,9 +43,8 @@ from beluga_core.execution.results import (
     Outcomes,
 )
 from beluga_core.store.connection import expand_key_comparisons
-from beluga_core.store.reader import open_store
+from beluga_core.store.opened import StoreArg, held
 from beluga_core.store.selectors import select_models
-from beluga_core.store.writer import StoreWriter
 
 RULES = ("vote", "mean")
 
@@ -209,12 +207,14 @@ def _specs(con: duckdb.DuckDBPyConnection, suite: str, case_ids: list[str]) -> l
     return [Case.model_validate_json(rows[c]) for c in case_ids]
 
 
-def build_ensemble(store: str | Path, spec: EnsembleSpec, *, run_id: str | None = None) -> list[str]:
-    """Write the ensemble's model rows (one per scenario group of its members) to ``store``; returns their ids."""
+def build_ensemble(store: StoreArg, spec: EnsembleSpec, *, run_id: str | None = None) -> list[str]:
+    """Write the ensemble's model rows (one per scenario group of its members) to ``store``, open for writing (a path:
+    opened for this call); returns their ids."""
     if spec.rule not in RULES:
         raise BelugaError(f"ensemble '{spec.name}': rule '{spec.rule}', expected one of {', '.join(RULES)}")
     results: list[JobResult] = []
-    with open_store(store) as con:
+    with held(store, write=True) as opened:
+        con = opened.con
         members = _members(con, spec)
         if len(members) < 2:
             raise BelugaError(f"ensemble '{spec.name}': its selectors name {len(members)} model(s); an ensemble "
@@ -270,5 +270,5 @@ def build_ensemble(store: str | Path, spec: EnsembleSpec, *, run_id: str | None 
             "SELECT model_id FROM models WHERE method = ? AND hparams->>'ensemble' = ? AND config = ? AND variant = ?",
             [spec.name, spec.name, first["config"], first["variant"]]).fetchall()
             if r[0] not in {x.id for x in results}]
-    StoreWriter(store).commit_many(results, run_id, replacing=stale)
+        opened.writer().commit_many(results, run_id, replacing=stale)
     return [r.id for r in results]

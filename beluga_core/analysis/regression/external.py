@@ -25,14 +25,14 @@ from beluga_core.core.constants import EXTERNAL_CONFIG, EXTERNAL_METHOD, OUTCOME
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import digest
 from beluga_core.core.io import jsonl_records
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.evaluation.evaluate import evaluate_cases
 from beluga_core.evaluation.prediction_files import read_predictions
 from beluga_core.execution.results import CasePredictions, IIDResult, JobResult, ModelRecord, Outcomes
+from beluga_core.store.opened import StoreHandle
 from beluga_core.store.reader import open_store
 from beluga_core.store.selectors import select_one
-from beluga_core.store.writer import StoreWriter
 
 SEPARATOR = "::"
 
@@ -42,8 +42,8 @@ def is_external(reference: str) -> bool:
     return SEPARATOR in reference or reference.endswith((".jsonl", ".jsonl.gz", ".json"))
 
 
-def import_model(store: Path, reference: str) -> str:
-    """Import ``reference`` into ``store``; returns the new (or refreshed) model id."""
+def import_model(store: StoreHandle, reference: str) -> str:
+    """Import ``reference`` into ``store``, open for writing; returns the new (or refreshed) model id."""
     if SEPARATOR in reference:
         other, _, selector = reference.partition(SEPARATOR)
         return _from_store(store, Path(other), selector)
@@ -54,8 +54,8 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[t
     return con.execute(sql, params).fetchall()
 
 
-def _from_store(store: Path, other: Path, selector: str) -> str:
-    if other.resolve() == store.resolve():
+def _from_store(store: StoreHandle, other: Path, selector: str) -> str:
+    if other.resolve() == store.path.resolve():
         raise BelugaError(f"--old {other}{SEPARATOR}{selector}: that is this store; name its model without the "
                           "store path")
     with open_store(other) as con:
@@ -73,8 +73,7 @@ def _from_store(store: Path, other: Path, selector: str) -> str:
                          [mid])
         predictions = _rows(con, "SELECT suite, case_id, input_idx, probs, answer FROM case_predictions "
                                  "WHERE model_id = ? ORDER BY suite, case_id, input_idx", [mid])
-    with open_store(store) as con:
-        _check_same_data(con, other, iid, outcomes)
+    _check_same_data(store.con, other, iid, outcomes)
     results = []
     for split in sorted({r[0] for r in iid}):
         rows = [r for r in iid if r[0] == split]
@@ -96,7 +95,7 @@ def _from_store(store: Path, other: Path, selector: str) -> str:
                          method=EXTERNAL_METHOD, scenario=STANDARD, seed=old["seed"], split_seed=old["split_seed"],
                          hparams={"provenance": provenance})
     outcome = Outcomes.of([r[1] for r in outcomes], [r[2] for r in outcomes], [r[3] for r in outcomes])
-    StoreWriter(store).commit(JobResult(record, outcome, results, predictions=kept))
+    store.writer().commit(JobResult(record, outcome, results, predictions=kept))
     return record.model_id
 
 
@@ -133,26 +132,26 @@ def _case_predictions(rows: list[tuple[Any, ...]]) -> list[CasePredictions]:
     return out
 
 
-def _from_predictions(store: Path, path: Path) -> str:
+def _from_predictions(store: StoreHandle, path: Path) -> str:
     """A predictions file judged on the store's T_test cases of the suite it names."""
     if not path.exists():
         raise BelugaError("no such predictions file", source=path)
-    with open_store(store) as con:
-        suites = _rows(con, """SELECT s.suite, s.label_space::VARCHAR, s.levels::VARCHAR, s.scoring_level,
-                                      s.input_kind, min(m.task)
-                               FROM suites s JOIN models m ON m.suite = s.suite GROUP BY ALL""", [])
-        if len(suites) != 1:
-            raise BelugaError(f"{store}: a predictions file can be imported into a store of one training suite; this "
-                              f"one has {len(suites)}")
-        name, space, levels, scoring, input_kind, task = suites[0]
-        test = [r[0] for r in _rows(con, """SELECT DISTINCT s.case_id FROM case_splits s JOIN splits p USING
-                                           (split_id) WHERE p.suite = ? AND s.part = 'test' AND s.kept
-                                           ORDER BY 1""", [name])]
-        specs = dict(_rows(con, "SELECT case_id, spec::VARCHAR FROM case_specs WHERE suite = ?", [name]))
-        split_seed = _rows(con, "SELECT min(seed) FROM splits WHERE suite = ?", [name])[0][0]
+    con = store.con
+    suites = _rows(con, """SELECT s.suite, s.label_space::VARCHAR, s.levels::VARCHAR, s.scoring_level,
+                                  s.input_kind, min(m.task)
+                           FROM suites s JOIN models m ON m.suite = s.suite GROUP BY ALL""", [])
+    if len(suites) != 1:
+        raise BelugaError(f"{store.path}: a predictions file can be imported into a store of one training suite; this "
+                          f"one has {len(suites)}")
+    name, space, levels, scoring, input_kind, task = suites[0]
+    test = [r[0] for r in _rows(con, """SELECT DISTINCT s.case_id FROM case_splits s JOIN splits p USING
+                                       (split_id) WHERE p.suite = ? AND s.part = 'test' AND s.kept
+                                       ORDER BY 1""", [name])]
+    specs = dict(_rows(con, "SELECT case_id, spec::VARCHAR FROM case_specs WHERE suite = ?", [name]))
+    split_seed = _rows(con, "SELECT min(seed) FROM splits WHERE suite = ?", [name])[0][0]
     missing = [c for c in test if c not in specs]
     if not test or missing:
-        raise BelugaError(f"{store}: its T_test cases of suite '{name}' have no stored definitions (case_specs); "
+        raise BelugaError(f"{store.path}: its T_test cases of suite '{name}' have no stored definitions (case_specs); "
                           "re-run the config with this beluga to record them")
     header = SuiteHeader(name=name, levels=json.loads(levels), scoring_level=scoring, input_kind=input_kind,
                          label_space=json.loads(space) if space else None, task=task)
@@ -174,5 +173,5 @@ def _from_predictions(store: Path, path: Path) -> str:
     record = ModelRecord(model_id="external-" + digest([str(path.resolve()), name])[:32], task=task, suite=name,
                          model_name=path.name, config=EXTERNAL_CONFIG, method=EXTERNAL_METHOD, scenario=STANDARD,
                          split_seed=split_seed, hparams={"provenance": {"predictions": str(path.resolve())}})
-    StoreWriter(store).commit(JobResult(record, outcomes, predictions=[CasePredictions(name, test, flat)]))
+    store.writer().commit(JobResult(record, outcomes, predictions=[CasePredictions(name, test, flat)]))
     return record.model_id

@@ -8,7 +8,6 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -28,10 +27,9 @@ from beluga_core.analysis.regression.flips import (
     rng_for,
 )
 from beluga_core.core.errors import BelugaError
-from beluga_core.store.connection import utc_now
-from beluga_core.store.reader import open_store
+from beluga_core.store.connection import transaction, utc_now
+from beluga_core.store.opened import StoreArg, held
 from beluga_core.store.selectors import select_models, select_one, selector_text
-from beluga_core.store.writer import StoreWriter
 
 ScenarioKey = tuple[str, str, str, int | None]   # config, method, scenario, seed
 
@@ -100,12 +98,17 @@ def _keys(models: Sequence[dict[str, Any]]) -> dict[ScenarioKey, list[dict[str, 
     return keys
 
 
-def compute(store: Path, *, old: str | None, new: Sequence[str], by: str | None, split: str, seed: int) -> Report:
+def compute(store: StoreArg, *, old: str | None, new: Sequence[str], by: str | None, split: str,
+            seed: int) -> Report:
+    """The report's rows, read from ``store`` (open for writing when ``old`` names a model to import into it; a
+    path: opened for this call)."""
     report = Report()
-    if old is not None and is_external(old):
-        report.imported = import_model(store, old)
-        old = report.imported
-    with open_store(store) as con:
+    importing = old is not None and is_external(old)
+    with held(store, write=importing) as opened:
+        if old is not None and importing:
+            report.imported = import_model(opened, old)
+            old = report.imported
+        con = opened.con
         old_row = select_one(con, old) if old is not None else None
         if new:
             models = [m for sel in new for m in select_models(con, sel)]
@@ -148,13 +151,18 @@ def compute(store: Path, *, old: str | None, new: Sequence[str], by: str | None,
     return report
 
 
-def run_tests(store: Path, report: Report, *, rounds: int, seed: int) -> None:
+def run_tests(store: StoreArg, report: Report, *, rounds: int, seed: int) -> None:
     """The paired randomization test of ΔNFR between every two new single-model rows that share their old model
-    and part; each stored in ``regression_tests`` with the models' finished_at digest."""
+    and part; each stored in ``regression_tests`` with the models' finished_at digest (``store`` open for writing;
+    a path: opened for this call)."""
+    with held(store, write=True) as opened:
+        _run_tests(opened.con, report, rounds=rounds, seed=seed)
+
+
+def _run_tests(con: duckdb.DuckDBPyConnection, report: Report, *, rounds: int, seed: int) -> None:
     singles = [r for r in report.rows if r.group is None]
-    with open_store(store) as con:
-        ids = {label: mid for mid, label in _label_ids(con)}
-        finished = dict(con.execute("SELECT model_id, finished_at FROM models").fetchall())
+    ids = {label: mid for mid, label in _label_ids(con)}
+    finished = dict(con.execute("SELECT model_id, finished_at FROM models").fetchall())
     rows: list[list[Any]] = []
     for i, a in enumerate(singles):
         for b in singles[i + 1:]:
@@ -173,10 +181,9 @@ def run_tests(store: Path, report: Report, *, rounds: int, seed: int) -> None:
                          test.nfr_b, test.nfr_a - test.nfr_b, test.n_discordant, test.p_value, rounds, seed,
                          _md5(stamp), utc_now(), BELUGA_VERSION])
     if rows:
-        writer = StoreWriter(store)
-        with writer.store.transaction() as con:
-            con.executemany("DELETE FROM regression_tests WHERE test_id = ?", [[r[0]] for r in rows])
-            con.executemany(f"INSERT INTO regression_tests VALUES ({', '.join('?' * 17)})", rows)
+        with transaction(con) as tx:
+            tx.executemany("DELETE FROM regression_tests WHERE test_id = ?", [[r[0]] for r in rows])
+            tx.executemany(f"INSERT INTO regression_tests VALUES ({', '.join('?' * 17)})", rows)
 
 
 def _stamp(value: Any) -> str:
@@ -205,9 +212,10 @@ def _align(p: Pairing, items: list[str]) -> Pairing:
     return Pairing(p.old[order], p.new[order], tuple(items))
 
 
-def centric(store: Path, selector: str, *, split: str, seed: int) -> tuple[Centric, dict[str, str]]:
+def centric(store: StoreArg, selector: str, *, split: str, seed: int) -> tuple[Centric, dict[str, str]]:
     """Centric selection among the models ``selector`` names (one per seed), on seeded halves of D_``split``."""
-    with open_store(store) as con:
+    with held(store) as opened:
+        con = opened.con
         models = select_models(con, selector)
         if len(models) < 3:
             raise BelugaError(f"--centric {selector}: names {len(models)} model(s); centric selection needs at "

@@ -25,6 +25,7 @@ from beluga_core.analysis.report.regression import RegressionLine, build_regress
 from beluga_core.analysis.report.report_data import ReportData, read_report_data, run_lines, scope_lines
 from beluga_core.analysis.report.seeds import SeedFigure, write_seed_figures
 from beluga_core.analysis.report.table3 import PARTIAL_NOTE, Table3, build_table3
+from beluga_core.store.opened import StoreArg
 
 PARTIAL = "†"
 CROSS_NOTE = ("Every model of the run is also evaluated on the eval suite: the IID (standard) and seen models on every "
@@ -122,7 +123,7 @@ def worst_groups_of(data: ReportData, maps: list[Heatmap]) -> dict[tuple[str, st
     return out
 
 
-def build_content(store: str | Path, figures_dir: Path, variant: str | None = None,
+def build_content(store: StoreArg, figures_dir: Path, variant: str | None = None,
                   data: ReportData | None = None) -> ReportContent:
     """Everything the report shows; ``data``: the store's rows when already read (the result site reads them once)."""
     data = data if data is not None else read_report_data(store, variant=variant)

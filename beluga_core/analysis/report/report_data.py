@@ -22,7 +22,8 @@ import duckdb
 from beluga_core.analysis.ranking.rank_inputs import grid_selected_on_seen
 from beluga_core.core.errors import BelugaError, did_you_mean
 from beluga_core.store.connection import aggregate_row, table_names, utc_now
-from beluga_core.store.reader import FAILED_JOBS, open_store
+from beluga_core.store.opened import StoreArg, held
+from beluga_core.store.reader import FAILED_JOBS
 from beluga_core.store.run_liveness import Liveness, running_runs
 from beluga_core.store.significance import has_cross, has_regression, has_significance
 
@@ -224,13 +225,14 @@ OUTSIDE_STARTS = """SELECT DISTINCT config, variant, settings->'start_from'->>'m
                     FROM models WHERE status = 'done' AND (settings->'start_from') IS NOT NULL ORDER BY ALL"""
 
 
-def read_report_data(store: str | Path, *, figures: bool = True, variant: str | None = None) -> ReportData:
-    """The rows a report shows, of one variant (``variant``, else the unnamed one or the store's only one);
-    ``figures=False`` (the terminal table) skips the heatmaps' inputs."""
-    store = Path(store)
-    with open_store(store) as con:
+def read_report_data(store: StoreArg, *, figures: bool = True, variant: str | None = None) -> ReportData:
+    """The rows a report shows, of one variant (``variant``, else the unnamed one or the store's only one), read from
+    the open ``store`` (a path: opened for this call); ``figures=False`` (the terminal table) skips the heatmaps'
+    inputs."""
+    with held(store) as opened:
+        con, path = opened.con, opened.path
         variants = store_variants(con)
-        v = pick_variant(variants, variant, store)
+        v = pick_variant(variants, variant, path)
 
         def rows(sql: str) -> list[dict[str, Any]]:
             return _dicts(con, sql, v)
@@ -244,11 +246,11 @@ def read_report_data(store: str | Path, *, figures: bool = True, variant: str | 
             significance = rows("SELECT * FROM significance")
             n_tests = int(aggregate_row(con, "SELECT count(*) FROM significance_tests WHERE variant = ?", [v])[0])
         degeneracy = rows("SELECT * FROM degeneracy_labels ORDER BY ALL")
-        data = ReportData(store, utc_now(), runs, int(n_done), int(n_failed),
+        data = ReportData(path, utc_now(), runs, int(n_done), int(n_failed),
                           table3, significance, n_tests, degeneracy, variant=v, variants=variants,
                           failed=rows(FAILED_JOBS))
         data.outside_starts = rows(OUTSIDE_STARTS)
-        data.unfinished = running_runs(con, store)
+        data.unfinished = running_runs(con, path)
         if "replicate_summary" in table_names(con):
             data.replicates = rows("SELECT * FROM replicate_summary WHERE grp = '' ORDER BY ALL" if not figures
                                    else "SELECT * FROM replicate_summary ORDER BY ALL")

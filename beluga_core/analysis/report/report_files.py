@@ -6,12 +6,13 @@ from pathlib import Path
 
 from beluga_core.analysis.report.content import ReportContent, build_content
 from beluga_core.analysis.report.report_data import ReportData
+from beluga_core.store.opened import StoreArg
 
 FORMATS = ("md", "html")
 FIGURES_DIR = "figures"
 
 
-def write_report(store: str | Path, out_dir: str | Path, fmt: str, variant: str | None = None,
+def write_report(store: StoreArg, out_dir: str | Path, fmt: str, variant: str | None = None,
                  data: ReportData | None = None) -> tuple[Path, ReportContent]:
     """Write ``report.md`` (figures linked) or ``report.html`` (figures embedded) and the figures (PNG and SVG
     under ``figures/``) into ``out_dir``; returns the report's path and what it shows."""

@@ -20,6 +20,7 @@ case chunks, the search index); writing them in one module keeps the names the s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -68,6 +69,7 @@ from beluga_core.analysis.report.table3 import (
     missing_pm_notes,
 )
 from beluga_core.core.errors import BelugaError
+from beluga_core.store.opened import StoreArg, StoreHandle, held
 
 ASSETS = Path(__file__).with_name("site_assets")
 ASSET_FILES = ("site.js", "site.css")
@@ -127,16 +129,18 @@ def _check_out(out: Path) -> None:
                           "wrote (it is replaced); this one holds other files", source=out)
 
 
-def write_site(store: Path, out: Path, *, variant: str | None = None, compare: Path | None = None,
+def write_site(store: StoreArg, out: Path, *, variant: str | None = None, compare: StoreArg | None = None,
                full_report: bool = True, progress: Callable[[str], None] | None = None) -> SiteSummary:
-    """Build the site of ``store`` (and ``compare``, a second store on the same site) into ``out``."""
+    """Build the site of ``store`` (and ``compare``, a second store on the same site) into ``out``; each an open
+    store, or a path opened for this call."""
     started = time.perf_counter()
-    stores = [store] + ([compare] if compare is not None else [])
-    for s in stores:
+    sources = [store] + ([compare] if compare is not None else [])
+    paths = [s.path if isinstance(s, StoreHandle) else Path(s) for s in sources]
+    for s in paths:
         if not s.exists():
             raise BelugaError("no such result store", source=s)
-    if compare is not None and compare.resolve() == store.resolve():
-        raise BelugaError("--compare names the store itself; give another store", source=compare)
+    if compare is not None and paths[1].resolve() == paths[0].resolve():
+        raise BelugaError("--compare names the store itself; give another store", source=paths[1])
     _check_out(out)
     say = progress or (lambda _: None)
     stage = out.parent / f".{out.name}.building-{os.getpid()}"
@@ -144,7 +148,9 @@ def write_site(store: Path, out: Path, *, variant: str | None = None, compare: P
         shutil.rmtree(stage)
     stage.mkdir(parents=True)
     try:
-        n_cases, n_arms = _build(stores, stage, variant, full_report, say)
+        with contextlib.ExitStack() as held_open:
+            stores = [held_open.enter_context(held(s)) for s in sources]
+            n_cases, n_arms = _build(stores, stage, variant, full_report, say)
         if out.exists():
             shutil.rmtree(out)
         stage.rename(out)
@@ -159,23 +165,24 @@ def write_site(store: Path, out: Path, *, variant: str | None = None, compare: P
                        n_arms, time.perf_counter() - started)
 
 
-def _build(stores: list[Path], root: Path, variant: str | None, full_report: bool,
+def _build(stores: list[StoreHandle], root: Path, variant: str | None, full_report: bool,
            say: Callable[[str], None]) -> tuple[int, int]:
     (root / "assets").mkdir()
     for name in ASSET_FILES:
         shutil.copyfile(ASSETS / name, root / "assets" / name)
     shutil.copyfile(ASSETS / "index.html", root / "index.html")
-    names = _store_names(stores)
+    paths = [s.path for s in stores]
+    names = _store_names(paths)
     datas: list[ReportData] = []
     for i, s in enumerate(stores):
-        say(f"reading the report views of {s}")
+        say(f"reading the report views of {s.path}")
         data = read_report_data(s, variant=variant)
         datas.append(data)
         if full_report:
-            say(f"drawing the full report of {s}")
+            say(f"drawing the full report of {s.path}")
             write_report(s, root / f"report-{i}", "html", data.variant, data)
     say("reading cases and outcomes")
-    shards = CaseShards(stores, [d.variant for d in datas], [d.layouts for d in datas])
+    shards = CaseShards(paths, [d.variant for d in datas], [d.layouts for d in datas])
     try:
         arms, suites = shards.arms, shards.suites
         suite_index = {x.name: x for x in suites}
@@ -186,7 +193,7 @@ def _build(stores: list[Path], root: Path, variant: str | None, full_report: boo
         manifest = {
             "title": " vs ".join(names), "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "chunk": CHUNK,
-            "stores": [{"name": n, "path": str(s), "variant": d.variant} for n, s, d in zip(names, stores, datas,
+            "stores": [{"name": n, "path": str(s), "variant": d.variant} for n, s, d in zip(names, paths, datas,
                                                                                              strict=True)],
             "arms": [a.as_json(several, names) for a in arms],
             "suites": [{"si": x.index, "name": x.name, "label_space": x.label_space, "scoring_level": x.scoring_level,

@@ -15,7 +15,6 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from rich import box
@@ -56,6 +55,7 @@ from beluga_core.analysis.report.table3 import (
     missing_pm_notes,
 )
 from beluga_core.core.constants import BASELINE, STANDARD, pair_order
+from beluga_core.store.opened import StoreArg
 
 MARKS = {"better": ("▲", "green"), "worse": ("▼", "red")}
 PARTIAL = "†"
@@ -63,7 +63,7 @@ ABBREVIATE_TO = 6         # scenario headers longer than this are abbreviated wh
 _UNBOUNDED = 10_000       # a width to measure a table's natural width at
 
 
-def print_g_table(store: Path, console: Console, variant: str | None = None) -> None:
+def print_g_table(store: StoreArg, console: Console, variant: str | None = None) -> None:
     """Print Table 3 of ``store`` (of one variant), its runs recorded as running (still going, or interrupted), its
     failed jobs and the degeneracy warnings (``beluga report`` and the end of a run)."""
     data = read_report_data(store, figures=False, variant=variant)
@@ -71,7 +71,7 @@ def print_g_table(store: Path, console: Console, variant: str | None = None) -> 
     for line in [*run_lines(data), *scope_lines(data)]:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not table.rows:
-        console.print(f"no finished models in {store} yet", highlight=False)
+        console.print(f"no finished models in {data.store} yet", highlight=False)
         return
     print_table3(table, console)
     print_cross_tables(build_cross_tables(data), console)

@@ -7,7 +7,7 @@ table; the ``significance`` view serves them next to live scores and marks stale
 
 from __future__ import annotations
 
-from beluga_core.analysis.significance.significance_run import (
+from beluga_core.analysis.significance.comparison_tests import (
     ALPHA,
     DEFAULT_ROUNDS,
     DEFAULT_SEED,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -27,7 +26,7 @@ from beluga_core.analysis.significance.tests_on_counts import (
     randomization_test,
 )
 from beluga_core.store.connection import expand_key_comparisons
-from beluga_core.store.reader import open_store
+from beluga_core.store.opened import StoreHandle
 from beluga_core.store.significance import SignificanceWriter
 
 _KEY = ("task", "suite", "model_name", "seed", "split_seed", "variant", "config", "method", "scenario",
@@ -97,19 +96,19 @@ def _test(r: dict[str, Any], suite: SuiteCounts, iid: IidCounts | None, rounds: 
             "beluga_version": f"{BELUGA_VERSION}+{TEST_ESTIMATOR}"}
 
 
-def analyze_cross(path: str | Path, *, rounds: int, seed: int, force: bool = False) -> tuple[int, int]:
-    """Compute the cross-suite tests the store calls for (those not current with these rounds and seed, or all
-    with ``force``); returns (computed and kept, already current)."""
-    with open_store(path) as con:
-        rows = _comparisons(con)
-        current = ("inputs_digest", rounds, seed, TEST_ESTIMATOR)
-        todo = [r for r in rows if force or (r["stored_digest"], r["stored_rounds"], r["stored_seed"],
-                                             r["stored_estimator"]) != (r[current[0]], *current[1:])]
-        if not todo:
-            return 0, len(rows)
-        suites = _suite_counts(con, todo)
-        pairs = [(_arm(r, r["config"], r["method"], r["scenario"]), _arm(r, *BASELINE)) for r in todo]
-        iids = iid_counts(con, pairs)
+def analyze_cross(store: StoreHandle, *, rounds: int, seed: int, force: bool = False) -> tuple[int, int]:
+    """Compute the cross-suite tests the store (open for writing) calls for (those not current with these rounds and
+    seed, or all with ``force``); returns (computed and kept, already current)."""
+    con = store.con
+    rows = _comparisons(con)
+    current = ("inputs_digest", rounds, seed, TEST_ESTIMATOR)
+    todo = [r for r in rows if force or (r["stored_digest"], r["stored_rounds"], r["stored_seed"],
+                                         r["stored_estimator"]) != (r[current[0]], *current[1:])]
+    if not todo:
+        return 0, len(rows)
+    suites = _suite_counts(con, todo)
+    pairs = [(_arm(r, r["config"], r["method"], r["scenario"]), _arm(r, *BASELINE)) for r in todo]
+    iids = iid_counts(con, pairs)
     tests = [_test(r, s, i, rounds, seed) for r, s, i in zip(todo, suites, iids, strict=True)]
-    kept, _ = SignificanceWriter(path).write_cross(tests)
+    kept, _ = SignificanceWriter(store).write_cross(tests)
     return kept, len(rows) - len(todo)

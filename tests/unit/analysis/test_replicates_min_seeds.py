@@ -15,8 +15,8 @@ from helpers import query, run_cli
 from store_builder import FUNCTIONALITIES, StoreBuilder, make_cases
 
 import beluga_core
+from beluga_core.analysis.replicates.cached_intervals import analyze_replicates
 from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS, default_kind
-from beluga_core.analysis.replicates.replicates_run import analyze_replicates
 
 VIEW = Path(beluga_core.__file__).parent / "store" / "sql" / "views" / "55_replicates.sql"
 

@@ -29,6 +29,7 @@ from beluga_core.analysis.significance import (
 )
 from beluga_core.analysis.significance.tests_on_counts import OUTCOMES, comparison_rng
 from beluga_core.cli.app import main
+from beluga_core.store.opened import open_handle
 from beluga_core.store.significance import SignificanceWriter
 from beluga_core.store.writer import StoreWriter
 
@@ -322,7 +323,8 @@ def test_write_drops_a_row_whose_inputs_changed_meanwhile(known: tuple[Path, dic
     (row,) = rows(path, "SELECT * EXCLUDE (current_digest, stale) FROM significance_pairs "
                         "WHERE scope = 'replicate' AND config = 'iid-plus-t' AND scenario = 'seen'")
     row["inputs_digest"] = "0" * 32       # as if a model had changed between the read and the write
-    kept, dropped = SignificanceWriter(path).write([row])
+    with open_handle(path, write=True) as opened:
+        kept, dropped = SignificanceWriter(opened).write([row])
     assert (kept, dropped) == (0, [row["comparison_id"]])
     (r,) = rows(path, "SELECT status FROM significance WHERE scope = 'replicate' AND config = 'iid-plus-t' "
                       "AND scenario = 'seen'")

@@ -13,7 +13,7 @@ from helpers import DATA, config_with, doc_blocks, query, run_cli
 
 from beluga_core.config.schema import EvalSuiteSpec
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.execution.results import CrossResult, IIDResult, JobResult, ModelRecord, Outcomes
 from beluga_core.planning.cross_evals import plan_eval_suite

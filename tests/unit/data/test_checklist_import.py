@@ -21,7 +21,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.data.checklist.importer import convert_suite, import_checklist
 from beluga_core.data.checklist.reading import read_checklist_file
 from beluga_core.data.checklist.specs import DOC_KEYS, TestSpec, known_tests, strip_doc_keys
-from beluga_core.data.suite.suite_io import BUILTIN_DIR, load_suite, write_suite
+from beluga_core.data.suite.suite_files import BUILTIN_DIR, load_suite, write_suite
 from beluga_core.evaluation.suites import load_checked_suite
 
 COUNTS = {  # cases, inputs, cases per test type (SUITES_SUMMARY.md / PROVENANCE.md)

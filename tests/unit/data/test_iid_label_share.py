@@ -17,7 +17,7 @@ from beluga_core.config.load import load_config
 from beluga_core.data.iid.classification_data import load_classification_iid
 from beluga_core.data.iid.label_share import MAJORITY_SHARE, label_counts, majority_label_warning
 from beluga_core.orchestration.coordinator import note_task_mismatch
-from beluga_core.orchestration.teachers import plan_run
+from beluga_core.orchestration.teachers import plan_with_stores
 
 LABELS = ("negative", "neutral", "positive")
 
@@ -88,7 +88,7 @@ def test_suite_info_and_the_run_warn(suite: Path, tmp_path: Path, capsys: pytest
 
     # The run itself: the plan `beluga run` builds (no dry run) carries it, and run_plan says it before training
     # (note_task_mismatch, before the run is recorded).
-    plan = plan_run(load_config(config), config.resolve())
+    plan = plan_with_stores(load_config(config), config.resolve())
     assert (plan.tasks[0].iid_note is not None) is warned
     out = io.StringIO()
     note_task_mismatch(plan, Console(file=out, width=400))

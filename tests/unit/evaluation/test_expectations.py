@@ -24,7 +24,7 @@ from checklist_samples import (
 
 from beluga_core.contracts.expectations import FAIL, PASS, SKIP, FlatPredictions, aggregate
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case, Expectation
 from beluga_core.evaluation.evaluate import evaluate_cases, parse_expectation, validate_suite_expectations
 from beluga_core.evaluation.sentiment_mapping import binary_target, binary_targets, binary_to_three

@@ -15,7 +15,7 @@ from checklist_samples import QQP_CORRECTIONS, header, sample
 from helpers import run_cli
 
 from beluga_core.contracts.expectations import FAIL, PASS, SKIP
-from beluga_core.data.suite.suite_io import write_suite
+from beluga_core.data.suite.suite_files import write_suite
 from beluga_core.evaluation.evaluate import evaluate_cases
 from beluga_core.evaluation.sentiment_mapping import binary_to_three
 

@@ -25,10 +25,10 @@ REPO = Path(__file__).resolve().parents[3]
 @pytest.fixture(scope="module")
 def plan() -> Plan:
     from beluga_core.config.load import load_config
-    from beluga_core.orchestration.teachers import plan_run
+    from beluga_core.orchestration.teachers import plan_with_stores
 
     config = DATA / "tiny-packs.toml"   # LoRA at batch 8, max_length 64
-    return plan_run(load_config(config), config.resolve())
+    return plan_with_stores(load_config(config), config.resolve())
 
 
 def _job(plan: Plan) -> str:

@@ -204,11 +204,11 @@ def test_the_longest_chain_starts_first() -> None:
 
 def test_jobs_are_weighed_by_what_they_train_on_and_the_iid_model_starts_first() -> None:
     from beluga_core.config.load import load_config
-    from beluga_core.orchestration.teachers import plan_run
+    from beluga_core.orchestration.teachers import plan_with_stores
     from beluga_core.planning.estimate import job_seconds
 
     config = DATA / "tiny-executors.toml"
-    plan = plan_run(load_config(config), config.resolve())
+    plan = plan_with_stores(load_config(config), config.resolve())
     cost = job_seconds(plan)
     inputs = {c.id: len(c.inputs) for c in plan.tasks[0].suite.cases}
     iid, fold = plan.jobs[0], next(j for j in plan.jobs if j.config == "iid-plus-t")

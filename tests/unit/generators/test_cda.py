@@ -16,7 +16,7 @@ from toy_targets import PartialTarget
 from beluga_core.contracts.generators import Source, SourceInstance, TokenScores
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.splits import PART_KEY, split_suite
-from beluga_core.data.suite.suite_io import Suite
+from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.generators.attacks.counterfactual import CounterfactualAugmentation, IGContrast
 from beluga_core.generators.perturbations.entity_perturbations import EntitySwap

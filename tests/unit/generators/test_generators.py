@@ -17,7 +17,7 @@ from helpers import run_cli
 from beluga_core.contracts.generators import Source, SourceInstance
 from beluga_core.data.iid.relation_instances import Entity, RelationInstance, parse_marked
 from beluga_core.data.splits import split_suite
-from beluga_core.data.suite.suite_io import load_suite, resolve_suite_path
+from beluga_core.data.suite.suite_files import load_suite, resolve_suite_path
 from beluga_core.evaluation.suites import load_checked_suite
 from beluga_core.generators.generation_sources import read_source
 from beluga_core.generators.perturbations.context_perturbations import Context, CueRemoval, tfidf_rules
@@ -153,7 +153,7 @@ def test_context_changes_only_the_words_between_the_entities() -> None:
 
 def _generate(limit: int, seed: int) -> bytes:
     from beluga_core.contracts.registries import GENERATORS
-    from beluga_core.data.suite.suite_io import dump_records
+    from beluga_core.data.suite.suite_files import dump_records
 
     gens = [(g, GENERATORS.get(g)()) for g in ("entity-swap", "context", "only-entity", "masked-entity",
                                               "cue-removal")]

@@ -13,7 +13,7 @@ from helpers import REPO
 
 from beluga_core.contracts.generators import Source, SourceInstance
 from beluga_core.core.errors import BelugaError
-from beluga_core.data.suite.suite_io import load_suite, resolve_suite_path
+from beluga_core.data.suite.suite_files import load_suite, resolve_suite_path
 from beluga_core.generators.generation_sources import read_source
 from beluga_core.generators.s2lct.capabilities import SearchRule, load_spec, matcher, transform
 from beluga_core.generators.s2lct.lexicon import Lexicon
@@ -131,7 +131,7 @@ def test_generator_cases_groups_expectations_and_determinism(monkeypatch: pytest
     monkeypatch.setattr(lexicon, "load_lexicon", lambda spec="vader": TOY)
 
     def made(seed: int) -> bytes:
-        from beluga_core.data.suite.suite_io import dump_records
+        from beluga_core.data.suite.suite_files import dump_records
 
         out = generate(_toy_source(), [("s2lct", S2LCT({"seeds": 0}))], seed=seed, name="toy")
         return "\n".join(dump_records(out.header, out.cases)).encode()
@@ -319,7 +319,7 @@ def test_expansion_flips_pair_each_expansion_with_its_seed(tmp_path: Path) -> No
     """Seeds and expansions by hand: two seeds of one capability, three expansions; pass-to-fail per model."""
     from helpers import query
 
-    from beluga_core.data.suite.suite_io import case_json
+    from beluga_core.data.suite.suite_files import case_json
     from beluga_core.data.suite.suite_schema import Case
     from beluga_core.execution.results import JobResult, ModelRecord, Outcomes
     from beluga_core.store.rows import CaseRow, SuiteRow

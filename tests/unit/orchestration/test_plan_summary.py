@@ -11,7 +11,7 @@ from helpers import DATA, config_with
 from beluga_core.config.load import load_config
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.orchestration.plan_summary import StoreState, summarize_plan
-from beluga_core.orchestration.teachers import plan_run
+from beluga_core.orchestration.teachers import plan_with_stores
 from beluga_core.planning.jobs import JobKind
 from beluga_core.planning.plan import Plan
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def _plan(tmp_path: Path, config: str, replace: dict[str, str] | None = None) -> Plan:
     path = config_with(DATA / config, tmp_path, replace)
-    return plan_run(load_config(path).with_store_path(str(tmp_path / "summary.duckdb")), path)
+    return plan_with_stores(load_config(path).with_store_path(str(tmp_path / "summary.duckdb")), path)
 
 
 def test_the_summary_counts_tiny_steps_per_phase_kind_and_step(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from beluga_core.config.load import parse_config
 from beluga_core.data.splits import halves, split_counts, split_suite
-from beluga_core.data.suite.suite_io import Suite, load_suite
+from beluga_core.data.suite.suite_files import Suite, load_suite
 from beluga_core.planning.plan import Plan, build_plan, make_folds
 
 CONFIG = """

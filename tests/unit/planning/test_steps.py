@@ -13,7 +13,7 @@ from helpers import DATA, config_with, run_cli
 from beluga_core.config.load import load_config
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution.step_runners import run_step
-from beluga_core.orchestration.teachers import plan_run
+from beluga_core.orchestration.teachers import plan_with_stores
 from beluga_core.planning.jobs import JobKind
 from beluga_core.planning.plan import Plan, build_plan
 from beluga_core.planning.steps import (
@@ -130,7 +130,7 @@ def _distill_from(tmp_path: Path, teacher: str, extra: str = "") -> Path:
 def test_outside_teachers_are_resolved_when_the_plan_is_built(tmp_path: Path) -> None:
     (tmp_path / "teacher.pt").write_bytes(b"")
     config = _distill_from(tmp_path, "path:teacher.pt")
-    plan = plan_run(load_config(config), config)
+    plan = plan_with_stores(load_config(config), config)
     assert plan.teachers == {"path:teacher.pt": str(tmp_path / "teacher.pt")}
     # Planning cannot read stores: without the resolver of the layer that can, such a plan is refused.
     with pytest.raises(BelugaError, match="without a teacher resolver"):

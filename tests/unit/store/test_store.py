@@ -487,7 +487,7 @@ def test_new_store_is_readable_by_duckdb_1x(tmp_path: Path) -> None:
 
 
 def test_suite_rows_record_gold_labels(writer: StoreWriter) -> None:
-    from beluga_core.data.suite.suite_io import Suite
+    from beluga_core.data.suite.suite_files import Suite
     from beluga_core.data.suite.suite_schema import Case, SuiteHeader
     from beluga_core.evaluation.gold import case_gold
     from beluga_core.store.suite_rows import suite_rows

@@ -1,9 +1,9 @@
 """Compute the significance tests a store calls for and store them with their provenance.
 
-``analyze_store`` is what ``beluga analyze`` and the end of ``beluga run`` call: it reads the paired counts
-in one short read-only connection, runs the tests in numpy, and writes the rows in one short transaction
-(``SignificanceWriter``), so it can run beside a ``beluga run`` that is still writing. Rows whose inputs,
-rounds and seed are unchanged are kept, not recomputed.
+``analyze_store`` is what ``beluga analyze`` and the end of ``beluga run`` call: it reads the paired counts, runs
+the tests in numpy, and writes the rows in one transaction (``SignificanceWriter``), all on the store the command
+holds open for writing (``store.opened``; a run's writer waits for it). Rows whose inputs, rounds and seed are
+unchanged are kept, not recomputed.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -37,7 +36,7 @@ from beluga_core.analysis.significance.tests_on_counts import (
     randomization_test,
 )
 from beluga_core.store.connection import sql_file
-from beluga_core.store.reader import open_store
+from beluga_core.store.opened import StoreArg, held
 from beluga_core.store.significance import SignificanceWriter, has_significance
 
 DEFAULT_ROUNDS = 10_000
@@ -147,19 +146,21 @@ def _run_one(c: Comparison, arms: dict[Arm, str], suite_of: dict[tuple[Arm, Arm]
     }
 
 
-def analyze_store(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
+def analyze_store(store: StoreArg, *, rounds: int = DEFAULT_ROUNDS, seed: int = DEFAULT_SEED,
                   pairs: Sequence[tuple[ConfigMethod, ConfigMethod]] = (), baseline: bool = True,
                   force: bool = False) -> AnalysisSummary:
-    """Compute and store the significance tests of a store (against the IID baseline, and for ``pairs``).
+    """Compute and store the significance tests of a store (against the IID baseline, and for ``pairs``); ``store``
+    is open for writing (a path: opened for this call).
 
     Tests already stored for the same inputs, rounds and seed are kept unless ``force``.
     """
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
     started = time.perf_counter()
-    writer = SignificanceWriter(path)
     summary = AnalysisSummary()
-    with open_store(path) as con:
+    with held(store, write=True) as opened:
+        writer = SignificanceWriter(opened)
+        con = opened.con
         arms = load_arms(con)
         comparisons = plan_comparisons(arms, pairs, baseline=baseline)
         stored = {r[0]: r[1:] for r in con.execute(
@@ -168,8 +169,8 @@ def analyze_store(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: int =
         todo = [c for c in comparisons
                 if force or stored.get(c.comparison_id) != (c.digest(arms), rounds, seed, TEST_ESTIMATOR)]
         rows = run_comparisons(con, todo, arms, rounds=rounds, seed=seed) if todo else []
-    kept, dropped = writer.write(rows)
-    summary.n_cross_computed, summary.n_cross_kept = analyze_cross(path, rounds=rounds, seed=seed, force=force)
+        kept, dropped = writer.write(rows)
+        summary.n_cross_computed, summary.n_cross_kept = analyze_cross(opened, rounds=rounds, seed=seed, force=force)
     summary.n_comparisons = len(comparisons)
     summary.n_computed = kept
     summary.n_kept = len(comparisons) - len(todo)
@@ -179,27 +180,28 @@ def analyze_store(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: int =
     return summary
 
 
-def compare(path: str | Path, a: ConfigMethod | str, b: ConfigMethod | str, *, rounds: int = DEFAULT_ROUNDS,
+def compare(source: StoreArg, a: ConfigMethod | str, b: ConfigMethod | str, *, rounds: int = DEFAULT_ROUNDS,
             seed: int = DEFAULT_SEED, base_scenario: str | None = "auto",
             store: bool = True) -> list[dict[str, Any]]:
     """Test configuration-method ``a`` against ``b`` (per replicate and scenario, and means over tasks).
 
     ``base_scenario``: B's scenario for every comparison; None pairs each of A's scenarios with B's same
     scenario; "auto" picks 'standard' when B has no other (an IID-style model), else None. With ``store``
-    the rows are also written to the store (see the ``significance_pairs`` view). Returns the rows.
+    the rows are also written to the store (see the ``significance_pairs`` view; ``source`` is then open for
+    writing, a path opened so for this call). Returns the rows.
     """
     a = parse_config_method(a) if isinstance(a, str) else a
     b = parse_config_method(b) if isinstance(b, str) else b
-    writer = SignificanceWriter(path) if store else None
-    with open_store(path) as con:
+    with held(source, write=store) as opened:
+        con = opened.con
         if not store:
             _views_in_memory(con)
         arms = load_arms(con)
         b_scenario = default_base_scenario(arms, b) if base_scenario == "auto" else base_scenario
         comparisons = pair_comparisons(arms, a, b, b_scenario)
         rows = run_comparisons(con, comparisons, arms, rounds=rounds, seed=seed)
-    if writer is not None:
-        writer.write(rows)
+        if store:
+            SignificanceWriter(opened).write(rows)
     return rows
 
 

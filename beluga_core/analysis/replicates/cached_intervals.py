@@ -1,15 +1,15 @@
 """Compute every cell's intervals over seeds (and its difference from the IID baseline) and cache them.
 
 ``analyze_replicates`` is called by ``beluga analyze`` and the end of ``beluga run``, beside the significance
-tests: it reads the cells in one short read-only connection, computes in numpy, and writes the
-``replicate_intervals`` rows in one short transaction. Rows whose inputs, rounds and seed are unchanged are kept.
+tests: it reads the cells, computes in numpy, and writes the ``replicate_intervals`` rows in one transaction, on the
+store the command holds open for writing (``store.opened``). Rows whose inputs, rounds and seed are unchanged are
+kept.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 from beluga_core import __version__ as BELUGA_VERSION
@@ -23,7 +23,7 @@ from beluga_core.analysis.replicates.intervals import (
 from beluga_core.analysis.replicates.seed_rows import Cell, cell_digests, load_cells, load_parts
 from beluga_core.analysis.significance.comparisons import BASELINE
 from beluga_core.analysis.significance.tests_on_counts import comparison_rng
-from beluga_core.store.reader import open_store
+from beluga_core.store.opened import StoreArg, held
 from beluga_core.store.significance import REPLICATE_COLUMNS, SignificanceWriter
 
 # Case-bootstrap rounds: the hierarchical interval needs the variance of the seed mean over cases, the cases
@@ -120,11 +120,12 @@ def _stale(cell: Cell, digests: dict[Cell, str], stored: dict[str, tuple[Any, ..
     return pair is not None and pair != (_pair_digest(digests[cell], digests[base]), rounds, seed, ESTIMATOR)
 
 
-def analyze_replicates(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: int = 0,
+def analyze_replicates(store: StoreArg, *, rounds: int = DEFAULT_ROUNDS, seed: int = 0,
                        force: bool = False) -> tuple[int, int]:
-    """Compute the replicate intervals a store calls for; returns (rows computed, cells already current)."""
-    writer = SignificanceWriter(path)
-    with open_store(path) as con:
+    """Compute the replicate intervals a store (open for writing; a path: opened for this call) calls for; returns
+    (rows computed, cells already current)."""
+    with held(store, write=True) as opened:
+        con = opened.con
         digests = cell_digests(con)
         # An interval of an earlier estimator (its tag after the version) is recomputed like a stale one.
         stored = {r[0]: tuple(r[1:]) for r in con.execute(
@@ -139,9 +140,9 @@ def analyze_replicates(path: str | Path, *, rounds: int = DEFAULT_ROUNDS, seed: 
         cells = load_cells(con, needed) if needed else {}
         mine = {c for c in digests if interval_id(c, None, "s_suite", "") in todo}
         parts = {source: load_parts(con, mine, source) for source in EXTRA} if mine else {}
-    rows = replicate_rows(cells, digests, rounds=rounds, seed=seed, todo=todo)
-    rows += extra_rows(parts, digests, rounds=rounds, seed=seed)
-    written, _ = writer.write_replicates(rows)
+        rows = replicate_rows(cells, digests, rounds=rounds, seed=seed, todo=todo)
+        rows += extra_rows(parts, digests, rounds=rounds, seed=seed)
+        written, _ = SignificanceWriter(opened).write_replicates(rows)
     return written, len(digests) - len(todo)
 
 
