@@ -36,7 +36,6 @@ runs; "× alone" in the table) and LoRA against full fine-tuning. A run of a few
 from __future__ import annotations
 
 import json
-import math
 import multiprocessing as mp
 import os
 import resource
@@ -147,35 +146,9 @@ def measure(mode: str, precision_name: Precision, device: str, k: int, workers: 
             "examples": examples, "rate": examples / wall, "peak": max(g["peak"] for g in got)}
 
 
-# Paired runs below which no interval, so no verdict, is given.
-MIN_PAIRED = 3
-
-
-def paired_ratio(a: list[float], b: list[float]) -> tuple[float, float, float]:
-    """The ratio of rates a / b over runs paired by repeat (each repeat ran both, one after the other, so a drift of
-    the machine's speed cancels): its geometric mean and 95 % t-interval (needs MIN_PAIRED runs)."""
-    from scipy import stats
-
-    logs = [math.log(x / y) for x, y in zip(a, b, strict=True)]
-    mean = statistics.fmean(logs)
-    half = stats.t.ppf(0.975, len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
-
-
-def speed_verdict(a: list[float], b: list[float], what: str) -> str:
-    """"faster", "slower" or "not resolved" for rates a against b, from the paired interval alone (never from
-    medians: two medians of runs this noisy differ by chance); with fewer than MIN_PAIRED paired runs, none."""
-    if len(a) < MIN_PAIRED:
-        return (f"{what}: no verdict ({len(a)} run(s); a verdict needs {MIN_PAIRED} or more paired runs: "
-                f"--repeats {MIN_PAIRED})")
-    ratio, lo, hi = paired_ratio(a, b)
-    verdict = "faster" if lo > 1 else "slower" if hi < 1 else "not resolved"
-    return (f"{what}: {ratio:.2f}× [{lo:.2f}, {hi:.2f}] (95 % interval over {len(a)} paired runs: "
-            f"{', '.join(f'{x / y:.2f}' for x, y in zip(a, b, strict=True))}) → {verdict}")
-
-
 def main() -> None:
-    from benchmarks.harness import header, script_parser  # here: the spawned members import this module
+    # here: the spawned members import this module
+    from benchmarks.harness import header, script_parser, speed_verdict
 
     parser = script_parser(__doc__, full=True)
     parser.add_argument("--ks", type=int, nargs="+", default=[1, 2, 4, 8, 16])

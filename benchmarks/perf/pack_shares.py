@@ -124,7 +124,7 @@ def main() -> None:
 
     import torch
 
-    from benchmarks.perf.bench_pack import paired_ratio
+    from benchmarks.harness import paired_ratio
 
     torch.set_num_threads(len(__import__("os").sched_getaffinity(0)))
     print(header("fp32"), flush=True)
