@@ -2,14 +2,14 @@
 
     python -m benchmarks.testing.suite_side_by_side BASE_COMMIT [--head COMMIT] [--pairs 3] [--out DIR]
 
-Each side is a fresh clone of its commit (``../shared`` linked beside it when this checkout has one, so both see
-the same data), run with the README's pytest command (``python -m pytest -q``, the project's xdist settings) and
-that clone first on ``PYTHONPATH``, so the installed environment is shared and only the code differs. Runs
-alternate A B B A … so that the machine's drift (benchmarks/findings/RESULTS.md: ~20 % within an hour on this VM) falls on
-both sides alike. The script prints each run's wall time from outside, the per-pair ratio head / base, and the verdict
+Each side is a fresh clone of its commit (``../shared`` linked beside it when this checkout has one, so both see the
+same data), run with the README's pytest command (``python -m pytest -q``, the project's xdist settings) and that
+clone first on ``PYTHONPATH``, so the installed environment is shared and only the code differs. Runs alternate A B
+B A … so that the machine's drift (benchmarks/findings/RESULTS.md: ~20 % within an hour on this VM) falls on both
+sides alike. The script prints each run's wall time from outside, the per-pair ratio head / base, and the verdict
 from the harness's paired interval (the speed of head against base: its geometric mean and 95 % t interval over
-pairs; "not resolved" while the interval holds 1; none below the harness's MIN_PAIRED pairs). A run that fails
-stops the script.
+pairs; "not resolved" while the interval holds 1; none below the harness's MIN_PAIRED pairs). A run that fails stops
+the script.
 """
 
 from __future__ import annotations
