@@ -40,7 +40,7 @@ def regress(
     in SQL."""
     from beluga_core.analysis.regression.regress import centric as run_centric
     from beluga_core.analysis.regression.regress import compute, run_tests
-    from beluga_core.analysis.report.terminal import print_value_table
+    from beluga_core.analysis.report.renderers.terminal_tables import print_value_table
     from beluga_core.core.errors import BelugaError
 
     if split not in ("test", "val"):

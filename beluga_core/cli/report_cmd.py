@@ -40,7 +40,7 @@ def report(
     if fmt is None:
         if out is not None:
             raise BelugaError("--out needs --format md, html or site")
-        from beluga_core.analysis.report.terminal import print_g_table
+        from beluga_core.analysis.report.renderers.terminal import print_g_table
 
         print_g_table(store, Console(), variant)
         return
@@ -58,5 +58,6 @@ def report(
                              progress=lambda line: console.print(line, style="dim", markup=False, highlight=False))
         console.print(summary.line(), markup=False, highlight=False)
         return
-    path, content = write_report(store, out, fmt, variant)
-    Console().print(f"wrote {path} ({len(content.figures)} heatmap(s) as PNG and SVG in {path.parent / 'figures'})")
+    path, report = write_report(store, out, fmt, variant)
+    n = len(report.figures("heatmaps"))
+    Console().print(f"wrote {path} ({n} heatmap(s) as PNG and SVG in {path.parent / 'figures'})")
