@@ -53,7 +53,6 @@ class Table:
     baseline_first: bool = False      # the first row is the IID baseline (shaded in HTML)
     abbreviate: bool = True           # terminal: value headers may be abbreviated to fit
     same_headers: bool = False        # terminal: abbreviate as the table before it did, so the two read alike
-    key_label: str = ""               # terminal: the key of abbreviated headers under the table ("Scenarios")
     empty: str = ""                   # shown instead of a table without rows ("" shows nothing)
 
     @property
@@ -102,7 +101,6 @@ class Section:
     title: str
     notes: list[str] = field(default_factory=list)      # under the title
     blocks: list[Block] = field(default_factory=list)   # the document form
-    footnotes: list[str] = field(default_factory=list)  # under the blocks
     brief: list[Block] = field(default_factory=list)    # the terminal's form; empty: not in the terminal table
     data: dict[str, object] = field(default_factory=dict)   # rows only the result site's pages draw (heatmaps)
 
@@ -112,7 +110,7 @@ class Section:
 
     def texts(self) -> list[str]:
         """Every title and note of the section (for the test that renderers hold none of them)."""
-        out = [self.title, *self.notes, *self.footnotes]
+        out = [self.title, *self.notes]
         for b in [*self.blocks, *self.brief]:
             if isinstance(b, Table):
                 out += [b.title, *b.notes, b.empty]

@@ -56,10 +56,11 @@ def _table(section: Section, t: Table, suites: dict[str, SuiteInfo]) -> dict[str
 
 
 def _g_table(section: Section) -> dict[str, Any]:
+    """The G table as the page draws it (linking its G cells to scenario pages): its first note is the legend."""
     (t,) = section.tables
     n = t.numeric_from
     return {
-        "title": section.title, "legend": text(section.notes[0]), "notes": section.notes[1:-1],
+        "title": section.title, "legend": text(section.notes[0]), "notes": [text(n) for n in section.notes[1:]],
         "columns": [c.key for c in t.columns[n:]],
         "rows": [{"config": r[0].text, "method": r[1].text,
                   "cells": [{"t": cell_text(c), "mark": c.mark, "bold": c.bold, "from": c.shown_from}
