@@ -44,7 +44,7 @@ def rank(
     from beluga_core.analysis.ranking.rank_inputs import load_store_groups
     from beluga_core.analysis.ranking.ranking_accuracy import TIES
     from beluga_core.analysis.ranking.save import save_ranking
-    from beluga_core.analysis.report.terminal import print_over_seeds, print_ranking
+    from beluga_core.analysis.report.renderers.terminal_tables import print_over_seeds, print_ranking
     from beluga_core.cli.explain_cmd import dotted_options
     from beluga_core.core.errors import BelugaError
     from beluga_core.store.opened import open_handle

@@ -60,7 +60,7 @@ def _regress(opened: StoreHandle, console: Console, *, old: str | None, new: lis
              rounds: int, seed: int, centric: str | None) -> None:
     from beluga_core.analysis.regression.regress import centric as run_centric
     from beluga_core.analysis.regression.regress import compute, run_tests
-    from beluga_core.analysis.report.terminal import print_value_table
+    from beluga_core.analysis.report.renderers.terminal_tables import print_value_table
 
     report = compute(opened, old=old, new=new, by=by, split=split, seed=seed)
     if report.imported:

@@ -43,7 +43,7 @@ def report(
     if fmt is None:
         if out is not None:
             raise BelugaError("--out needs --format md, html or site")
-        from beluga_core.analysis.report.terminal import print_g_table
+        from beluga_core.analysis.report.renderers.terminal import print_g_table
 
         with open_handle(store) as opened:
             print_g_table(opened, Console(), variant)
@@ -66,5 +66,6 @@ def report(
         console.print(summary.line(), markup=False, highlight=False)
         return
     with open_handle(store) as opened:
-        path, content = write_report(opened, out, fmt, variant)
-    Console().print(f"wrote {path} ({len(content.figures)} heatmap(s) as PNG and SVG in {path.parent / 'figures'})")
+        path, report = write_report(opened, out, fmt, variant)
+    n = len(report.figures("heatmaps"))
+    Console().print(f"wrote {path} ({n} heatmap(s) as PNG and SVG in {path.parent / 'figures'})")

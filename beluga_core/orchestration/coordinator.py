@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from beluga_core.analysis.refresh import refresh_after_run
 from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble
-from beluga_core.analysis.report.terminal import print_g_table
+from beluga_core.analysis.report.renderers.terminal import print_g_table
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.hashing import sorted_ids_digest
 from beluga_core.data.suite.suite_files import case_json

@@ -21,7 +21,7 @@ from rich.console import Console
 from beluga_core.analysis.ranking.rank import REFERENCE, Ranking, rank_groups, signal_specs
 from beluga_core.analysis.ranking.rank_inputs import load_store_groups
 from beluga_core.analysis.ranking.save import save_ranking
-from beluga_core.analysis.report.terminal import print_ranking
+from beluga_core.analysis.report.renderers.terminal_tables import print_ranking
 from beluga_core.config.load import load_config
 from beluga_core.store.reader import open_store
 from benchmarks.harness import REPO, Benchmark, Run

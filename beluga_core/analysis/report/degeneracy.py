@@ -1,10 +1,10 @@
 """The degeneracy check (docs/method.md, "Scores"): predicted labels on D_test and on MFT cases against gold.
 
 The rule and every number are the store's: the ``degeneracy`` view decides, per replicate, whether a
-prediction set collapsed (its comment states the rule; ``content.degeneracy_rule`` words it for readers), and
-``degeneracy_labels`` sums the label counts over replicates and folds, with label names (``label_names``) and
-gold shares (gold labels are in ``cases``). A configuration-method-scenario is flagged when its set collapsed
-in some replicate. This module only groups those rows for display.
+prediction set collapsed (its comment states the rule; ``sections.degeneracy.degeneracy_rule`` words it for
+readers), and ``degeneracy_labels`` sums the label counts over replicates and folds, with label names
+(``label_names``) and gold shares (gold labels are in ``cases``). A configuration-method-scenario is flagged when
+its set collapsed in some replicate. This module only groups those rows for display.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Everything a report shows, fetched from the store's views in one short read-only connection.
+"""The store's rows a report is built from, fetched from its views in one short read-only connection; what the
+report shows of them is ``sections`` (its sections, built once for every format).
 
 Reports compute no score: every number is a column of a view (views/40_report.sql: ``table3``,
 ``scenario_summary``, ``pass_rate_summary``, ``worst_groups``, ``degeneracy_labels``; and ``significance``).

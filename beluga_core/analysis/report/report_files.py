@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from beluga_core.analysis.report.content import ReportContent, build_content
 from beluga_core.analysis.report.report_data import ReportData
+from beluga_core.analysis.report.sections import Report, read_report
 from beluga_core.store.opened import StoreArg
 
 FORMATS = ("md", "html")
@@ -13,21 +13,21 @@ FIGURES_DIR = "figures"
 
 
 def write_report(store: StoreArg, out_dir: str | Path, fmt: str, variant: str | None = None,
-                 data: ReportData | None = None) -> tuple[Path, ReportContent]:
+                 data: ReportData | None = None) -> tuple[Path, Report]:
     """Write ``report.md`` (figures linked) or ``report.html`` (figures embedded) and the figures (PNG and SVG
     under ``figures/``) into ``out_dir``; returns the report's path and what it shows."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {fmt!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    content = build_content(store, out / FIGURES_DIR, variant, data)
+    report = read_report(store, out / FIGURES_DIR, variant, data)
     if fmt == "md":
-        from beluga_core.analysis.report.markdown import render_markdown
+        from beluga_core.analysis.report.renderers.markdown import render_markdown
 
-        path, text = out / "report.md", render_markdown(content, out)
+        path, text = out / "report.md", render_markdown(report, out)
     else:
-        from beluga_core.analysis.report.html import render_html
+        from beluga_core.analysis.report.renderers.html import render_html
 
-        path, text = out / "report.html", render_html(content)
+        path, text = out / "report.html", render_html(report)
     path.write_text(text, encoding="utf-8")
-    return path, content
+    return path, report

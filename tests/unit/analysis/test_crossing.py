@@ -121,13 +121,13 @@ def test_table3_shows_the_baseline_and_seen_on_the_crossing_levels_cases(one_see
 
 
 def test_the_reports_place_and_explain_the_restricted_columns(one_seed: Path, tmp_path: Path) -> None:
-    from beluga_core.analysis.report.content import worst_groups_of
-    from beluga_core.analysis.report.figures import heatmaps
+    from beluga_core.analysis.report.g_table import Column, build_g_table, crossing_notes
+    from beluga_core.analysis.report.heatmaps import heatmaps
     from beluga_core.analysis.report.report_data import read_report_data
-    from beluga_core.analysis.report.table3 import Column, build_table3, crossing_notes
+    from beluga_core.analysis.report.sections.worst_groups import worst_groups_of
 
     data = read_report_data(one_seed)
-    table = build_table3(data)
+    table = build_g_table(data)
     assert [c.label for c in table.task_columns(TASK)] == ["i.i.d.", "G seen", "G target", "G seen (target cases)"]
     seen_on_target = Column(TASK, "seen", "target")
     assert table.cell(("lora", "vanilla"), seen_on_target).value == pytest.approx(0.8)
@@ -193,8 +193,8 @@ def test_aligned_keeps_the_cases_both_cells_have() -> None:
 def test_a_held_out_scenario_with_folds_missing_is_compared_on_the_cases_it_has(tmp_path: Path) -> None:
     """Not a crossing level, the same rule: the Δ beside a test is the tested one; Table 3, whose baseline figure is
     over every case, drops a mark its two figures contradict."""
+    from beluga_core.analysis.report.g_table import Column, build_g_table
     from beluga_core.analysis.report.report_data import read_report_data
-    from beluga_core.analysis.report.table3 import Column, build_table3
 
     store = partial_store(tmp_path / "s.duckdb")
     refresh(store, rounds=ROUNDS)
@@ -205,7 +205,7 @@ def test_a_held_out_scenario_with_folds_missing_is_compared_on_the_cases_it_has(
     (test,) = _dicts(store, """SELECT delta_g, n_cases FROM significance_tests WHERE scope = 'replicate'
                                AND scenario = 'functionality'""")
     assert (test["n_cases"], test["delta_g"]) == (40, pytest.approx(row["delta_g"], abs=1e-12))
-    table = build_table3(read_report_data(store, figures=False))
+    table = build_g_table(read_report_data(store, figures=False))
     cell = table.cell(("part", "vanilla"), Column("sentiment", "functionality"))
     base = table.cell(("iid", "vanilla"), Column("sentiment", "functionality"))
     assert cell.partial and cell.value == pytest.approx(g(0.5, 0.8)) and base.value == pytest.approx(g(0.62, 0.8))

@@ -27,13 +27,14 @@ from store_builder import (
 )
 
 from beluga_core.analysis.refresh import refresh
-from beluga_core.analysis.report.content import pct
 from beluga_core.analysis.report.degeneracy import degeneracy_rows, format_distribution
-from beluga_core.analysis.report.figures import DPI, draw_heatmap, heatmaps
+from beluga_core.analysis.report.g_table import AVG, IID, Column, build_g_table
+from beluga_core.analysis.report.heatmaps import DPI, draw_heatmap, heatmaps
+from beluga_core.analysis.report.renderers.terminal import print_g_table
 from beluga_core.analysis.report.report_data import read_report_data
 from beluga_core.analysis.report.report_files import write_report
-from beluga_core.analysis.report.table3 import AVG, IID, Column, build_table3
-from beluga_core.analysis.report.terminal import print_g_table
+from beluga_core.analysis.report.section import pct
+from beluga_core.analysis.report.sections.worst_groups import worst_groups_of
 from beluga_core.analysis.significance import analyze_store
 from beluga_core.cli.app import main
 from beluga_core.core.constants import BASELINE
@@ -67,7 +68,7 @@ def html_report(store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_table3_rows_columns_marks_and_bold(store: Path) -> None:
-    t = build_table3(read_report_data(store))
+    t = build_g_table(read_report_data(store))
     assert t.rows[0] == ("iid", "vanilla")                       # the IID baseline first
     assert [c.label for c in t.columns] == [IID, "G seen", "G class", "G functionality", AVG]
     perfect = ("iid-plus-t", "vanilla")
@@ -96,7 +97,7 @@ def test_table3_values_are_the_views_means(tmp_path: Path) -> None:
             for scenario in ("seen", "class"):
                 b.add("iid-then-t", "vanilla", scenario, perturb(base, rng, 0.4),
                       [rng.random() < 0.8 for _ in range(40)] if scenario == "seen" else None, task=task, seed=seed)
-    t = build_table3(read_report_data(b.path, figures=False))
+    t = build_g_table(read_report_data(b.path, figures=False))
     g = fetch_dicts(b.path, "g_scores")
 
     def mean(key: str, task: str, config: str, scenario: str) -> float:
@@ -152,7 +153,7 @@ def test_the_avg_mark_over_seeds_is_the_seed_level_interval(tmp_path: Path) -> N
         half = 12.706 * statistics.stdev(d) / 2 ** 0.5     # t(0.975, 1 df) · sd / √2
         lo, hi = statistics.fmean(d) - half, statistics.fmean(d) + half
         assert (lo > 0) == (expected == "better") and hi > 0, (config, d, lo, hi)
-        assert build_table3(data).cell((config, "vanilla"), Column(None, AVG)).mark == expected, config
+        assert build_g_table(data).cell((config, "vanilla"), Column(None, AVG)).mark == expected, config
     assert "Avg. over two or more seeds: the seed-level t interval" in print_table_text(b.path)
 
 
@@ -166,7 +167,7 @@ def test_a_figure_over_equal_seeds_says_why_it_has_no_interval(tmp_path: Path) -
         for scenario in ("seen", "class"):
             b.add("iid-then-t", "vanilla", scenario, arm, correct if scenario == "seen" else None, seed=seed)
     refresh(b.path, rounds=ROUNDS, seed=0)
-    t = build_table3(read_report_data(b.path, figures=False))
+    t = build_g_table(read_report_data(b.path, figures=False))
     cell = t.cell(("iid-then-t", "vanilla"), Column("sentiment", "class"))
     assert cell.n_seeds == 2 and cell.pm is None and cell.mark is None
     text = " ".join(print_table_text(b.path).split())
@@ -221,7 +222,7 @@ def wide_stores(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...
 @pytest.mark.parametrize("methods", WIDE_METHODS, ids=["one", "three"])
 def test_terminal_table_fits_80_columns(wide_stores: dict[tuple[str, ...], Path], methods: tuple[str, ...]) -> None:
     path = wide_stores[methods]
-    table = build_table3(read_report_data(path, figures=False))
+    table = build_g_table(read_report_data(path, figures=False))
     assert len(table.rows) == 4 and len([c for c in table.columns if c.is_g]) == 5
     g_values = {pct(c.value) for (_, col), c in table.cells.items() if col.is_g or col.scenario == AVG}
     plain = Console(file=io.StringIO(), width=80)                      # a CI log: no terminal
@@ -418,13 +419,13 @@ def test_suite_with_its_own_levels(tmp_path: Path) -> None:
     for scenario in ("seen", "demographic"):
         b.add("iid-plus-t", "vanilla", scenario, perturb(base, rng, 0.4), [True] * 60 if scenario == "seen" else None)
     analyze_store(path, rounds=ROUNDS)
-    out, content = write_report(path, tmp_path / "out", "html")
-    layout = content.data.layouts["reviews"]
+    out, report = write_report(path, tmp_path / "out", "html")
+    layout = report.data.layouts["reviews"]
     assert layout.scoring_level == "domain" and layout.parent_level is None
     assert [g.name for g in layout.groups] == ["books", "films", "music"]
-    assert {h.scenario for h in content.heatmaps} == {"seen", "demographic"}
-    worst = content.worst_groups()[("sentiment", "reviews", "demographic")]
-    h = next(h for h in content.heatmaps if h.scenario == "demographic")
+    assert {h.scenario for h in report.heatmaps} == {"seen", "demographic"}
+    worst = worst_groups_of(report.data, report.heatmaps)[("sentiment", "reviews", "demographic")]
+    h = next(h for h in report.heatmaps if h.scenario == "demographic")
     row = h.rows.index(("iid-plus-t", "vanilla"))
     assert worst[("iid-plus-t", "vanilla")].value == pytest.approx(np.nanmin(h.values[row, 1:]))
     text = out.read_text(encoding="utf-8")

@@ -242,11 +242,11 @@ window.BELUGA = window.BELUGA || {};
         el("p", null, "Store ", el("code", null, o.path), o.variant ? " (variant " + o.variant + ")" : "", ". ",
           o.report ? link("The full report, with every figure", o.report) : null),
         o.status.map(note),
-        el("h2", null, "i.i.d. score and G per scenario (%) — Table 3"), note(o.table3.legend), o.table3.notes.map(note),
+        el("h2", null, o.table3.title), note(o.table3.legend), o.table3.notes.map(note),
         note("A G cell opens its configuration × method × scenario page."),
         table3(o.table3, st)]);
       painted("overview", main);
-      if (o.heatmaps.length) append(main, el("h2", null, "Pass rate per scoring group — Figure 1"));
+      if (o.heatmaps.length) append(main, el("h2", null, o.heatmaps_title));
       o.heatmaps.forEach(function (h) { append(main, heatmap(h, st)); });
       o.sections.forEach(function (t) { append(main, section(t)); });
       if (s.suites.length) {

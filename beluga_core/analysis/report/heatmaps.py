@@ -1,4 +1,4 @@
-"""The paper's Figure 1: one heatmap per task × scenario of scoring-group pass rates.
+"""The pass-rate heatmaps (the paper's Figure 1): one per task × scenario of scoring-group pass rates.
 
 Rows are configuration-method pairs (the IID baseline first, with its standard-scenario pass rates);
 columns are the average (s_T) and then every scoring group, numbered in suite order and kept together by the

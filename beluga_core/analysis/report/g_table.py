@@ -1,4 +1,4 @@
-"""The paper's Table 3 as data: i.i.d. score and G per scenario for every configuration-method, per task,
+"""The G table as data (the paper's Table 3): i.i.d. score and G per scenario for every configuration-method, per task,
 plus the Avg. column; significance marks from the ``significance`` view; the best value per column.
 
 The one builder of the table, for the terminal and the Markdown / HTML reports alike. Every value, its
@@ -62,7 +62,7 @@ class Cell:
 
 
 @dataclass
-class Table3:
+class GTable:
     tasks: list[str]
     columns: list[Column]
     rows: list[Pair]
@@ -100,7 +100,7 @@ def _column(row: dict[str, Any]) -> Column:
     return Column(row["task"], row["scenario"])
 
 
-def crossing_notes(table: Table3) -> list[str]:
+def crossing_notes(table: GTable) -> list[str]:
     """What a crossing level's column compares, for every report's legend (docs/method.md, "Scenarios and folds")."""
     levels = sorted({c.cases_of for c in table.columns if c.cases_of})
     pm = ("; both without ±: the stored intervals are over every case" if any(c.pm is not None for c in
@@ -111,7 +111,7 @@ def crossing_notes(table: Table3) -> list[str]:
             "cases, as are the test and the interval against the baseline." for level in levels]
 
 
-def build_table3(data: ReportData) -> Table3:
+def build_g_table(data: ReportData) -> GTable:
     rows = data.table3
     tasks = sorted({r["task"] for r in rows if r["task"] is not None})
     pairs = pair_order({(r["config"], r["method"]) for r in rows})
@@ -123,7 +123,7 @@ def build_table3(data: ReportData) -> Table3:
                                          (Column(task, s), *([Column(task, "seen", s)] if s in crossing else []))]]
     if any(r["kind"] == "avg" for r in rows):
         columns.append(Column(None, AVG))
-    table = Table3(tasks, columns, pairs, has_significance=data.n_tests > 0)
+    table = GTable(tasks, columns, pairs, has_significance=data.n_tests > 0)
     marks = significance_marks(data.significance)
     avg_over_seeds = avg_seed_marks(data.significance)
     own, diff = replicate_cells(data.replicates)
@@ -158,7 +158,7 @@ def build_table3(data: ReportData) -> Table3:
     return table
 
 
-def _agree_with_the_baseline(table: Table3) -> None:
+def _agree_with_the_baseline(table: GTable) -> None:
     """Keep a mark only where the figures set side by side bear it out: its direction is the sign of the cell's value
     minus the IID baseline's in the same column. They do wherever the test's cases are the column's (every complete
     scenario, crossing levels included); a held-out scenario with folds missing (†) is tested on the cases it has,
@@ -257,7 +257,7 @@ def _span(seeds: list[int]) -> str:
     return "–".join(map(str, sorted({seeds[0], seeds[-1]})))
 
 
-def difference_rule(table: Table3) -> str:
+def difference_rule(table: GTable) -> str:
     """What decides a ▲ / ▼ over seeds, for the legends: the difference's interval paired by seed, hierarchical
     from HIERARCHICAL_MIN_SEEDS seeds on, the seed-level t below (and why); the Avg. column's (AVG_RULE)."""
     seeds = [c.n_seeds for c in table.cells.values() if c.n_seeds >= 2]
@@ -278,7 +278,7 @@ AVG_PM_NOTE = ("Avg.: the mean of the G columns, without ± (no interval is stor
                "mark over seeds is the seed-level t interval of its per-seed differences.")
 
 
-def missing_pm_notes(table: Table3) -> list[str]:
+def missing_pm_notes(table: GTable) -> list[str]:
     """Why Table 3's figures over seeds without ± have none: the cells whose seeds agreed (named), and Avg."""
     names = [f"{config}/{method} {col.label}" + (f" ({col.task})" if len(table.tasks) > 1 else "")
              for ((config, method), col), c in table.cells.items()
@@ -289,7 +289,7 @@ def missing_pm_notes(table: Table3) -> list[str]:
     return notes
 
 
-def interval_notes(table: Table3) -> list[str]:
+def interval_notes(table: GTable) -> list[str]:
     """What the ± of Table 3 is (docs/method.md, "Replicates"): over seeds then cases, the seed-level t where there
     are too few seeds for that (and why), and, for one training run, that it is one draw."""
     seeds = sorted({c.n_seeds for c in table.cells.values() if c.pm is not None})
