@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from beluga_core.analysis.report.g_table import Pair, agreed
+from beluga_core.analysis.report.g_table_data import Pair, agreed
 from beluga_core.core.constants import BASELINE, FIXED_SCENARIOS, STANDARD, pair_order, parse_only, scenario_order
 
 

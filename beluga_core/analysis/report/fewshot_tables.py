@@ -14,7 +14,7 @@ import numpy as np
 from beluga_core.analysis.ranking.over_seeds import NOTE as OVER_SEEDS_NOTE
 from beluga_core.analysis.ranking.over_seeds import over_seeds
 from beluga_core.analysis.ranking.save import interval, percent
-from beluga_core.analysis.report.heatmaps import save_figure, slug
+from beluga_core.analysis.report.heatmap_figures import save_figure, slug
 
 FEWSHOT_NOTE = ("Which model blind to a group will do best there, predicted from n of its cases (a probe drawn from "
                 "the group's T_train ∪ T_val, which none of them trained on): per signal, the share of model pairs "

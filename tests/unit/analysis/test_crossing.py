@@ -121,8 +121,8 @@ def test_table3_shows_the_baseline_and_seen_on_the_crossing_levels_cases(one_see
 
 
 def test_the_reports_place_and_explain_the_restricted_columns(one_seed: Path, tmp_path: Path) -> None:
-    from beluga_core.analysis.report.g_table import Column, build_g_table, crossing_notes
-    from beluga_core.analysis.report.heatmaps import heatmaps
+    from beluga_core.analysis.report.g_table_data import Column, build_g_table, crossing_notes
+    from beluga_core.analysis.report.heatmap_figures import heatmaps
     from beluga_core.analysis.report.report_data import read_report_data
     from beluga_core.analysis.report.sections.worst_groups import worst_groups_of
 
@@ -193,7 +193,7 @@ def test_aligned_keeps_the_cases_both_cells_have() -> None:
 def test_a_held_out_scenario_with_folds_missing_is_compared_on_the_cases_it_has(tmp_path: Path) -> None:
     """Not a crossing level, the same rule: the Δ beside a test is the tested one; Table 3, whose baseline figure is
     over every case, drops a mark its two figures contradict."""
-    from beluga_core.analysis.report.g_table import Column, build_g_table
+    from beluga_core.analysis.report.g_table_data import Column, build_g_table
     from beluga_core.analysis.report.report_data import read_report_data
 
     store = partial_store(tmp_path / "s.duckdb")

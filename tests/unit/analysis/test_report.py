@@ -27,9 +27,9 @@ from store_builder import (
 )
 
 from beluga_core.analysis.refresh import refresh
-from beluga_core.analysis.report.degeneracy import degeneracy_rows, format_distribution
-from beluga_core.analysis.report.g_table import AVG, IID, Column, build_g_table
-from beluga_core.analysis.report.heatmaps import DPI, draw_heatmap, heatmaps
+from beluga_core.analysis.report.degeneracy_rows import degeneracy_rows, format_distribution
+from beluga_core.analysis.report.g_table_data import AVG, IID, Column, build_g_table
+from beluga_core.analysis.report.heatmap_figures import DPI, draw_heatmap, heatmaps
 from beluga_core.analysis.report.renderers.terminal import print_g_table
 from beluga_core.analysis.report.report_data import read_report_data
 from beluga_core.analysis.report.report_files import write_report

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from beluga_core.analysis.report.heatmaps import Heatmap
+from beluga_core.analysis.report.heatmap_figures import Heatmap
 from beluga_core.analysis.report.report_data import ReportData
 from beluga_core.analysis.report.section import MARKERS, PARTIAL, Cell, Section, Table, pct
 from beluga_core.analysis.report.sections import Report

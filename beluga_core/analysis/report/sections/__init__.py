@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from beluga_core.analysis.report.heatmaps import Heatmap
+from beluga_core.analysis.report.heatmap_figures import Heatmap
 from beluga_core.analysis.report.report_data import ReportData, read_report_data
 from beluga_core.analysis.report.section import Figure, Section
 from beluga_core.analysis.report.sections import (
@@ -20,7 +20,7 @@ from beluga_core.analysis.report.sections import (
     degeneracy,
     fewshot,
     g_table,
-    heatmaps_section,
+    heatmaps,
     regression,
     scoring_groups,
     seeds,
@@ -63,7 +63,7 @@ class Report:
 # The report's sections in order. Tests add one here (monkeypatch) to see it in every format.
 SECTIONS: list[Entry] = [
     Entry(status.build, terminal=True), Entry(g_table.build, terminal=True), Entry(worst_groups.build),
-    Entry(heatmaps_section.build), Entry(seeds.build), Entry(cross.build_cross, terminal=True),
+    Entry(heatmaps.build), Entry(seeds.build), Entry(cross.build_cross, terminal=True),
     Entry(cross.build_alignment_section), Entry(cross.build_only, terminal=True), Entry(regression.build),
     Entry(fewshot.build), Entry(attributions.build), Entry(degeneracy.build, terminal=True),
     Entry(scoring_groups.build)]

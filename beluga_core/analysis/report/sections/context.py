@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from beluga_core.analysis.report.g_table import GTable, build_g_table
-from beluga_core.analysis.report.heatmaps import FigureFiles, Heatmap, heatmaps, write_heatmaps
+from beluga_core.analysis.report.g_table_data import GTable, build_g_table
+from beluga_core.analysis.report.heatmap_figures import FigureFiles, Heatmap, heatmaps, write_heatmaps
 from beluga_core.analysis.report.report_data import ReportData
 
 

@@ -14,7 +14,7 @@ from beluga_core.analysis.report.cross_tables import (
     build_cross_tables,
     build_only_matrices,
 )
-from beluga_core.analysis.report.heatmaps import MatrixFigure, slug, write_matrices
+from beluga_core.analysis.report.heatmap_figures import MatrixFigure, slug, write_matrices
 from beluga_core.analysis.report.section import (
     Block,
     Cell,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from beluga_core.analysis.report.degeneracy import (
+from beluga_core.analysis.report.degeneracy_rows import (
     DegeneracyRow,
     collapsed_summary,
     degeneracy_rows,

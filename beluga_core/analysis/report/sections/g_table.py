@@ -4,7 +4,7 @@ of what is shown (``g_table.build_g_table`` builds the table itself, for every f
 
 from __future__ import annotations
 
-from beluga_core.analysis.report.g_table import (
+from beluga_core.analysis.report.g_table_data import (
     AVG,
     PARTIAL_NOTE,
     Cell,

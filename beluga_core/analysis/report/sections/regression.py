@@ -3,8 +3,8 @@ model's old model, and NFR per scoring group as figures (``report.regression`` s
 
 from __future__ import annotations
 
-from beluga_core.analysis.report.heatmaps import write_matrices
-from beluga_core.analysis.report.regression import REGRESSION_NOTE, VOTE_NOTE, build_regression
+from beluga_core.analysis.report.flip_rates import REGRESSION_NOTE, VOTE_NOTE, build_regression
+from beluga_core.analysis.report.heatmap_figures import write_matrices
 from beluga_core.analysis.report.section import Block, Cell, Column, Figure, Paragraph, Section, Table, pct
 from beluga_core.analysis.report.sections.context import Context
 

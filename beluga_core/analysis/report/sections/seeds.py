@@ -3,10 +3,10 @@ the mean over seeds and its interval (``report.seeds`` draws the figures)."""
 
 from __future__ import annotations
 
-from beluga_core.analysis.report.g_table import interval_notes
+from beluga_core.analysis.report.g_table_data import interval_notes
 from beluga_core.analysis.report.section import Figure, Section
 from beluga_core.analysis.report.sections.context import Context
-from beluga_core.analysis.report.seeds import write_seed_figures
+from beluga_core.analysis.report.seed_figures import write_seed_figures
 
 
 def build(ctx: Context) -> list[Section]:

@@ -3,7 +3,7 @@ recorded as running, and the state of the significance tests; the terminal table
 
 from __future__ import annotations
 
-from beluga_core.analysis.report.g_table import PARTIAL_NOTE
+from beluga_core.analysis.report.g_table_data import PARTIAL_NOTE
 from beluga_core.analysis.report.report_data import run_lines, scope_lines
 from beluga_core.analysis.report.section import PARTIAL, Block, Paragraph, Section
 from beluga_core.analysis.report.sections.context import Context

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from beluga_core.analysis.report.heatmaps import Heatmap
+from beluga_core.analysis.report.heatmap_figures import Heatmap
 from beluga_core.analysis.report.report_data import ReportData
 from beluga_core.analysis.report.section import Cell, Column, Section, Table, pct
 from beluga_core.analysis.report.sections.context import Context

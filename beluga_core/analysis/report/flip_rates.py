@@ -12,7 +12,7 @@ import numpy as np
 
 from beluga_core.analysis.regression.flips import count_interval, rng_for
 from beluga_core.analysis.replicates.intervals import HIERARCHICAL_MIN_SEEDS
-from beluga_core.analysis.report.heatmaps import MatrixFigure, slug
+from beluga_core.analysis.report.heatmap_figures import MatrixFigure, slug
 from beluga_core.core.constants import pair_order, scenario_order
 
 REGRESSION_NOTE = ("Each model against its old model: its recorded parent (an IID→T fold's IID model, an ensemble's "

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from beluga_core.analysis.report.heatmaps import DPI, save_figure, slug
+from beluga_core.analysis.report.heatmap_figures import DPI, save_figure, slug
 from beluga_core.analysis.report.report_data import ReportData
 from beluga_core.core.constants import pair_order, scenario_order
 

@@ -1,10 +1,10 @@
 """The heatmaps section (the paper's Figure 1): a figure per task × scenario of scoring-group pass rates
-(``heatmaps`` draws them), each column named on hover where a format can; the result site draws its own from the
+(``heatmap_figures`` draws them), each column named on hover where a format can; the result site draws its own from the
 same ``Heatmap`` values."""
 
 from __future__ import annotations
 
-from beluga_core.analysis.report.heatmaps import FigureFiles, column_key
+from beluga_core.analysis.report.heatmap_figures import FigureFiles, column_key
 from beluga_core.analysis.report.section import Figure, Section
 from beluga_core.analysis.report.sections.context import Context
 
