@@ -55,7 +55,7 @@ def report(
     if out is None:
         raise BelugaError(f"--format {fmt} needs --out DIR (the report and its figures go there)")
     if fmt == "site":
-        from beluga_core.analysis.report.site import write_site
+        from beluga_core.analysis.report.site_files import write_site
 
         console = Console()
         # Each store opened once, read-only (the site attaches them beside these connections).

@@ -31,7 +31,7 @@ from urllib.parse import quote
 
 from scipy import stats
 
-from beluga_core.analysis.report.site import SiteSummary, write_site
+from beluga_core.analysis.report.site_files import SiteSummary, write_site
 from beluga_core.store.rows import SuiteRow
 from beluga_core.store.writer import StoreWriter
 from benchmarks.harness import REPO, header, run_config, script_parser

@@ -27,7 +27,7 @@ import pytest
 from helpers import ShippedTinyRuns
 from store_builder import StoreBuilder, make_cases
 
-from beluga_core.analysis.report.site import write_site
+from beluga_core.analysis.report.site_files import write_site
 from beluga_core.cli.app import main
 from beluga_core.store.rows import CaseRow
 from benchmarks.report.site_browser import (

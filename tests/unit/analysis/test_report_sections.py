@@ -26,7 +26,7 @@ from beluga_core.analysis.report.report_files import write_report
 from beluga_core.analysis.report.section import Cell, Column, Paragraph, Section, Table
 from beluga_core.analysis.report.sections import Entry, Report, build_report
 from beluga_core.analysis.report.sections.context import Context
-from beluga_core.analysis.report.site import write_site
+from beluga_core.analysis.report.site_files import write_site
 
 RENDERERS = REPO / "beluga_core" / "analysis" / "report" / "renderers"
 TASK, SUITE, EVAL = "sentiment", "toy", "toy-eval"
