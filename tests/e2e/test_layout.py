@@ -104,3 +104,11 @@ def test_readme_and_ci_run_the_same_test_command() -> None:
     assert f"```sh\n{command}\n```" in readme
     for tool in ("lint-imports", "mypy", "python -m pytest"):
         assert tool in command
+
+
+def test_the_run_command_only_formats_the_plan() -> None:
+    """``beluga run``'s module hands the plan to orchestration and formats its summary (cli/plan_view.py): it stays
+    short, and holds no dry-run printer of its own (issue 56: it was 535 lines with 14)."""
+    source = (REPO / "beluga_core" / "cli" / "run_cmd.py").read_text(encoding="utf-8")
+    assert source.count("\n") <= 200
+    assert "def _print" not in source and "def print_" not in source
