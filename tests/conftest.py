@@ -12,7 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from helpers import require_shared
@@ -127,6 +127,18 @@ def real_store_creation(_new_stores_from_a_template: staticmethod, monkeypatch: 
     from beluga_core.store.writer import StoreWriter
 
     monkeypatch.setattr(StoreWriter, "_create_new", _new_stores_from_a_template)
+
+
+@pytest.fixture
+def figures_not_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Report figures written as empty files instead of drawn: for tests of what a command opens or where a section
+    shows, whose figures' pixels are not what they check (matplotlib's drawing is most of a report's time)."""
+    from matplotlib.figure import Figure
+
+    def placeholder(self: Figure, fname: Any, *args: Any, **kwargs: Any) -> None:
+        Path(fname).write_bytes(b"")
+
+    monkeypatch.setattr(Figure, "savefig", placeholder)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 from store_builder import report_store
 
-from beluga_core.analysis.report import heatmaps as figures
+from beluga_core.analysis.report import heatmap_figures as figures
 from beluga_core.analysis.report.heatmap_figures import column_key, draw_heatmap, heatmaps
 from beluga_core.analysis.report.report_data import read_report_data
 from beluga_core.analysis.report.report_files import write_report

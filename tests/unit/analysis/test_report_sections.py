@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO
+from matplotlib.figure import Figure
 from rich.console import Console
 from store_builder import report_store
 
@@ -71,7 +72,10 @@ def with_every_section(data: ReportData) -> ReportData:
 @pytest.fixture(scope="module")
 def full(store: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Report, Path]:
     out = tmp_path_factory.mktemp("full")
-    return build_report(with_every_section(read_report_data(store)), out / "figures"), out
+    # The figures' files are written (empty), not drawn: these tests read the sections' values, not pixels.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Figure, "savefig", lambda self, fname, *args, **kwargs: Path(fname).write_bytes(b""))
+        return build_report(with_every_section(read_report_data(store)), out / "figures"), out
 
 
 # ------------------------------------------------------------------------------------------ renderers hold no words
@@ -107,6 +111,7 @@ def _test_section(ctx: Context) -> list[Section]:
     return [Section("test_section", TITLE, [NOTE], [table], brief=[brief, Paragraph([NOTE])])]
 
 
+@pytest.mark.usefixtures("figures_not_drawn")
 def test_a_section_added_in_one_place_shows_in_every_format(store: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sections, "SECTIONS", [*sections.SECTIONS, Entry(_test_section, terminal=True)])

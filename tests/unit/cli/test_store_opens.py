@@ -30,7 +30,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def store(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def store(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, figures_not_drawn: None) -> Iterator[Path]:
     path = tmp_path / "results.duckdb"
     shutil.copyfile(template, path)
     other = tmp_path / "other.duckdb"
