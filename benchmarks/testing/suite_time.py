@@ -1,9 +1,8 @@
 """Where the test suite's time goes: per module and per test, from a pytest JUnit XML report
 (``pytest --junitxml=FILE``). pytest charges a fixture's set-up to the first test that uses it, so a module's
-total includes the stores it trains; ``--setup`` splits each test into set-up and call where the report has
-``--durations=0`` lines beside it.
+total includes the stores it trains (pytest's ``--durations=0`` splits set-up from call, beside the report).
 
-Usage: python -m benchmarks.testing.suite_time REPORT.xml[.gz] [--top 30]
+Usage: python -m benchmarks.testing.suite_time REPORT.xml[.gz] [--top 30] [--sum PREFIX ...]
 
 The committed reports are gzipped: the GPU kit carries the working tree in every call (64 MiB in all).
 """

@@ -183,7 +183,7 @@ def test_rank_fits_80_columns(fewshot_store: Path, tmp_path: Path, capsys: pytes
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out)
     assert max(map(len, text.splitlines())) <= 80, text
     assert "…" not in text, text
-    assert "(1/" in text  # split into several tables, each repeating the signal column
+    assert "(part 1 of" in text  # split into several tables, each repeating the signal column
     rows = query(store, "SELECT signal, accuracy, ci_low, ci_high FROM fewshot_accuracy")
     assert sorted(r[0] for r in rows) == sorted(signals)
     cells = [c.strip() for line in text.splitlines() for c in re.split(r"\s{2,}", line)]

@@ -136,8 +136,3 @@ def pct(v: float | None) -> str:
         return "—"
     scaled = 100 * float(v) * 10   # in the order DuckDB computes round(100 * v, 1)
     return f"{math.copysign(math.floor(abs(scaled) + 0.5), scaled) / 10:.1f}"
-
-
-def terminal_pct(v: float | None) -> str:
-    """A fraction as the terminal table shows it (Python's rounding, as it always has)."""
-    return "—" if v is None else f"{100 * v:.1f}"

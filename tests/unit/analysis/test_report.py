@@ -247,7 +247,7 @@ def test_terminal_table_at_full_width(wide_stores: dict[tuple[str, ...], Path]) 
     print_g_table(path, console)
     text = console.file.getvalue()
     assert "functionality" in text and "Scenarios:" not in text      # room enough: whole scenario names
-    assert "(1/2)" not in text
+    assert "(part 1 of 2)" not in text
 
 
 def test_markdown_report(md_report: Path) -> None:

@@ -48,7 +48,7 @@ def _print_paragraph(console: Console, p: Paragraph) -> None:
         elif p.kind == "warning":
             console.print(Text.assemble((p.lead, "yellow"), line))
         else:
-            console.print(line, style="dim", highlight=False)
+            console.print(line, style="dim", highlight=False, markup=False)
 
 
 def _text(cell: Cell) -> Text:
@@ -84,7 +84,7 @@ def _print_table(console: Console, table: Table, abbreviated: dict[str, str], la
 
     tables, short = fit(console, labels, columns, short_only=table.same_headers and last_short)
     for i, t in enumerate(tables):
-        part = f" ({i + 1}/{len(tables)})" if len(tables) > 1 else ""
+        part = f" (part {i + 1} of {len(tables)})" if len(tables) > 1 else ""
         console.print(Text(table.title + part, style="bold"))
         console.print(t)
     if short:

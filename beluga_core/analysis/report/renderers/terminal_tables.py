@@ -94,7 +94,7 @@ def print_tables(console: Console, title: str, labels: Callable[[bool], list[tup
     """Print ``title`` and the fitted tables; returns whether headers were abbreviated."""
     tables, short = fit(console, labels, columns, short_only=short_only)
     for i, table in enumerate(tables):
-        part = f" ({i + 1}/{len(tables)})" if len(tables) > 1 else ""
+        part = f" (part {i + 1} of {len(tables)})" if len(tables) > 1 else ""
         console.print(Text(title + part, style="bold"))
         console.print(table)
     return short

@@ -25,7 +25,6 @@ from beluga_core.analysis.report.section import (
     Section,
     Table,
     pct,
-    terminal_pct,
 )
 from beluga_core.analysis.report.sections.context import Context
 from beluga_core.analysis.report.sections.g_table import LABELS, labels
@@ -106,7 +105,7 @@ def cross_brief(t: CrossTable) -> list[Block]:
     heads, label_cells = labels(t.rows)
 
     def value(v: float | None, mark: str | None = None, pm: float | None = None) -> Cell:
-        return Cell(terminal_pct(v), terminal_pct(pm) if v is not None and pm is not None else None, mark, slot=True)
+        return Cell(pct(v), pct(pm) if v is not None and pm is not None else None, mark, slot=True)
 
     g_rows = [[*lab, *[value(t.cell(p, c).g, t.cell(p, c).mark, t.cell(p, c).pm) for c in t.columns]]
               for p, lab in zip(t.rows, label_cells, strict=True)]
@@ -158,7 +157,7 @@ def only_brief(m: OnlyMatrix) -> list[Block]:
     """The train-group × eval-group pass rates, groups numbered (their key under the table)."""
     numbers = {g: str(i + 1) for i, g in enumerate(m.groups)}
     rows = [[Cell(f"{numbers.get(t, '?')} {t}"),
-             *[Cell(terminal_pct(None if np.isnan(v) else float(v)), slot=True) for v in m.values[i]]]
+             *[Cell(pct(None if np.isnan(v) else float(v)), slot=True) for v in m.values[i]]]
             for i, t in enumerate(m.trained)]
     return [Table([Column("trained on", "trained on"), *[Column(numbers[g], numbers[g]) for g in m.groups]], rows, 1,
                   f"{m.title}: pass rate (%) on each {m.level}"),

@@ -24,7 +24,6 @@ from beluga_core.analysis.report.section import (
     Section,
     Table,
     pct,
-    terminal_pct,
 )
 from beluga_core.analysis.report.section import Cell as Shown
 from beluga_core.analysis.report.sections.context import Context
@@ -72,8 +71,8 @@ def build(ctx: Context) -> list[Section]:
 
 def _value(value: float | None, cell: Cell | None = None) -> Shown:
     """'63.6' with '±4.1' (half its 95 % interval), its mark and † after a partial cell."""
-    pm = terminal_pct(cell.pm) if value is not None and cell is not None and cell.pm is not None else None
-    return Shown(terminal_pct(value), pm, cell.mark if cell is not None else None,
+    pm = pct(cell.pm) if value is not None and cell is not None and cell.pm is not None else None
+    return Shown(pct(value), pm, cell.mark if cell is not None else None,
                  partial=cell is not None and cell.partial, slot=True)
 
 
