@@ -187,3 +187,16 @@ def test_every_format_renders_the_full_report(full: tuple[Report, Path]) -> None
     buf = io.StringIO()
     render_terminal(build_report(report.data, terminal=True).sections, Console(file=buf, width=80, color_system=None))
     assert "evaluated on toy-eval: G per scenario (%)" in buf.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ one number, every format
+
+
+def test_the_terminal_shows_the_number_every_other_format_shows() -> None:
+    # 5 of 16 cases: 31.25 %, a half. DuckDB's round (the views, the Markdown, HTML and site tables) gives 31.3;
+    # Python's format gave the terminal 31.2 beside them.
+    from beluga_core.analysis.report.g_table_data import Cell as GCell
+    from beluga_core.analysis.report.sections import g_table as g_section
+
+    assert g_section._value(5 / 16).text == "31.3" == g_section._cell(GCell(5 / 16)).text
+    assert g_section._value(13 / 16, GCell(13 / 16, pm=1 / 16)).pm == "6.3"
