@@ -221,6 +221,65 @@ def with_no_relation_predictions(store: Path) -> None:
         con.close()
 
 
+def drawn(*key: object) -> float:
+    """A uniform draw in [0, 1) fixed by ``key``: the same on every machine and run."""
+    return int(hashlib.sha256("|".join(map(str, key)).encode()).hexdigest()[:12], 16) / 16**12
+
+
+def with_drawn_rows(store: Path) -> None:
+    """The crossing store's models are trained with a seed derived from their ids, which hash the absolute paths of
+    its data (a temporary folder here), so what they predict, and so how many of its comparisons vary at all, changes
+    from run to run. In the copy, every suite outcome (pass or fail) and every D_test prediction is drawn instead from
+    a fixed hash of its cell, seed and case (or example), each cell passing and predicting right at a rate of its own,
+    with the stored metric values set to what the rows now give: the same rows, and the same comparisons, whatever
+    the training gave, with cells and seeds that differ."""
+    import duckdb
+
+    con = duckdb.connect(str(store))
+    try:
+        ((labels,),) = con.execute("SELECT labels FROM task_heads").fetchall()
+        labels = json.loads(labels)
+        models = con.execute("SELECT model_id, config, method, scenario, seed FROM models WHERE status = 'done'"
+                             ).fetchall()
+        for mid, *key in models:
+            cell, seed = key[:3], key[3]
+            # A case (an example) passes (is predicted right) below its cell's and seed's threshold: the cells differ
+            # by a shift of their own, the seeds by a smaller one, so that the cases are shared between them as a
+            # trained model's are, and every comparison varies between the seeds.
+            threshold = 0.55 + 0.2 * (drawn(*cell) - 0.5) + 0.12 * (drawn(*cell, seed) - 0.5)
+            outcomes = con.execute("SELECT case_id FROM outcomes WHERE model_id = ? AND outcome IN ('pass', 'fail')",
+                                   [mid]).fetchall()
+            if outcomes:
+                con.executemany("UPDATE outcomes SET outcome = ? WHERE model_id = ? AND case_id = ?",
+                                [["pass" if drawn(c) < threshold else "fail", mid, c] for (c,) in outcomes])
+            rows = con.execute("SELECT example_idx, gold FROM iid_predictions WHERE model_id = ? AND split = 'test' "
+                               "ORDER BY example_idx", [mid]).fetchall()
+            if not rows:   # a fold not scored on D_test
+                continue
+            gold = np.array([int(g) for _, g in rows])
+            pred = np.array([g if drawn("example", i) < threshold + 0.2
+                             else (g + 1 + int(drawn("label", i) * (len(labels) - 1))) % len(labels)
+                             for (i, _), g in zip(rows, gold, strict=True)])
+            con.executemany("UPDATE iid_predictions SET pred = ?, correct = ? WHERE model_id = ? AND split = 'test' "
+                            "AND example_idx = ?",
+                            [[str(p), bool(p == g), mid, i] for (i, _), g, p in zip(rows, gold, pred, strict=True)])
+            for (metric,) in con.execute("SELECT metric FROM iid_metrics WHERE model_id = ? AND split = 'test'",
+                                         [mid]).fetchall():
+                con.execute("UPDATE iid_metrics SET value = ? WHERE model_id = ? AND split = 'test' AND metric = ?",
+                            [metric_value(metric, gold, pred, labels), mid, metric])
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def drawn_rows(crossing: Study, tmp_path_factory: pytest.TempPathFactory) -> Study:
+    work = tmp_path_factory.mktemp("drawn")
+    store = _copy(crossing.store, work)
+    with_drawn_rows(store)
+    power = {s: cli("power", store, "--effect", str(EFFECT), "--statistic", s) for s in ("s_T", "G")}
+    return Study("drawn_rows", store, crossing.metric, "", "", "", power, crossing.crossing)
+
+
 @pytest.fixture(scope="module")
 def relation(relation_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Study:
     work = tmp_path_factory.mktemp("relation")
@@ -1121,6 +1180,12 @@ def test_the_iid_test_of_two_models_is_one_test(study: Study) -> None:
 # -- power ----------------------------------------------------------------------------------------------------------
 
 
+def above_rounding(a: float, b: float) -> float:
+    """a − b, or 0 where it is within a billionth of the larger (a difference of mean squares equal but for float
+    rounding is no component; beluga's power documents the same rule)."""
+    return a - b if a - b > 1e-9 * max(abs(a), abs(b)) else 0.0
+
+
 def anova(d: np.ndarray) -> tuple[float, float]:
     """(σ²_case, σ²_rest) of an S × n table of per-case differences: two-way random effects by moments."""
     s, n = d.shape
@@ -1132,7 +1197,7 @@ def anova(d: np.ndarray) -> tuple[float, float]:
         return max(ms_case, 0.0), 0.0
     resid = d - d.mean(axis=0)[None, :] - d.mean(axis=1)[:, None] + grand
     ms_rest = float((resid ** 2).sum()) / ((s - 1) * (n - 1))
-    return max((ms_case - ms_rest) / s, 0.0), ms_rest
+    return above_rounding(ms_case, ms_rest) / s, ms_rest
 
 
 @dataclass(frozen=True)
@@ -1180,7 +1245,7 @@ def parts_of(per_seed: np.ndarray, tables: list[np.ndarray]) -> Parts:
     case, rest = float(np.mean([c for c, _ in comps])), float(np.mean([r for _, r in comps]))
     n, g = float(np.mean([t.shape[1] for t in tables])), len(tables)
     var = float(per_seed.var(ddof=1))
-    return Parts(max(var - rest / (g * n), 0.0), case, rest, g, n, var, rest / (g * n))
+    return Parts(above_rounding(var, rest / (g * n)), case, rest, g, n, var, rest / (g * n))
 
 
 def t_power(variance: float, seed_part: float, seeds: float, effect: float) -> float:
@@ -1252,7 +1317,7 @@ def power_figures(rec: Recomputation, key: Key, statistic: str) -> PowerFigures:
         var_g = float((sa["g"] - sb["g"]).var(ddof=1))
         share = ga ** 2 * suite.rest / (suite.groups * suite.cases) + gb ** 2 * rest_i / n_examples
         flat = [] if var_g > 1e-24 else ["G"]
-        seed = GParts(0.0 if flat else max(var_g - share, 0.0), suite, case_i, rest_i, float(n_examples), ga, gb,
+        seed = GParts(0.0 if flat else above_rounding(var_g, share), suite, case_i, rest_i, float(n_examples), ga, gb,
                       var_g, share)
 
         def variance_g(p: Parts | GParts, seeds: float, cases: float) -> tuple[float, float]:
@@ -1280,18 +1345,22 @@ def e2(x: float) -> str:
     return "∞" if math.isinf(x) else f"{x:.2e}"
 
 
-def test_power_prints_the_recomputed_components_and_answers(crossing: Study) -> None:
+@pytest.mark.parametrize("name", ["crossing", "drawn_rows"])
+def test_power_prints_the_recomputed_components_and_answers(name: str, request: pytest.FixtureRequest) -> None:
     """`beluga power` for s_T and G: observed difference (on the cases both scored), σ² components by moments (s_iid's
     from the macro-F1 pseudo-values), σ²_seed's chi-square interval, power now, seeds needed (at its estimate and
-    interval ends) and cases per group needed, or why none is given, each as recomputed."""
-    raw = read_raw(crossing.store, LEVEL)
+    interval ends) and cases per group needed, or why none is given, each as recomputed. On the trained store (whatever
+    its training gave: most of its comparisons may not vary at all) and on its copy with drawn rows, where every
+    comparison reaches the estimated σ²_seed, its interval and the counts."""
+    study: Study = request.getfixturevalue(name)
+    raw = read_raw(study.store, LEVEL)
     rec = Recomputation(raw, "macro_f1")
-    for statistic, printed in crossing.power.items():
+    branches: set[str] = set()   # which of power's answers the lines took
+    for statistic, printed in study.power.items():
         lines = {m.group(1): m.group(2) for m in re.finditer(r"^  (\S+) − iid/vanilla@standard \(\w+\): (.*)$", printed,
                                                              re.M)}
         keys = [k for k in rec.keys if k != BASELINE]
         assert set(lines) == {f"{c}/{m}@{s}" for c, m, s in keys}
-        start = int(re.search(r"the seeds needed count from (\d+)", printed).group(1))   # type: ignore[union-attr]
         for key in keys:
             line, f = lines[f"{key[0]}/{key[1]}@{key[2]}"], power_figures(rec, key, statistic)
             where = (statistic, key, line)
@@ -1300,6 +1369,7 @@ def test_power_prints_the_recomputed_components_and_answers(crossing: Study) -> 
                                                   f"{f.cases:.0f} {cases_word} per group"), (where, f.observed)
             if f.total_now == 0:
                 assert "no variation between the seeds or the cases" in line, where
+                branches.add("no variation")
                 continue
             if isinstance(f.seed, GParts):
                 g = f.seed
@@ -1315,21 +1385,26 @@ def test_power_prints_the_recomputed_components_and_answers(crossing: Study) -> 
                         f"all equal)") in line, where
                 assert f"power now at most {f.power_now:.0%}" in line, where
                 assert "seeds needed: none estimated until the seeds differ: run another seed" in line, where
+                branches.add("σ²_seed not estimable")
             else:
                 assert (f"σ²_seed {f.seed.seed:.2e} [95 %: {f.seed_lo:.2e}, {e2(f.seed_hi)}], "
                         f"σ²_case" in line) or (f"σ²_seed of ΔG {f.seed.seed:.2e} [95 %: {f.seed_lo:.2e}, "
                                                 f"{e2(f.seed_hi)}], of Δs_T" in line), where
                 assert f"power now {f.power_now:.0%};" in line, where
+                branches.add(f"σ²_seed of {statistic}")
                 bound = t_power(f.variance(f.seed, math.inf, f.cases)[0], 0.0, math.inf, EFFECT)
                 if bound < TARGET:
                     said = re.search(f"seeds needed at {f.cases:.0f} {cases_word} per group: unreachable: with any "
                                      r"number of seeds the power stays at most ([\d.]+)%", line)
                     assert said and bound <= float(said.group(1)) / 100 < TARGET, where
+                    branches.add("seeds unreachable")
                 else:
+                    start = int(re.search(r"the seeds needed count from (\d+)", line).group(1))  # type: ignore[union-attr]
                     counts = ["more than 1,000" if n is None else f"{n:,}"
                               for n in (seeds_needed(f, sigma, start) for sigma in (f.seed.seed, f.seed_lo, f.seed_hi))]
                     assert (f"seeds needed at {f.cases:.0f} {cases_word} per group: {counts[0]} [{counts[1]}, "
                             f"{counts[2]}];") in line, where
+                    branches.add("seeds counted")
             # Cases per group: the fewest reaching the power by trying every count, or no count below the bound.
             answer = re.search(r"cases per group needed at \d+ seeds: (unreachable: .*? at most ([\d.]+)%|(at least )?"
                                r"([\d,]+)|more than [\d,]+)", line)
@@ -1339,14 +1414,19 @@ def test_power_prints_the_recomputed_components_and_answers(crossing: Study) -> 
                 far = [t_power(*f.variance(f.seed, f.seeds, n), f.seeds, EFFECT)
                        for n in [*np.geomspace(2000, 100_000, 200), math.inf]]
                 assert max(powers + far) < TARGET and max(powers + far) <= float(answer.group(2)) / 100, where
+                branches.add("cases unreachable")
             elif answer.group(4) is not None:
                 n = int(answer.group(4).replace(",", ""))
                 assert t_power(*f.variance(f.seed, f.seeds, float(n)), f.seeds, EFFECT) >= TARGET, where
                 assert all(p < TARGET for p in powers[:n - 1]), where
                 groups = [g for g in rec.cell(key).groups if g not in raw.excluded]
                 assert (n > max(raw.suite_sizes[g] for g in groups)) == ("cannot be reached with this suite" in line)
+                branches.add("cases counted")
             # At 2 seeds the verdicts are the seed-level t's, and power says so.
             assert "at 2 seeds beluga's verdicts are the seed-level t's, not this test's" in line, where
+    if name == "drawn_rows":   # its rows are the same on every run: they reach every answer but "no variation"
+        assert branches == {"σ²_seed of s_T", "σ²_seed of G", "σ²_seed not estimable", "seeds unreachable",
+                            "seeds counted", "cases unreachable", "cases counted"}, branches
 
 
 # -- the data tell the wrong recomputations apart -------------------------------------------------------------------

@@ -108,7 +108,7 @@ def _anova(d: np.ndarray) -> tuple[float, float]:
         return max(ms_case, 0.0), 0.0
     resid = d - case_means[None, :] - seed_means[:, None] + grand
     ms_rest = float((resid ** 2).sum()) / ((s - 1) * (n - 1))
-    return max((ms_case - ms_rest) / s, 0.0), ms_rest
+    return excess(ms_case, ms_rest) / s, ms_rest
 
 
 def _group_tables(a: Replicates, b: Replicates) -> list[np.ndarray]:
@@ -169,6 +169,19 @@ def iid_components(a: Replicates, b: Replicates) -> Components:
     return Components(seed, case, rest, 1, a.n_seeds, float(d.shape[1]), float(per_seed.mean()), share, var)
 
 
+def excess(a: float, b: float) -> float:
+    """a − b where it exceeds the rounding error of the subtraction, else 0. A component by moments is a difference
+    of two mean squares that can be equal in exact arithmetic (a seed level that adds nothing to the cases' share):
+    their float difference is then ±1e-19 or so, which would print as a component and decide the test's degrees of
+    freedom by its sign."""
+    d = a - b
+    return d if d > EXCESS_TOLERANCE * max(abs(a), abs(b)) else 0.0
+
+
+# Relative: far above float64's rounding over these sums (~1e-16 per term), far below any real component.
+EXCESS_TOLERANCE = 1e-9
+
+
 def _seed_part(per_seed: np.ndarray, rest_share: float) -> tuple[float, float, float | None]:
     """(σ²_seed, rest_share, the per-seed values' variance): σ²_seed is that variance less the share the rest
     contributes to each (≥ 0)."""
@@ -176,7 +189,7 @@ def _seed_part(per_seed: np.ndarray, rest_share: float) -> tuple[float, float, f
     if len(v) < 2:
         return 0.0, rest_share, None
     var = float(v.var(ddof=1))
-    return max(var - rest_share, 0.0), rest_share, var
+    return excess(var, rest_share), rest_share, var
 
 
 def power(variance: float, seed_part: float, seeds: int, effect: float, alpha: float = 0.05) -> float:

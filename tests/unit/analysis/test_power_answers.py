@@ -21,6 +21,7 @@ from store_builder import StoreBuilder, make_cases
 
 from beluga_core.analysis.replicates.power import (
     Components,
+    _anova,
     cases_needed,
     power,
     power_bound_over_cases,
@@ -30,6 +31,24 @@ from beluga_core.analysis.replicates.power import (
 )
 
 # --- known answers -------------------------------------------------------------------------------------------------
+
+
+def test_a_component_equal_to_the_rest_in_exact_arithmetic_is_0() -> None:
+    # 2 seeds × 5 cases of differences. By hand (fractions): the cases' means are −1, −1, −1, −1/2, 0, the grand mean
+    # −7/10, so MS_case = 2 · (3 · (3/10)² + (1/5)² + (7/10)²) / 4 = 2/5; the residuals are ±3/10 (three cases), ∓1/5
+    # and ∓7/10, their squares sum to 8/5 over (2 − 1)(5 − 1): MS_rest = 2/5 too. σ²_case = (MS_case − MS_rest) / 2 is
+    # 0, where float64 leaves MS_case − MS_rest = 5.6e-17 (printed as a component before).
+    d = np.array([[-1, -1, -1, -1, -1], [-1, -1, -1, 0, 1]], dtype=float)
+    s, n = d.shape
+    grand = d.mean()
+    ms_case = s * float(((d.mean(axis=0) - grand) ** 2).sum()) / (n - 1)
+    resid = d - d.mean(axis=0)[None, :] - d.mean(axis=1)[:, None] + grand
+    ms_rest = float((resid ** 2).sum()) / ((s - 1) * (n - 1))
+    assert ms_case == pytest.approx(0.4) and ms_rest == pytest.approx(0.4) and ms_case - ms_rest > 0
+    case, rest = _anova(d)
+    assert case == 0.0 and rest == pytest.approx(0.4)
+    # A real one stays: cases 0 and 1 on both seeds, MS_case = 2 · (1/4 + 1/4) / 1 = 1, MS_rest 0, σ²_case 1/2.
+    assert _anova(np.array([[0.0, 1.0], [0.0, 1.0]])) == (0.5, 0.0)
 
 
 def test_the_power_is_a_number_far_in_the_lower_tail() -> None:
