@@ -27,7 +27,8 @@ if TYPE_CHECKING:   # beluga_core is imported after main() sets OMP_NUM_THREADS
 
 
 def figures(model: TargetModel, seed: int) -> dict[str, float]:
-    """The test's body with seed ``seed`` for the candidate draw and HotFlip's sampled words."""
+    """The four figures the test bounds (it calls this with seed 0), with seed ``seed`` for the candidate draw and
+    HotFlip's sampled words."""
     import numpy as np
     from scipy.stats import spearmanr
 

@@ -149,6 +149,15 @@ DEFECTS: tuple[Defect, ...] = (
         tests=("tests/e2e/test_classification_run.py::"
                "test_from_table_keeps_the_cases_without_a_value_at_a_crossing_level",),
     ),
+    Defect(
+        name="views-mean-in-thread-order",
+        commit="772837a",
+        what="the views' mean adds in the order DuckDB's threads finish: a store's G scores differ from read to read",
+        path="beluga_core/store/sql/migrations/0017_deterministic_aggregates.sql",
+        fixed="CREATE OR REPLACE MACRO mean_of(x) AS list_aggregate(list_sort(list(x)), 'avg');\n",
+        defective="CREATE OR REPLACE MACRO mean_of(x) AS avg(x);\n",
+        tests=("tests/e2e/test_deterministic_views.py::test_every_view_reads_the_same_bits_every_time",),
+    ),
 )
 
 

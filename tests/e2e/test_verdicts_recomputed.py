@@ -191,6 +191,15 @@ def _copy(store: Path, work: Path) -> Path:
     return copy
 
 
+def store_metric_values(con: Any, model_id: str, gold: np.ndarray, pred: np.ndarray, labels: list[str]) -> None:
+    """A model's stored D_test metric values set to what its (changed) rows give, scikit-learn's: beluga resamples a
+    metric only where its own formula reproduces the stored value."""
+    for (metric,) in con.execute("SELECT metric FROM iid_metrics WHERE model_id = ? AND split = 'test'",
+                                 [model_id]).fetchall():
+        con.execute("UPDATE iid_metrics SET value = ? WHERE model_id = ? AND split = 'test' AND metric = ?",
+                    [metric_value(metric, gold, pred, labels), model_id, metric])
+
+
 def with_no_relation_predictions(store: Path) -> None:
     """The tiny relation model predicts one relation for every D_test sentence, and FewRel's D_test has no
     no_relation sentence: there micro-F1 without no_relation is accuracy, and no comparison could tell them apart.
@@ -213,10 +222,7 @@ def with_no_relation_predictions(store: Path) -> None:
                                "ORDER BY example_idx", [mid]).fetchall()
             gold, pred = (np.array([int(r[i]) for r in rows]) for i in (0, 1))
             assert (pred == na).sum() > 10
-            for (metric,) in con.execute("SELECT metric FROM iid_metrics WHERE model_id = ? AND split = 'test'",
-                                         [mid]).fetchall():
-                con.execute("UPDATE iid_metrics SET value = ? WHERE model_id = ? AND split = 'test' AND metric = ?",
-                            [metric_value(metric, gold, pred, labels), mid, metric])
+            store_metric_values(con, mid, gold, pred, labels)
     finally:
         con.close()
 
@@ -263,10 +269,7 @@ def with_drawn_rows(store: Path) -> None:
             con.executemany("UPDATE iid_predictions SET pred = ?, correct = ? WHERE model_id = ? AND split = 'test' "
                             "AND example_idx = ?",
                             [[str(p), bool(p == g), mid, i] for (i, _), g, p in zip(rows, gold, pred, strict=True)])
-            for (metric,) in con.execute("SELECT metric FROM iid_metrics WHERE model_id = ? AND split = 'test'",
-                                         [mid]).fetchall():
-                con.execute("UPDATE iid_metrics SET value = ? WHERE model_id = ? AND split = 'test' AND metric = ?",
-                            [metric_value(metric, gold, pred, labels), mid, metric])
+            store_metric_values(con, mid, gold, pred, labels)
     finally:
         con.close()
 

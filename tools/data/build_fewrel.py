@@ -31,6 +31,7 @@ from pathlib import Path
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.relation_data import OVERLAP, read_fewrel, write_opennre
 from beluga_core.data.iid.relation_instances import RelationInstance
+from tools.data import write_or_check
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO_ROOT / "beluga_core" / "data" / "builtin" / "fewrel16"
@@ -268,21 +269,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{'/'.join(map(str, per))} per relation")
     for reason, ids in result.dropped.items():
         print(f"dropped ({reason}): {len(ids)}{': ' + ', '.join(ids) if ids else ''}")
-    stale = []
-    for name, data in result.files.items():
-        target = args.out / name
-        if args.check:
-            if not target.is_file() or target.read_bytes() != data:
-                stale.append(str(target))
-        else:
-            args.out.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-            print(f"wrote {target} ({len(data):,} bytes, sha256 {sha256(data)[:16]}…)")
-    if stale:
-        print(f"differ from a fresh build: {', '.join(stale)}", file=sys.stderr)
-        return 1
-    return 0
-
+    return write_or_check({args.out / name: data for name, data in result.files.items()}, args.check)
 
 if __name__ == "__main__":
     sys.exit(main())

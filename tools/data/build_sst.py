@@ -37,6 +37,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.data import write_or_check
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO_ROOT / "beluga_core" / "data" / "builtin" / "sst"
 SPLITS = ("train", "dev", "test")
@@ -168,25 +170,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     results = [convert(source, split) for split in SPLITS]
     print(cross_check_with_ftfy(source))
-    stale = []
     for res in results:
         rows = res.text.count("\n") - 1
         print(f"{res.split}: {rows:,} sentences, {len(res.changes)} changed by the mojibake repair")
         for index, before, after in res.changes if args.all else res.changes[:3]:
             print(f"  #{index}: {_changed_words(before, after)}")
-        target = OUT_DIR / f"{res.split}.tsv.xz"
-        if args.check:
-            if not target.is_file() or target.read_bytes() != res.data:
-                stale.append(str(target))
-        else:
-            OUT_DIR.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(res.data)
-            print(f"  wrote {target.relative_to(REPO_ROOT)} ({len(res.data):,} bytes)")
-    if stale:
-        print(f"differ from a fresh build: {', '.join(stale)}", file=sys.stderr)
-        return 1
-    return 0
-
+    return write_or_check({OUT_DIR / f"{res.split}.tsv.xz": res.data for res in results}, args.check)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools.data import write_or_check
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = REPO_ROOT / "beluga_core" / "data" / "builtin" / "word_classes"
 TABLE = OUT_DIR / "word_classes.tsv.xz"
@@ -194,17 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     text = built.text.encode("utf-8")
     print(f"text: {len(text):,} bytes, sha256 {sha256(text)}")
     print(f"xz:   {len(built.data):,} bytes, sha256 {sha256(built.data)}")
-    if args.check:
-        if not TABLE.is_file() or TABLE.read_bytes() != built.data:
-            print(f"differs from a fresh build: {TABLE}", file=sys.stderr)
-            return 1
-        print(f"{TABLE.relative_to(REPO_ROOT)} is up to date")
-        return 0
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    TABLE.write_bytes(built.data)
-    print(f"wrote {TABLE.relative_to(REPO_ROOT)}")
-    return 0
-
+    return write_or_check({TABLE: built.data}, args.check)
 
 if __name__ == "__main__":
     sys.exit(main())
