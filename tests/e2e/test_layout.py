@@ -112,3 +112,13 @@ def test_the_run_command_only_formats_the_plan() -> None:
     source = (REPO / "beluga_core" / "cli" / "run_cmd.py").read_text(encoding="utf-8")
     assert source.count("\n") <= 200
     assert "def _print" not in source and "def print_" not in source
+
+
+def test_no_test_imports_a_file_by_its_path() -> None:
+    """Tests import modules by name (pytest's ``pythonpath = ["."]`` and tests/ on the path): none edits the import
+    path or loads a file by location (issue 56: 11 test modules did, to reach benchmarks/)."""
+    # Split so that this file does not name what it looks for.
+    patterns = ("sys." + "path", "spec_from_" + "file_location")
+    found = [f"{path.relative_to(REPO)}: {p}" for path in sorted((REPO / "tests").rglob("*.py"))
+             for p in patterns if p in path.read_text(encoding="utf-8")]
+    assert found == []
