@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from helpers import DATA, config_with, query, run_benchmark
 from scipy import stats
@@ -247,17 +248,17 @@ def with_drawn_rows(store: Path) -> None:
         labels = json.loads(labels)
         models = con.execute("SELECT model_id, config, method, scenario, seed FROM models WHERE status = 'done'"
                              ).fetchall()
+        drawn_outcomes: list[tuple[str, str, str]] = []        # (model, case, outcome)
+        drawn_preds: list[tuple[str, int, str, bool]] = []     # (model, example, pred, correct)
         for mid, *key in models:
             cell, seed = key[:3], key[3]
             # A case (an example) passes (is predicted right) below its cell's and seed's threshold: the cells differ
             # by a shift of their own, the seeds by a smaller one, so that the cases are shared between them as a
             # trained model's are, and every comparison varies between the seeds.
             threshold = 0.55 + 0.2 * (drawn(*cell) - 0.5) + 0.12 * (drawn(*cell, seed) - 0.5)
-            outcomes = con.execute("SELECT case_id FROM outcomes WHERE model_id = ? AND outcome IN ('pass', 'fail')",
-                                   [mid]).fetchall()
-            if outcomes:
-                con.executemany("UPDATE outcomes SET outcome = ? WHERE model_id = ? AND case_id = ?",
-                                [["pass" if drawn(c) < threshold else "fail", mid, c] for (c,) in outcomes])
+            outcomes = con.execute("SELECT DISTINCT case_id FROM outcomes WHERE model_id = ? "
+                                   "AND outcome IN ('pass', 'fail')", [mid]).fetchall()
+            drawn_outcomes += [(mid, c, "pass" if drawn(c) < threshold else "fail") for (c,) in outcomes]
             rows = con.execute("SELECT example_idx, gold FROM iid_predictions WHERE model_id = ? AND split = 'test' "
                                "ORDER BY example_idx", [mid]).fetchall()
             if not rows:   # a fold not scored on D_test
@@ -266,10 +267,18 @@ def with_drawn_rows(store: Path) -> None:
             pred = np.array([g if drawn("example", i) < threshold + 0.2
                              else (g + 1 + int(drawn("label", i) * (len(labels) - 1))) % len(labels)
                              for (i, _), g in zip(rows, gold, strict=True)])
-            con.executemany("UPDATE iid_predictions SET pred = ?, correct = ? WHERE model_id = ? AND split = 'test' "
-                            "AND example_idx = ?",
-                            [[str(p), bool(p == g), mid, i] for (i, _), g, p in zip(rows, gold, pred, strict=True)])
+            drawn_preds += [(mid, i, str(p), bool(p == g)) for (i, _), g, p in zip(rows, gold, pred, strict=True)]
             store_metric_values(con, mid, gold, pred, labels)
+        # One UPDATE per table (an UPDATE per row took ~20 s of this fixture).
+        con.register("drawn_outcomes", pa.table(list(zip(*drawn_outcomes, strict=True)),
+                                                names=["model_id", "case_id", "outcome"]))
+        con.execute("UPDATE outcomes SET outcome = d.outcome FROM drawn_outcomes d "
+                    "WHERE outcomes.model_id = d.model_id AND outcomes.case_id = d.case_id")
+        con.register("drawn_preds", pa.table(list(zip(*drawn_preds, strict=True)),
+                                             names=["model_id", "example_idx", "pred", "correct"]))
+        con.execute("UPDATE iid_predictions SET pred = d.pred, correct = d.correct FROM drawn_preds d "
+                    "WHERE iid_predictions.model_id = d.model_id AND iid_predictions.split = 'test' "
+                    "AND iid_predictions.example_idx = d.example_idx")
     finally:
         con.close()
 

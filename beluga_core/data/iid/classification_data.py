@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.builtin import BUILTIN_IID, BUILTIN_PREFIX, builtin_dataset
 from beluga_core.data.iid.examples import IIDData, IIDExample
 from beluga_core.data.iid.hub import HF_NAME, load_hub_dataset, looks_like_path
+from beluga_core.data.iid.kept import kept_iid
 from beluga_core.data.iid.tables import COMPRESSIONS, TEXT_FORMATS, Rows, check_columns, parse_name, read_table
 from beluga_core.data.splits import halves
 
@@ -47,12 +49,19 @@ def load_classification_iid(source: str, *, text_fields: Sequence[str], label_fi
     """D_train and the seeded halves D_val / D_test of the validation set (see the module docstring).
 
     ``label_field`` may list alternatives; the first column present is used (GLUE's QQP TSVs call the label
-    ``is_duplicate``, the Hugging Face copy ``label``).
+    ``is_duplicate``, the Hugging Face copy ``label``). Data read from local files are kept for the process's later
+    calls (``kept``): callers must not change them.
     """
     text_fields = tuple(text_fields)
     if len(text_fields) not in (1, 2):
         raise BelugaError(f"expected one or two text fields, got {list(text_fields)}", field="text_fields")
     labels = (label_field,) if isinstance(label_field, str) else tuple(label_field)
+    return kept_iid(("classification", text_fields, labels), source, eval_seed,
+                    partial(_read_classification_iid, source, text_fields, labels, eval_seed))
+
+
+def _read_classification_iid(source: str, text_fields: tuple[str, ...], labels: tuple[str, ...],
+                             eval_seed: int) -> IIDData:
     names: list[str] | None
     if source.startswith(BUILTIN_PREFIX):
         shipped = builtin_dataset(source, "classification")

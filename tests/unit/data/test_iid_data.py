@@ -306,3 +306,33 @@ def test_hf_names_map_to_load_dataset_and_halve_validation(monkeypatch: pytest.M
     assert data.label_names == ["negative", "positive"]
     msg = error_of("glue/sst2", text_fields=("question1", "question2"))
     assert "split 'train'" in msg and "columns found: 'sentence', 'label', 'idx'" in msg
+
+
+def test_a_source_read_again_comes_from_what_the_process_kept_until_a_file_changes(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch
+                                                                                   ) -> None:
+    """A worker is made per phase and every run made its own, each reading D_train again (``kept``): the same
+    source, reader and seed give the data read before, without reading; an edited file, another seed or another
+    column are read anew."""
+    from beluga_core.data.iid import classification_data, kept
+
+    kept.forget_kept()
+    write_tsv(tmp_path / "train.tsv", ["sentence", "label"], ROWS)
+    write_tsv(tmp_path / "dev.tsv", ["sentence", "label"], DEV)
+    reads: list[str] = []
+    real = classification_data._read_classification_iid
+    monkeypatch.setattr(classification_data, "_read_classification_iid",
+                        lambda source, *a: reads.append(source) or real(source, *a))
+
+    def load(seed: int = 42) -> IIDData:
+        return load_classification_iid(str(tmp_path), text_fields=("sentence",), eval_seed=seed)
+
+    first = load()
+    assert load() is first and len(reads) == 1
+    assert load(seed=7) is not first and len(reads) == 2
+    write_tsv(tmp_path / "train.tsv", ["sentence", "label"], [*ROWS, ["one more", 1]])
+    changed = load()
+    assert len(reads) == 3 and len(changed.train) == len(first.train) + 1
+    # A source with no local files (a hub name) is read every time.
+    assert kept.source_files("glue/sst2") is None
+    assert kept.source_files("builtin:sst2") is not None
