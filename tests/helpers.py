@@ -54,6 +54,9 @@ BELUGA = [sys.executable, "-m", "beluga_core"]
 # pack = "auto"'s probe measures in every test and in the runs tests start, never reading or writing the user's
 # cache folder (tests/unit/execution/test_pack_probe.py points XDG_CACHE_HOME at its own folder and unsets this).
 os.environ.setdefault("BELUGA_PROBE_CACHE", "off")
+# Nor does the dry run's calibration of the machine's rates run in every test and run (seconds each): plans are priced
+# at the defaults; tests/unit/orchestration/test_pricing.py calibrates, in a cache folder of its own.
+os.environ.setdefault("BELUGA_CALIBRATION", "off")
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "200"}
 
 

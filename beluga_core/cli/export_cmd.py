@@ -30,6 +30,7 @@ def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB f
     process is gone) and models, rows per table (kept probabilities included), and the weights, token cache and
     checkpoints in flight kept beside it."""
     from beluga_core.core.io import human_size as _size
+    from beluga_core.orchestration.progress import duration
     from beluga_core.store.opened import open_handle
     from beluga_core.stored_models.export import store_info
 
@@ -50,6 +51,18 @@ def info(store: Path = typer.Argument(..., help="A beluga result store (DuckDB f
         console.print(f"failed {f['kind']} {f['job_id'][:12]}: {f['task']} {f['config']}/{f['method']}{variant} "
                       f"{where} seed {f['seed']}: {escape(str(f['error']))} ({f['attempts']} attempt(s), "
                       f"{escape(str(f['worker']))}, {f['finished_at']:%Y-%m-%d %H:%M:%S} UTC)")
+    for e in i["estimates"]:   # what `beluga run` estimated at its start, beside what the run took
+        wall = f"took {duration(e['wall'])}" + (f" (×{e['wall'] / e['estimated_wall']:.2f} the estimate)"
+                                                  if e["estimated_wall"] else "") if e["wall"] is not None else \
+            "has not finished"
+        console.print(f"run {escape(e['run_id'])} ({e['status']}): estimated {duration(e['estimated_wall'])} with "
+                      f"{e['workers']} worker(s), {wall}", soft_wrap=True)
+        for p in e["phases"]:
+            ratio = f" (×{p['took'] / p['estimated']:.2f})" if p["estimated"] and p["done"] == p["trainings"] else ""
+            console.print(f"  {p['name']}: {p['trainings']} estimated at {duration(p['estimated'])} of compute; "
+                          f"{p['done']} done in {duration(p['took'])}{ratio}", soft_wrap=True)
+        if e["sources"]:
+            console.print(f"  rates: {escape(e['sources'][0])}", soft_wrap=True)
     console.print("rows: " + ", ".join(f"{t} {n:,}" for t, n in i["rows"].items() if n))
     console.print(f"kept weights: {i['weights']} model(s), {_size(i['weights_bytes'])}; token cache "
                   f"{_size(i['token_cache_bytes'])} (in {escape(str(store))}.cache)")

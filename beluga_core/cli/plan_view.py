@@ -11,6 +11,7 @@ from rich.table import Table
 
 from beluga_core.core.io import human_size
 from beluga_core.orchestration.plan_summary import PlanSummary, TaskSummary
+from beluga_core.orchestration.pricing import Pricing
 from beluga_core.planning.estimate import Rates, describe
 
 
@@ -51,6 +52,8 @@ def print_plan(s: PlanSummary, console: Console) -> None:
         console.print(f"[bold]{s.trainings} trainings in all[/]")
     if s.workers is not None:
         _plain(console, s.workers)
+    if s.pricing is not None:
+        _print_pricing(s.pricing, console)
     if (p := s.packs) is not None and p.shown:
         head = f"packs ([executor] pack = {p.setting}"
         if p.size <= 1:
@@ -75,6 +78,32 @@ def print_plan(s: PlanSummary, console: Console) -> None:
                       f"{k.to_run} to run{later}", highlight=False)
     for level, text in s.warnings:
         console.print(f"[yellow]{level}:[/] {escape(text)}", soft_wrap=True, highlight=False)
+
+
+def _print_pricing(p: Pricing, console: Console) -> None:
+    """The run's cost per phase on this machine, and where its rates came from."""
+    done = f"; {p.done} training(s) already in the store not counted" if p.done else ""
+    short = {"IID models": "IID", "grid points": "grid", "scenario models": "scenario",
+             "evaluation (in the rows above)": "evaluation"}
+
+    def t(x: float, shown: bool = True) -> str:
+        return describe(x).removeprefix("≈ ") if shown else ""
+
+    _table(console, f"cost on this machine ({p.workers} worker(s){done})",
+           {"phase": "l", "trainings": "r", "examples": "r", "inputs": "r", "fixed": "r", "compute": "r",
+            "critical": "r", "wall": "r"},
+           [[short.get(ph.name, ph.name), f"{ph.trainings:,}" if ph.trainings else "",
+             f"{ph.examples:,.0f}" if ph.examples else "", f"{ph.inputs:,.0f}", t(ph.fixed, bool(ph.trainings)),
+             t(ph.seconds), t(ph.critical_path, bool(ph.trainings)), t(ph.wall, bool(ph.trainings))]
+            for ph in p.phases[:-1]],
+           [p.total.name, f"{p.total.trainings:,}", f"{p.total.examples:,.0f}", f"{p.total.inputs:,.0f}",
+            t(p.total.fixed), t(p.total.seconds), t(p.total.critical_path), t(p.total.wall)])
+    _plain(console, "  examples: training examples × epochs; inputs: evaluated inputs; fixed: the per-job fixed cost "
+           "of its trainings; compute: its jobs one after another; critical: its longest chain of jobs that wait "
+           "for one another; wall: with the workers above (a phase's as if alone; in all: before the grid's "
+           "selection, then after); evaluation: its part of the rows above. Rates:")
+    for line in p.sources:
+        _plain(console, f"  - {line}")
 
 
 def _print_task(s: PlanSummary, t: TaskSummary, console: Console) -> None:

@@ -43,6 +43,10 @@ def run(
         "configs): every task, configuration, method, scenario kind, executor and option kept; sizes, one group "
         "per held-out level, one layer and one epoch; a hub model or dataset replaced by the offline stand-in "
         "(said so). Results go to STORE.tiny.duckdb unless --store says; their numbers mean nothing.")),
+    calibrate: bool = typer.Option(False, "--calibrate", help=(
+        "Measure this machine's training and evaluation rates for the plan's models again (a few capped steps of "
+        "a randomly initialised model of each shape) instead of reading them from the user's cache; the time "
+        "estimates use them until the run's store has finished trainings of its own.")),
 ) -> None:
     """Train and evaluate every fold of a benchmark config; results go to a DuckDB store."""
     console = Console()
@@ -79,8 +83,8 @@ def run(
         except BelugaError as exc:
             raise with_config_line(exc, path) from None
         if dry_run:
-            print_plan(dry_run_summary(plan, footprints, store=opened), console)
+            print_plan(dry_run_summary(plan, footprints, store=opened, calibrate=calibrate), console)
             check_settings(plan, opened=opened)
             return
     require_hub_names(plan, path)
-    run_plan(plan, console, lock_timeout=lock_timeout)
+    run_plan(plan, console, lock_timeout=lock_timeout, calibrate=calibrate)

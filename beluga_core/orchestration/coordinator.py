@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from beluga_core.analysis.refresh import refresh_after_run
 from beluga_core.analysis.regression.ensemble import EnsembleSpec, build_ensemble
@@ -23,10 +23,12 @@ from beluga_core.execution.results import JobResult, Outcomes
 from beluga_core.execution.scheduling import JobFailure, JobsFailed
 from beluga_core.execution.worker import cache_dir_for, job_record, weights_path
 from beluga_core.generators.suite_build import GENERATED_AGAINST
-from beluga_core.orchestration.progress import RichProgress
+from beluga_core.orchestration.pricing import price
+from beluga_core.orchestration.progress import ETA_COLUMN, RichProgress
 from beluga_core.orchestration.selection.select import select_for_plan
 from beluga_core.orchestration.selection.show import print_selection
 from beluga_core.orchestration.settings_guard import check_settings
+from beluga_core.planning.estimate import describe, job_costs
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
 from beluga_core.planning.steps import Attributions
@@ -151,10 +153,12 @@ def _note_generated_against(plan: Plan, console: Console) -> None:
         console.print(line, soft_wrap=True, highlight=False, markup=False)
 
 
-def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S) -> Path:
+def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+             calibrate: bool = False) -> Path:
     """Run what the store lacks of ``plan`` (complete: ``orchestration.teachers.plan_with_stores``). A reader holding
     the store open makes each commit wait (saying every 10 s who holds it) up to ``lock_timeout`` seconds; then the
-    run stops with what it finished committed."""
+    run stops with what it finished committed. The run is priced first (``orchestration.pricing``; ``calibrate``:
+    the rates measured again): the estimate is recorded with it and its progress lines' ETA weighs jobs by it."""
     started = time.perf_counter()
     store_path = plan.store_path()
     store_path.parent.mkdir(parents=True, exist_ok=True)
@@ -178,6 +182,14 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
                       soft_wrap=True)
         if packing.final:
             record["pack"] = packing.record()
+    pricing = price(plan, workers, store=store_path if store_path.exists() else None,
+                    done=frozenset(done_ids(store_path, required_evaluations(plan), probe_pools_of(plan),
+                                            iid_scoring(plan))), refresh=calibrate)
+    record["estimate"] = pricing.record()
+    console.print(f"estimate: {describe(pricing.total.wall)} with {pricing.workers} worker(s), "
+                  f"{describe(pricing.total.seconds)} of compute ({pricing.sources[0]})", highlight=False,
+                  markup=False, soft_wrap=True)
+    weight = job_costs(plan, pricing.rates)
     run_id = writer.begin_run(plan.config_path, plan.config_path.read_text(encoding="utf-8"),
                               device=plan.config.executor.device, executor=record,
                               effective_config=plan.config.model_dump(mode="json", by_alias=True),
@@ -226,11 +238,12 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
         attributing = [j for j in jobs if j.step(Attributions) is not None and j.id in done]
         _note_unattributed(attributing, writer, cache_dir, plan, console)
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TimeRemainingColumn(), console=console, transient=False) as bar:
+                      TextColumn(ETA_COLUMN), console=console, transient=False) as bar:
             packs = executor.packs_of(plan, jobs)
             if packs.size > 1 and todo:
                 console.print(f"packs of this phase: {packs.summary(jobs)}", highlight=False, markup=False)
-            executor.run(plan, todo, on_result, RichProgress(bar, len(todo)), str(cache_dir), on_failure,
+            progress = RichProgress(bar, len(todo), costs={j.id: weight(j).seconds for j in todo})
+            executor.run(plan, todo, on_result, progress, str(cache_dir), on_failure,
                          packs=packs)
 
     status = "failed"

@@ -25,7 +25,14 @@ from beluga_core.execution.sizing import Workers
 from beluga_core.execution.worker import keeps_weights
 from beluga_core.orchestration.coordinator import iid_scoring, probe_pools_of, required_evaluations
 from beluga_core.orchestration.preflight import Footprints, HubName, hub_names, method_footprints
-from beluga_core.planning.estimate import Rates, seconds, stored_probability_bytes, training_examples
+from beluga_core.orchestration.pricing import Pricing, price
+from beluga_core.planning.estimate import (
+    Rates,
+    seconds,
+    stored_probability_bytes,
+    suite_rows,
+    training_examples,
+)
 from beluga_core.planning.grid_cost import GridCost, grid_costs
 from beluga_core.planning.grid_space import method_hparams
 from beluga_core.planning.jobs import Fold, Job, JobKind, JobSpec
@@ -216,6 +223,7 @@ class PlanSummary:
     status: list[KindStatus]
     warnings: list[tuple[str, str]]    # ("note" | "warning", text)
     with_store: bool                   # the store has done jobs: a done column
+    pricing: Pricing | None = None     # what the run will cost on this machine
 
     @property
     def trainings(self) -> int:
@@ -228,22 +236,28 @@ def scenario_label(fold: Fold) -> str:
 
 
 def dry_run_summary(plan: Plan, footprints: Footprints | None = None, *,
-                    store: StoreHandle | None = None) -> PlanSummary:
+                    store: StoreHandle | None = None, calibrate: bool = False) -> PlanSummary:
     """The dry run's summary: the plan, the store's state (``store``: the run's store as the command holds it open;
-    None: read at its path) and what the config's executor would do."""
+    None: read at its path), what the config's executor would do and what it will cost (``calibrate``: the rates
+    measured again, not read from the cache)."""
     cfg = plan.config
     executor = EXECUTORS.get(cfg.executor.name)(cfg.executor)
     state = StoreState.read(plan, store)
+    source: StoreHandle | Path | None = store if store is not None else \
+        (plan.store_path() if plan.store_path().exists() else None)
+    pricing = price(plan, executor.workers(plan), store=source, done=state.done, refresh=calibrate)
+    state = StoreState(state.done, state.failed, pricing.rates)
     if (store is not None or plan.store_path().exists()) and cfg.executor.pack == "auto" \
             and executor.trains_packs:   # the run's size
         executor.pack_size(plan, plan.jobs + plan.grid_jobs,
                            recorded_pack_size(store if store is not None else plan.store_path()))
     return summarize_plan(plan, state, executor.workers(plan), executor.packs_of(plan, plan.jobs + plan.grid_jobs),
-                          footprints)
+                          footprints, pricing)
 
 
 def summarize_plan(plan: Plan, store: StoreState | None = None, workers: Workers | None = None,
-                   packs: Packs | None = None, footprints: Footprints | None = None) -> PlanSummary:
+                   packs: Packs | None = None, footprints: Footprints | None = None,
+                   pricing: Pricing | None = None) -> PlanSummary:
     """What the dry run shows of ``plan``; ``store``: what of it is done (none when not given); ``workers``: how
     many jobs run at once and why; ``packs``: which trainings train together; ``footprints``:
     ``method_footprints`` of the plan (computed when not given)."""
@@ -261,7 +275,7 @@ def summarize_plan(plan: Plan, store: StoreState | None = None, workers: Workers
                        (cfg.grid.mode, cfg.grid.criterion) if cfg.grid.enabled else None, grid,
                        workers.line() if workers is not None else None,
                        _packs(plan, packs) if packs is not None else None, str(plan.store_path()), cfg.variant,
-                       _status(plan, store), warnings, bool(store.done))
+                       _status(plan, store), warnings, bool(store.done), pricing)
 
 
 def _task(plan: Plan, index: int, store: StoreState, slots: int) -> TaskSummary:
@@ -294,7 +308,8 @@ def _only(plan: Plan, tp: TaskPlan, rates: Rates) -> OnlyCost | None:
     if not only:
         return None
     n_inputs = {c.id: len(c.inputs) for c in tp.suite.cases}
-    train = sum(training_examples(plan.config, s, sum(n_inputs[c] for c in s.fold.train_ids)) for s in only)
+    n_rows = suite_rows(tp.suite)
+    train = sum(training_examples(plan.config, s, sum(n_rows[c] for c in s.fold.train_ids)) for s in only)
     only_eval = sum(n_inputs[c] for s in only for c in s.fold.eval_ids)
     return OnlyCost(sorted({f"{ONLY_PREFIX}{s.fold.trained_level}" for s in only}), len(only),
                     seconds(rates, train, only_eval))
@@ -398,12 +413,12 @@ def _checkpoints(plan: Plan, tp: TaskPlan, rates: Rates, n_classes: int, slots: 
     interval = cfg.executor.checkpoint_interval
     if interval.mode == "off":
         return Checkpoints(str(interval), off=True)
-    n_inputs = {c.id: len(c.inputs) for c in tp.suite.cases}
+    n_rows = suite_rows(tp.suite)
     params = parameter_count(tp.model, cfg.model.config_overrides, max(2, n_classes))
     # What a save writes, so that "auto" plans no more saves than their cost justifies (checkpoints.auto_interval).
     size = checkpoint_bytes(params) if params is not None else None
     groups: dict[tuple[str, str], list[str]] = {}
-    suite_inputs: dict[int, int] = {}   # per training-id tuple (folds share them): its suite inputs
+    suite_inputs: dict[int, int] = {}   # per training-id tuple (folds share them): its suite training rows
     for spec in [*tp.jobs, *tp.grid_jobs, *tp.pending]:
         hparams = spec.hparams if isinstance(spec, Job) else {}
         if not checkpointable(METHODS.get(spec.method)(hparams.get("method", {})), hparams):
@@ -411,7 +426,7 @@ def _checkpoints(plan: Plan, tp: TaskPlan, rates: Rates, n_classes: int, slots: 
         else:
             ids = spec.fold.train_ids
             if id(ids) not in suite_inputs:
-                suite_inputs[id(ids)] = sum(n_inputs[c] for c in ids)
+                suite_inputs[id(ids)] = sum(map(n_rows.__getitem__, ids))
             # An IID model on all of D_train (iid_train = 0): the plan does not know its size, so "auto" is decided
             # at run time from the measured step rate, as for every job.
             unknown = isinstance(spec, Job) and spec.is_iid_model and cfg.sizes.iid_train == 0

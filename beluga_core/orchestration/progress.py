@@ -1,6 +1,8 @@
 """The progress display of ``beluga run``: fold k of n with an ETA, and the steps of the fold in progress.
 
-On a terminal that is rich's live bar. Without one (a CI log, ``nohup``, ``| tee``) rich draws the bar once, when
+The ETA weighs each training by its estimated seconds (``orchestration.pricing``'s cost model, where the run
+gives it): the time the finished trainings took, scaled by the estimate of those left against theirs. On a
+terminal that is rich's live bar. Without one (a CI log, ``nohup``, ``| tee``) rich draws the bar once, when
 the phase ends; there the display prints a plain line instead every ``PROGRESS_LINE_EVERY_S`` seconds and at the
 phase's end: trainings done of the phase's, elapsed time, ETA, and the training last heard from.
 """
@@ -8,7 +10,7 @@ phase's end: trainings done of the phase's, elapsed time, ETA, and the training 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rich.console import Console
 from rich.progress import Progress
@@ -25,6 +27,9 @@ def job_label(job: Job) -> str:
         label += f": {job.fold.heldout_group[:40]}"
     return label
 
+
+# The live bar's ETA column: the display's own (``eta``), weighed by the estimate, not rich's count-based one.
+ETA_COLUMN = "{task.fields[eta]}"
 
 # Without a terminal, a progress line this often (seconds). 30 s: a log shows a stalled or slow run within half a
 # minute, while a day-long run adds about 3,000 lines to it, not one per training step (a step takes well under
@@ -53,15 +58,18 @@ class RichProgress:
     (``every`` seconds of ``clock``) and at the end of the phase (module docstring)."""
 
     def __init__(self, progress: Progress, total: int, *, clock: Callable[[], float] = time.monotonic,
-                 every: float = PROGRESS_LINE_EVERY_S) -> None:
+                 every: float = PROGRESS_LINE_EVERY_S, costs: Mapping[str, float] | None = None) -> None:
         self.progress = progress
-        self.folds = progress.add_task("folds", total=total)
-        self.steps = progress.add_task("", total=1, visible=False)
+        self.folds = progress.add_task("folds", total=total, eta="")   # eta: the ETA column (ETA_COLUMN)
+        self.steps = progress.add_task("", total=1, visible=False, eta="")
         self.lines = not live_display(progress.console)
         self.clock, self.every = clock, every
         self.started = self.last_line = clock()
         self.total, self.done = total, 0
         self.current = ""   # the training last heard from, with its step
+        self.costs = dict(costs or {})   # job id → its estimated seconds
+        self.estimated_done = 0.0       # the finished trainings'
+        self.finished: set[str] = set()
 
     def job_started(self, job: Job) -> None:
         self.progress.update(self.steps, description=job_label(job), completed=0, total=1, visible=True)
@@ -79,6 +87,10 @@ class RichProgress:
     def job_finished(self, job: Job) -> None:
         self.progress.advance(self.folds)
         self.done += 1
+        if job.id not in self.finished:
+            self.finished.add(job.id)
+            self.estimated_done += self.costs.get(job.id, 0.0)
+        self.progress.update(self.folds, eta=f"ETA {self.eta()}")
         if self.lines and self.done == self.total:
             self._line()                    # the phase's last line, whenever the previous one was
         else:
@@ -89,19 +101,25 @@ class RichProgress:
         if self.lines and self.clock() - self.last_line >= self.every:
             self._line()
 
+    def eta(self) -> str:
+        """The time left: the finished trainings' time, scaled by the estimated seconds of those left against
+        theirs (by count where no estimate is given); "done" at the end."""
+        elapsed = self.clock() - self.started
+        if self.done >= self.total:
+            return "done"
+        if self.done and self.estimated_done > 0:
+            left = sum(self.costs.values()) - self.estimated_done
+            return duration(elapsed / self.estimated_done * max(left, 0.0))
+        if self.done:
+            return duration(elapsed / self.done * (self.total - self.done))
+        return "unknown until a training finishes"
+
     def _line(self) -> None:
         now = self.clock()
         self.last_line = now
-        elapsed = now - self.started
-        if self.done >= self.total:
-            eta = "done"
-        elif self.done:
-            eta = duration(elapsed / self.done * (self.total - self.done))
-        else:
-            eta = "unknown until a training finishes"
         now_at = f"; now: {self.current}" if self.current and self.done < self.total else ""
         self.progress.console.print(f"{time.strftime('%H:%M:%S')} progress: {self.done}/{self.total} trainings, "
-                                    f"elapsed {duration(elapsed)}, ETA {eta}{now_at}",
+                                    f"elapsed {duration(now - self.started)}, ETA {self.eta()}{now_at}",
                                     highlight=False, markup=False, soft_wrap=True)
 
     def job_retried(self, job: Job, attempt: int, why: str) -> None:

@@ -205,6 +205,23 @@ def recorded_pack_size(source: Source) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
+def finished_seconds(source: Source) -> dict[str, tuple[float, float]]:
+    """Job id → (train seconds, eval seconds) of the store's finished models and grid points (empty without a
+    readable store): what the dry run fits its rates to (``orchestration.pricing``)."""
+    if isinstance(source, str | Path) and not Path(source).is_file():
+        return {}
+    try:
+        with _connection(source, timeout=2.0) as con:
+            rows = con.execute("""SELECT model_id, train_seconds, coalesce(eval_seconds, 0) FROM models
+                                  WHERE status = 'done' AND train_seconds > 0
+                                  UNION ALL
+                                  SELECT grid_id, train_seconds, coalesce(eval_seconds, 0) FROM grid_points
+                                  WHERE status = 'done' AND train_seconds > 0""").fetchall()
+    except (BelugaError, duckdb.Error):
+        return {}
+    return {str(i): (float(t), float(e)) for i, t, e in rows}
+
+
 def measured_train_rate(source: Source) -> float | None:
     """Training examples × epochs per training second over the store's done models (``--dry-run``'s time
     estimates); None without a readable store or trained model."""

@@ -231,6 +231,7 @@ def store_info(source: StoreArg) -> dict[str, Any]:
         failed = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
         runs = con.execute("SELECT count(*), max(started_at) FROM runs").fetchall()[0]
         unfinished = running_runs(con, store)
+        estimates = [estimate_against_actual(con, *r) for r in con.execute(ESTIMATED_RUNS).fetchall()]
     cache = cache_dir_for(store)
     weights = sorted(cache.glob("*.pt")) if cache.exists() else []
     tokens = sum(p.stat().st_size for p in (cache / "tokens").rglob("*") if p.is_file()) if cache.exists() else 0
@@ -238,7 +239,36 @@ def store_info(source: StoreArg) -> dict[str, Any]:
             "last_run": runs[1], "unfinished": unfinished, "models": models, "variants": variants, "failed": failed,
             "rows": rows, "weights": len(weights),
             "weights_bytes": sum(p.stat().st_size for p in weights), "token_cache_bytes": tokens,
-            "checkpoints": checkpoints_in_flight(checkpoint_folder(cache))}
+            "checkpoints": checkpoints_in_flight(checkpoint_folder(cache)), "estimates": estimates}
+
+
+# The runs whose start recorded an estimate (``runs.executor`` → ``estimate``: ``pricing.Pricing.record``).
+ESTIMATED_RUNS = """
+    SELECT run_id, status, epoch(finished_at) - epoch(started_at), executor->>'estimate' FROM runs
+    WHERE executor->>'estimate' IS NOT NULL ORDER BY started_at, run_id"""
+
+# What each phase of a run took: its models' and grid points' stored train and eval seconds (an IID model is the
+# standard scenario's), and how many finished.
+RUN_PHASES = """
+    SELECT CASE WHEN scenario = 'standard' THEN 'IID models' ELSE 'scenario models' END,
+           count(*), sum(coalesce(train_seconds, 0) + coalesce(eval_seconds, 0))
+    FROM models WHERE run_id = ? AND status = 'done' GROUP BY 1
+    UNION ALL
+    SELECT 'grid points', count(*), sum(coalesce(train_seconds, 0) + coalesce(eval_seconds, 0))
+    FROM grid_points WHERE run_id = ? AND status = 'done' GROUP BY 1"""
+
+
+def estimate_against_actual(con: Any, run_id: str, status: str, wall: float | None, estimate: str) -> dict[str, Any]:
+    """A run's estimate beside what it took: its wall time, and per phase the trainings and compute seconds (each
+    job's stored train and eval seconds; the estimate's "seconds" count the same, plus its fixed cost)."""
+    recorded = json.loads(estimate)
+    took = {name: (int(n), float(s or 0.0)) for name, n, s in con.execute(RUN_PHASES, [run_id, run_id]).fetchall()}
+    phases = [{"name": p["name"], "trainings": p["trainings"], "estimated": p["seconds"],
+               "done": took.get(p["name"], (0, 0.0))[0], "took": took.get(p["name"], (0, 0.0))[1]}
+              for p in recorded["phases"] if p["name"] in ("IID models", "grid points", "scenario models")]
+    total = recorded["phases"][-1]
+    return {"run_id": run_id, "status": status, "workers": recorded["workers"], "sources": recorded["sources"],
+            "estimated_wall": total["wall"], "wall": wall, "phases": phases}
 
 
 def checkpoints_in_flight(folder: Path) -> list[dict[str, Any]]:

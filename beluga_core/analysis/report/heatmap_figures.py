@@ -18,17 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; never a window (and no display on servers)
-
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.patches import Patch, Rectangle
-from matplotlib.transforms import blended_transform_factory, offset_copy
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 from beluga_core.analysis.report.report_data import ReportData, SuiteLayout
 from beluga_core.core.constants import pair_order, scenario_order
@@ -44,6 +40,17 @@ KEY_COLUMN_INCHES = 2.6
 KEY_LINE_INCHES = 0.13
 KEY_MAX_GROUPS = 150
 _NON_MATRIX_INCHES = 3.0   # about what the row labels and the colour bar take of a heatmap's width
+
+
+def pyplot() -> Any:
+    """matplotlib's pyplot on the Agg backend (files only; never a window, and no display on servers), imported
+    when a figure is drawn: a command that draws none (``beluga run``, ``--help``) does not pay its second."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def test_type_colour(test_type: str, order: list[str]) -> str:
@@ -141,6 +148,10 @@ def _value(v: float | None) -> float:
 
 
 def draw_heatmap(h: Heatmap) -> Figure:
+    import matplotlib.colors
+    from matplotlib.patches import Patch
+
+    plt = pyplot()
     n_rows, n_cols = h.values.shape
     groups = h.layout.groups
     width = max(7.0, 2.6 + 0.3 * n_cols)
@@ -202,6 +213,8 @@ def draw_heatmap(h: Heatmap) -> Figure:
 
 
 def _draw_key(fig: Figure, ax: Axes, h: Heatmap, columns: int, lines: int, colours: list[str]) -> None:
+    from matplotlib.transforms import blended_transform_factory, offset_copy
+
     """Number → group name in the figure's bottom band, column by column across the matrix's width (the numbers in
     their test type's colour): x in the matrix's axes fraction, y in inches from the figure's bottom."""
     at = blended_transform_factory(ax.transAxes, fig.dpi_scale_trans)
@@ -253,7 +266,7 @@ def save_figure(fig: Figure, out_dir: Path, name: str,
             drawn(fig)
         fig.savefig(svg)
     finally:
-        plt.close(fig)
+        pyplot().close(fig)
     return png, svg
 
 
@@ -296,6 +309,9 @@ class MatrixFigure:
 
 
 def draw_matrix(m: MatrixFigure) -> Figure:
+    from matplotlib.patches import Rectangle
+
+    plt = pyplot()
     n_rows, n_cols = m.values.shape
     width = max(6.0, 3.0 + 0.45 * n_cols + 0.06 * max(map(len, m.rows), default=0))
     columns = [c if len(c) <= 32 else c[:31] + "…" for c in m.columns]

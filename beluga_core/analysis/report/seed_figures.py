@@ -7,14 +7,16 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.figure import Figure
 
-from beluga_core.analysis.report.heatmap_figures import DPI, save_figure, slug
+from beluga_core.analysis.report.heatmap_figures import DPI, pyplot, save_figure, slug
 from beluga_core.analysis.report.report_data import ReportData
 from beluga_core.core.constants import pair_order, scenario_order
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Pair = tuple[str, str]
 
@@ -58,6 +60,7 @@ def seed_figures(data: ReportData) -> list[SeedFigure]:
 
 
 def draw_seed_figure(f: SeedFigure) -> Figure:
+    plt = pyplot()
     width = max(6.0, 1.2 + 1.3 * len(f.scenarios) * max(1, len(f.rows)) / 2)
     fig = plt.figure(figsize=(width, 4.2), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()

@@ -27,17 +27,17 @@ class Clock:
 
 def _job(group: str) -> Job:
     fold = SimpleNamespace(heldout_group=group)
-    return cast(Job, SimpleNamespace(config="iid-then-t", method="vanilla", scenario="functionality", fold=fold,
-                                     is_iid_model=False, is_grid_point=False, point=None))
+    return cast(Job, SimpleNamespace(id=group, config="iid-then-t", method="vanilla", scenario="functionality",
+                                     fold=fold, is_iid_model=False, is_grid_point=False, point=None))
 
 
-def _drive(console: Console, clock: Clock) -> list[tuple[float, str]]:
+def _drive(console: Console, clock: Clock, costs: dict[str, float] | None = None) -> list[tuple[float, str]]:
     """Three trainings of 10 steps, a step every 2 s (one training: 20 s), on a phase's progress bar; returns
     (clock, new output) after every event."""
     seen: list[tuple[float, str]] = []
     out = cast(Any, console.file)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), console=console) as bar:
-        progress = RichProgress(bar, 3, clock=clock)
+        progress = RichProgress(bar, 3, clock=clock, costs=costs)
         for group in ("negation", "vocabulary", "taxonomy"):
             job = _job(group)
             progress.job_started(job)
@@ -68,6 +68,17 @@ def test_without_a_terminal_a_line_comes_every_interval_and_at_the_end() -> None
     assert lines[2][4] == "done"
     # The first line comes when the interval has passed, long before the phase ends (and rich's bar with it).
     assert next(t for t, text in seen if _lines(text)) - 1000.0 == PROGRESS_LINE_EVERY_S
+
+
+def test_the_eta_weighs_the_trainings_left_by_their_estimated_seconds() -> None:
+    # Three trainings of 20 s each, estimated at 10, 20 and 30 s; a line at 30 s and 60 s. At 30 s one is done (an
+    # estimated 10 s): the 50 estimated seconds left take 30/10 × 50 = 150 s at that pace; at 60 s two are (30):
+    # 60/30 × 30 = 60 s. By count the lines would read 60 s and 30 s.
+    clock, file = Clock(), io.StringIO()
+    console = Console(file=file, width=200)
+    _drive(console, clock, {"negation": 10.0, "vocabulary": 20.0, "taxonomy": 30.0})
+    lines = _lines(file.getvalue())
+    assert [(m[1], m[4].split(";")[0]) for m in lines] == [("1", "2m30s"), ("2", "1m00s"), ("3", "done")]
 
 
 def test_a_terminal_keeps_the_live_bar_alone() -> None:

@@ -210,12 +210,22 @@ def test_jobs_are_weighed_by_what_they_train_on_and_the_iid_model_starts_first()
     config = DATA / "tiny-executors.toml"
     plan = plan_with_stores(load_config(config), config.resolve())
     cost = job_seconds(plan)
-    inputs = {c.id: len(c.inputs) for c in plan.tasks[0].suite.cases}
+    from beluga_core.contracts.registries import LOSSES
+
+    cases = {c.id: c for c in plan.tasks[0].suite.cases}
+    inputs = {i: len(c.inputs) for i, c in cases.items()}
+
+    def rows(case_id: str) -> int:   # what a case trains: an MFT's inputs, one of another single-input test, a pair
+        c = cases[case_id]
+        if LOSSES.get(c.loss).kind == "single":
+            return len(c.inputs) if c.test_type == "MFT" else 1
+        return 2 if len(c.inputs) >= 2 else 0
+
     iid, fold = plan.jobs[0], next(j for j in plan.jobs if j.config == "iid-plus-t")
     # At the default 64 training examples/s and 350 inputs/s: the IID model trains on iid_train = 64 examples for
-    # 1 epoch; an IID+T fold on its suite inputs and iid_mix_of = 24 i.i.d. examples.
+    # 1 epoch; an IID+T fold on its suite cases' rows and iid_mix_of = 24 i.i.d. examples.
     assert cost(iid) == pytest.approx(64 / 64 + sum(inputs[c] for c in iid.fold.eval_ids) / 350)
-    assert cost(fold) == pytest.approx((sum(inputs[c] for c in fold.fold.train_ids) + 24) / 64
+    assert cost(fold) == pytest.approx((sum(rows(c) for c in fold.fold.train_ids) + 24) / 64
                                        + sum(inputs[c] for c in fold.fold.eval_ids) / 350)
     ordered = critical_path_order(plan.jobs, cost)
     assert ordered[0] is iid and sorted(j.id for j in ordered) == sorted(j.id for j in plan.jobs)

@@ -297,3 +297,10 @@ def test_full_benchmark_validates_and_its_dry_run_prints_the_whole_plan(monkeypa
     # 3 tasks x 3 suite configurations x 7 searched methods (lp-ft reuses lp's and vanilla's) x 18 points.
     assert "4761 trainings in all: 3627 scenario models + 1134 grid points" in text
     assert "grid mode strict would train 60705" in text
+    # Priced (tests price at the defaults: BELUGA_CALIBRATION=off): the three IID models train all of D_train, by the
+    # published sizes of SST-2, QQP and SQuAD, for [training] epochs = 3.
+    assert "cost on this machine (1 worker(s))" in text and "BELUGA_CALIBRATION=off" in text
+    priced = text[text.index("cost on this machine"):]
+    iid_row = next(line for line in priced.splitlines() if line.startswith("│ IID "))
+    assert f"{(67_349 + 363_846 + 87_599) * 3:,}" in iid_row
+    assert "its published sizes, 363,846 D_train / 20,215 D_test (half of validation)" in text
