@@ -24,5 +24,10 @@ def test_a_run_records_its_workers(executors_store: Path) -> None:
     from helpers import query
 
     ((executor,),) = query(executors_store, "SELECT executor FROM runs")
-    assert json.loads(executor) == {"workers": "auto", "slots": ["auto"], "threads": [1],
-                                    "why": "local executor: one process, jobs in turn, 1 thread(s)"}
+    recorded = json.loads(executor)
+    estimate = recorded.pop("estimate")   # what the run priced at its start (orchestration.pricing)
+    assert recorded == {"workers": "auto", "slots": ["auto"], "threads": [1],
+                        "why": "local executor: one process, jobs in turn, 1 thread(s)"}
+    ((models,),) = query(executors_store, "SELECT count(*) FROM models")
+    assert estimate["workers"] == 1 and estimate["phases"][-1]["name"] == "in all"
+    assert estimate["phases"][-1]["trainings"] == models and estimate["phases"][-1]["seconds"] > 0
