@@ -81,7 +81,6 @@ def simulate(ids: Sequence[str], requires: Mapping[str, Sequence[str]],
     workers: each free worker takes the first job, in that order, whose requirements among them have finished."""
     order = {i: k for k, i in enumerate(ids)}
     needs = {i: [r for r in requires.get(i, ()) if r in order] for i in ids}
-    finish: dict[str, float] = {}
     chain: dict[str, float] = {}
     for i in ids:   # the order has requirements first (executors start parents before children)
         chain[i] = seconds[i] + max((chain.get(r, 0.0) for r in needs[i]), default=0.0)
@@ -100,7 +99,6 @@ def simulate(ids: Sequence[str], requires: Mapping[str, Sequence[str]],
             heapq.heappush(running, (now + seconds[i], i))
             free -= 1
         now, done = heapq.heappop(running)
-        finish[done] = now
         free += 1
         for d in dependents[done]:
             waiting[d] -= 1
