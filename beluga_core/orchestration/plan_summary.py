@@ -40,7 +40,7 @@ from beluga_core.planning.pack_groups import Packs, why_not_packed
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.steps import Step, steps_label
 from beluga_core.store.opened import StoreHandle
-from beluga_core.store.reader import done_ids, failed_ids, measured_train_rate, recorded_pack_size
+from beluga_core.store.reader import done_ids, failed_ids, recorded_pack_size
 from beluga_core.training.checkpoint_interval import checkpoint_bytes, describe_interval
 from beluga_core.training.checkpoints import checkpointable
 from beluga_core.training.models import parameter_count
@@ -48,7 +48,8 @@ from beluga_core.training.models import parameter_count
 
 @dataclass(frozen=True)
 class StoreState:
-    """What the run's store already holds: its done and failed job ids, and the rates its trainings measured."""
+    """What the run's store already holds: its done and failed job ids; and the rates the plan is priced at
+    (``orchestration.pricing``, which fits them to the store's finished trainings)."""
 
     done: frozenset[str] = frozenset()
     failed: frozenset[str] = frozenset()
@@ -60,11 +61,10 @@ class StoreState:
         there is one yet)."""
         path = plan.store_path()
         source: StoreHandle | Path = store if store is not None else path
-        rates = Rates.measured(measured_train_rate(source))
         if store is None and not path.exists():
-            return cls(rates=rates)
+            return cls()
         done = done_ids(source, required_evaluations(plan), probe_pools_of(plan), iid_scoring(plan))
-        return cls(frozenset(done), frozenset(failed_ids(source)), rates)
+        return cls(frozenset(done), frozenset(failed_ids(source)))
 
 
 @dataclass(frozen=True)

@@ -53,14 +53,6 @@ class Rates:
     fixed: float = 0.0
     fixed_source: str = "not counted"
 
-    @classmethod
-    def measured(cls, train_rate: float | None) -> Rates:
-        """Rates from a store's own trainings (examples × epochs per training second), when it has any."""
-        if not train_rate or train_rate <= 0:
-            return cls()
-        return cls(train_rate, DEFAULT_EVAL_RATE * train_rate / DEFAULT_TRAIN_RATE,
-                   "measured on this store's trained models")
-
     def train_seconds(self, task: str, batch: int) -> float:
         rates = self.per_task.get(task)
         return rates.train_seconds(batch) if rates is not None else 1.0 / self.train

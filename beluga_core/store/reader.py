@@ -221,20 +221,3 @@ def finished_seconds(source: Source) -> dict[str, tuple[float, float]]:
         return {}
     return {str(i): (float(t), float(e)) for i, t, e in rows}
 
-
-def measured_train_rate(source: Source) -> float | None:
-    """Training examples × epochs per training second over the store's done models (``--dry-run``'s time
-    estimates); None without a readable store or trained model."""
-    if isinstance(source, str | Path) and not Path(source).is_file():
-        return None
-    try:
-        with _connection(source, timeout=2.0) as con:
-            row = con.execute("""SELECT sum((coalesce(n_train_iid, 0) + coalesce(n_train_suite, 0))
-                                           * coalesce(TRY_CAST(hparams->>'epochs' AS DOUBLE), 1)),
-                                        sum(train_seconds)
-                                 FROM models WHERE status = 'done' AND train_seconds > 0""").fetchone()
-    except (BelugaError, duckdb.Error):
-        return None
-    if row is None or not row[0] or not row[1]:
-        return None
-    return float(row[0]) / float(row[1])
