@@ -309,3 +309,11 @@ class ShippedTinyRuns:
             yield
         finally:
             run_cmd.tiny_config = real   # type: ignore[assignment]
+
+
+def as_recorded(now: dict[str, Any], columns: list[str]) -> dict[str, Any]:
+    """A view's rows (``golden_rows.view_rows``' form) cut to the ``columns`` an earlier beluga recorded, in its order:
+    a view that gained columns since (NULL in an older store's rows) still reads the rows it read then. A recorded
+    column the view lost is kept out, so the comparison fails on it."""
+    keep = [now["columns"].index(c) for c in columns if c in now["columns"]]
+    return {"columns": [now["columns"][i] for i in keep], "rows": [[r[i] for i in keep] for r in now["rows"]]}

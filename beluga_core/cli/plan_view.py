@@ -13,6 +13,7 @@ from beluga_core.core.io import human_size
 from beluga_core.orchestration.plan_summary import PlanSummary, TaskSummary
 from beluga_core.orchestration.pricing import Pricing
 from beluga_core.planning.estimate import Rates, describe
+from beluga_core.planning.jobs import JobKind
 
 
 def _plain(console: Console, text: str) -> None:
@@ -45,9 +46,10 @@ def print_plan(s: PlanSummary, console: Console) -> None:
     if s.grid is not None:
         mode, criterion = s.grid
         other = "strict" if mode == "seen" else "seen"
+        halving = ", successive halving" if any(c.rungs for t in s.tasks for c in t.grid or []) else ""
         console.print(f"[bold]{s.trainings} trainings in all[/]: {s.scenario_models} scenario models + "
-                      f"{s.grid_points[mode]} grid points (grid mode {mode}, criterion {criterion}); grid mode "
-                      f"{other} would train {s.scenario_models + s.grid_points[other]}")
+                      f"{s.grid_points[mode]} grid points (grid mode {mode}, criterion {criterion}{halving}); "
+                      f"grid mode {other} would train {s.scenario_models + s.grid_points[other]}")
     else:
         console.print(f"[bold]{s.trainings} trainings in all[/]")
     if s.workers is not None:
@@ -73,7 +75,9 @@ def print_plan(s: PlanSummary, console: Console) -> None:
                 console.print(f"  … and {len(p.groups) - 5} more pack(s)", highlight=False)
     console.print(f"store: {s.store}{f' (variant {s.variant!r})' if s.variant else ''}", highlight=False)
     for k in s.status:
-        later = f" (+ {k.pending} once the grid search has chosen their hyper-parameters)" if k.pending else ""
+        waits = ("the rungs before have run (successive halving)" if k.kind is JobKind.GRID
+                 else "the grid search has chosen their hyper-parameters")
+        later = f" (+ {k.pending} once {waits})" if k.pending else ""
         console.print(f"  {k.kind.plural}: {k.planned} planned, {k.done} done, {k.failed} failed (retried), "
                       f"{k.to_run} to run{later}", highlight=False)
     for level, text in s.warnings:
@@ -118,10 +122,15 @@ def _print_task(s: PlanSummary, t: TaskSummary, console: Console) -> None:
             console.print(f"  held-out {level}: no fold for {len(groups)} group(s) without T_test cases: "
                           f"{', '.join(groups[:5])}{' …' if len(groups) > 5 else ''}")
     if t.grid is not None and s.grid is not None:
-        _table(console, f"task {t.name}: grid search (selected by {s.grid[1]} on T_val; mode {s.grid[0]})",
-               {"configuration": "l", "method searched": "l", "points": "r", "seen mode": "r", "strict mode": "r"},
-               [[c.config, c.method, str(c.points), str(c.seen), str(c.strict)] for c in t.grid],
-               ["total", "", "", str(sum(c.seen for c in t.grid)), str(sum(c.strict for c in t.grid))])
+        halving = any(c.rungs for c in t.grid)
+        _table(console, f"task {t.name}: grid search (selected by {s.grid[1]} on T_val; mode {s.grid[0]}"
+               + ("; successive halving: points per rung" if halving else "") + ")",
+               {"configuration": "l", "method searched": "l", "points": "r", **({"rungs": "l"} if halving else {}),
+                "seen mode": "r", "strict mode": "r"},
+               [[c.config, c.method, str(c.points), *([c.rungs_text()] if halving else []), str(c.seen),
+                 str(c.strict)] for c in t.grid],
+               ["total", "", "", *([""] if halving else []), str(sum(c.seen for c in t.grid)),
+                str(sum(c.strict for c in t.grid))])
         for method, reuses in t.reusing:
             console.print(f"  {method}: no search of its own; reuses the choices of {' and '.join(reuses)}")
     for config, n, start, source in t.starts:

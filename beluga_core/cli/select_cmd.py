@@ -22,14 +22,25 @@ def select(
 
     Nothing is retrained: the store keeps every grid point's validation scores. To train the folds with
     another criterion's choice, set `[grid] criterion` in the config and run it again: finished grid
-    points are reused and only folds whose chosen values changed are trained.
+    points are reused and only folds whose chosen values changed are trained. A successive-halving search
+    ([grid] strategy = "halving") is ranked at its last rung, and the rung each point stopped at is shown.
     """
     from beluga_core.orchestration.selection.select import rank_grid_points
-    from beluga_core.orchestration.selection.show import print_selection
+    from beluga_core.orchestration.selection.show import print_halving, print_selection
+    from beluga_core.store.connection import table_names
     from beluga_core.store.opened import open_handle
 
     with open_handle(store) as opened:
         ranked = rank_grid_points(opened.con, criterion, top=top)
+        halving = [] if "grid_halving" not in table_names(opened.con) else \
+            [dict(zip(("task", "config", "method", "scope_level", "scope_group", "point", "stopped_rung",
+                       "stopped_epochs", "reference_by_rung", "chosen"), r, strict=True))
+             for r in opened.con.execute("SELECT task, config, method, scope_level, scope_group, point, stopped_rung, "
+                                         "stopped_epochs, reference_by_rung, chosen FROM grid_halving "
+                                         "ORDER BY ALL").fetchall()]
     if task is not None:
         ranked = [r for r in ranked if r.key["task"] == task]
-    print_selection(ranked, criterion, Console())
+        halving = [r for r in halving if r["task"] == task]
+    console = Console()
+    print_selection(ranked, criterion, console)
+    print_halving(halving, console)

@@ -151,6 +151,14 @@ class GridSpec(Strict):
     methods: dict[str, dict[str, list[Any]]] = Field(default_factory=dict, description=(
         "Per-method axes (any training key or method hyper-parameter), replacing the method's own grid "
         "(lp's learning rates) and the ones above, e.g. [grid.methods.irm] penalty_weight = [1e2, 1e4]."))
+    strategy: Literal["full", "halving"] = Field("full", description=(
+        "full: train every point of the grid (the paper's search). halving: synchronous successive halving with "
+        "epochs as the budget: every point trains to the smallest epoch count, the best 1/reduction (by the "
+        "criterion, on T_val) go on from their state to the next epoch count, and so on to the largest, among "
+        "which the choice is made. epochs leaves the searched axes: the chosen point trains the largest epoch "
+        "count."))
+    reduction: int = Field(3, ge=2, description=(
+        "halving: keep the best 1/reduction of a rung's points (rounded up) for the next (3: the top third)."))
     seed: int | None = Field(None, description="Training seed of the grid points (default: the first seed).")
     iid_val: int = Field(0, ge=0, description="D_val examples each grid point is scored on (0 = all).")
     score_iid_val: bool = Field(True, description="Score grid points on D_val (criteria that use it need it).")

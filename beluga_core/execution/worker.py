@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from beluga_core.config.executor_spec import CheckpointEvery
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.methods import Method
 from beluga_core.contracts.registries import CONFIGURATIONS, METHODS
@@ -34,6 +35,7 @@ from beluga_core.core.io import atomic_save
 from beluga_core.data.iid.examples import Example, IIDData
 from beluga_core.execution.results import GridPointRecord, JobResult, ModelRecord, PackTime
 from beluga_core.execution.step_runners import Evaluation, run_step, sample_examples
+from beluga_core.planning.halving import rung_of
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan, make_task
 from beluga_core.planning.teacher_sources import iid_teacher_seed
@@ -43,6 +45,7 @@ from beluga_core.training.checkpoint_file import (
     CheckpointStore,
     FolderCheckpoints,
     checkpoint_folder,
+    rung_folder,
 )
 from beluga_core.training.checkpoints import JobCheckpoints, StageCheckpoints, checkpointable
 from beluga_core.training.loop import TrainStats, seed_everything, train_stage
@@ -139,6 +142,9 @@ class Worker:
         # Where jobs save their training state to resume inside a fold (an executor may send them elsewhere).
         self.checkpoint_store: CheckpointStore | None = (FolderCheckpoints(checkpoint_folder(cache_dir))
                                                          if cache_dir is not None else None)
+        # Where a halving search's rungs keep the state the next rung goes on from (``planning.halving``).
+        self.rung_store: CheckpointStore | None = (FolderCheckpoints(rung_folder(cache_dir))
+                                                   if cache_dir is not None else None)
 
     # -- shared state ---------------------------------------------------------------------------------
     def iid_data(self, name: str) -> IIDData:
@@ -352,12 +358,15 @@ class Worker:
 
     def checkpoints_of(self, job: Job, method: Method) -> JobCheckpoints | None:
         """The job's checkpoints, or None where it trains without: no cache folder, ``checkpoint_every = "off"``,
-        or a stage's method that does not say what its state is (``Method.checkpointable``)."""
+        or a stage's method that does not say what its state is (``Method.checkpointable``). A rung of a halving
+        search has them (saving none with ``"off"``) to keep and take up the state between rungs."""
         interval = self.cfg.executor.checkpoint_interval
-        if self.checkpoint_store is None or interval.mode == "off":
+        if self.checkpoint_store is None or not checkpointable(method, job.hparams):
             return None
-        if not checkpointable(method, job.hparams):
-            return None
+        if interval.mode == "off":
+            if rung_of(job.hparams) is None:
+                return None
+            interval = CheckpointEvery("off")
         return JobCheckpoints(self.checkpoint_store, job.id, interval, self.device)
 
     def _train(self, job: Job, task: Task, model: torch.nn.Module, encoder: Encoder, trainset: TrainSet,
@@ -367,6 +376,12 @@ class Worker:
         a checkpoint skips the stages before its own and resumes that one at its step."""
         stages = method.stages(job.hparams)
         resume = checkpoints.resume(len(stages)) if checkpoints is not None and load else None
+        rung = rung_of(job.hparams)
+        last_rung = rung is None or rung.epochs >= float(job.hparams["epochs"])
+        own = resume is not None   # its own checkpoint (said in the run's output), not the previous rung's state
+        if (resume is None and load and rung is not None and job.resume_from and checkpoints is not None
+                and self.rung_store is not None):
+            resume = checkpoints.resume_rung(self.rung_store, job.resume_from, len(stages))
         done = TrainStats(0, 0, float("nan"), 0.0)
         if resume is not None:
             steps, examples, seconds = resume.prior
@@ -377,14 +392,16 @@ class Worker:
             label = "train" if len(stages) == 1 else f"train {i + 1}/{len(stages)}"
             at = None if checkpoints is None else StageCheckpoints(
                 checkpoints, i, len(stages), (done.steps, done.examples, done.seconds),
-                resume if resume is not None and i == resume.stage else None)
+                resume if resume is not None and i == resume.stage else None,
+                keep_to=None if last_rung else self.rung_store)
             stats = train_stage(task, model, encoder, self.device, trainset, stage_hp, stage_method,
                                 _seed_of(job.training_key, job.seed) + i,
                                 progress=partial(progress, label) if progress else None,
-                                teachers=partial(self.teacher, job), checkpoints=at)
+                                teachers=partial(self.teacher, job), checkpoints=at,
+                                stop_epochs=None if rung is None else rung.epochs)
             done = TrainStats(done.steps + stats.steps, done.examples + stats.examples, stats.mean_loss,
                               done.seconds + stats.seconds)
-        return done, resume.describe() if resume is not None else None
+        return done, resume.describe() if resume is not None and own else None
 
 
 def check_same_tokenizer(folder: Path, model_name: str, source: str) -> None:

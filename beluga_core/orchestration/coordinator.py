@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -25,10 +26,11 @@ from beluga_core.execution.worker import cache_dir_for, job_record, weights_path
 from beluga_core.generators.suite_build import GENERATED_AGAINST
 from beluga_core.orchestration.pricing import price
 from beluga_core.orchestration.progress import ETA_COLUMN, RichProgress
-from beluga_core.orchestration.selection.select import select_for_plan
+from beluga_core.orchestration.selection.select import promote_rungs, select_for_plan
 from beluga_core.orchestration.selection.show import print_selection
 from beluga_core.orchestration.settings_guard import check_settings
 from beluga_core.planning.estimate import describe, job_costs
+from beluga_core.planning.halving import rung_of
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, make_task
 from beluga_core.planning.steps import Attributions
@@ -37,7 +39,7 @@ from beluga_core.store.reader import done_ids, recorded_pack_size
 from beluga_core.store.run_liveness import RunLock, discard_lock, running_runs
 from beluga_core.store.suite_rows import split_rows, suite_rows
 from beluga_core.store.writer import StoreWriter
-from beluga_core.training.checkpoint_file import FolderCheckpoints, checkpoint_folder
+from beluga_core.training.checkpoint_file import FolderCheckpoints, checkpoint_folder, rung_folder
 from beluga_core.training.models import pick_device
 from beluga_core.training.precision import machine_line
 
@@ -250,8 +252,11 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
     failed: JobsFailed | None = None
     try:
         if plan.pending:
-            # Phase 1: IID models and grid points; then selection; phase 2: the folds with the chosen values.
-            run_phase(plan.jobs + plan.grid_jobs, f" before selection ({len(plan.grid_jobs)} grid points)")
+            # Phase 1: IID models and grid points (a halving search's first rung, then each next rung); then
+            # selection; phase 2: the folds with the chosen values.
+            rung0 = " at the first rung of halving" if plan.halving else ""
+            run_phase(plan.jobs + plan.grid_jobs, f" before selection ({len(plan.grid_jobs)} grid points{rung0})")
+            run_rungs(plan, writer.path, FolderCheckpoints(rung_folder(cache_dir)), run_phase, console)
             new = select_and_resolve(plan, writer, run_id, console)
             check_settings(plan, new)
             run_phase(new, " with the selected hyper-parameters")
@@ -324,6 +329,24 @@ def build_ensembles(plan: Plan, store: Path, run_id: str, console: Console) -> N
         ids = build_ensemble(store, EnsembleSpec(spec.name, tuple(spec.members), spec.rule), run_id=run_id)
         console.print(f"ensemble {spec.name} ({spec.rule} of {', '.join(spec.members)}): {len(ids)} model row(s)",
                       highlight=False)
+
+
+def run_rungs(plan: Plan, store: Path, states: FolderCheckpoints, run_phase: Callable[[list[Job], str], None],
+              console: Console) -> None:
+    """A halving search's rungs after the first, each promoted from the stored scores of the one before
+    (``planning.halving``); the state a rung kept is dropped once the next rung has gone on from it."""
+    while any(not s.complete for s in plan.halving):
+        before = [j for s in plan.halving if not s.complete for j in s.rungs[-1]]
+        new, ranked = promote_rungs(store, plan)
+        promoted = {j.resume_from for j in new}
+        for job in before:
+            if job.id not in promoted:
+                states.discard(job.id)
+        print_selection(ranked, plan.config.grid.criterion, console, title="halving: the points that go on")
+        epochs = sorted({r.epochs for r in map(rung_of, (j.hparams for j in new)) if r is not None})
+        run_phase(new, f" at the next rung of halving ({', '.join(f'{e:g}' for e in epochs)} epochs)")
+        for job in before:
+            states.discard(job.id)
 
 
 def select_and_resolve(plan: Plan, writer: StoreWriter, run_id: str, console: Console) -> list[Job]:

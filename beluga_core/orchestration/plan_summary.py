@@ -462,7 +462,8 @@ def _status(plan: Plan, store: StoreState) -> list[KindStatus]:
     by_kind: dict[JobKind, list[str]] = {member: [] for member in JobKind}
     for job in [*plan.jobs, *plan.grid_jobs]:
         by_kind[job.kind].append(job.id)
-    waiting = {JobKind.FOLD: len(plan.pending)}  # the folds a grid search has yet to choose hyper-parameters for
+    # The folds a grid search has yet to choose hyper-parameters for, and a halving search's later rungs.
+    waiting = {JobKind.FOLD: len(plan.pending), JobKind.GRID: len(plan.planned_rungs())}
     out = []
     for kind, ids in by_kind.items():
         pending = waiting.get(kind, 0)

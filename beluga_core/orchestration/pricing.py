@@ -112,12 +112,16 @@ def phase_costs(plan: Plan, cost: Callable[[JobSpec], JobCost], slots: int,
     """Per phase (IID models, grid points, scenario models), evaluation, and in all: what the jobs not in ``done``
     cost; each phase's wall as if it ran alone, the total's as the run runs them (before selection, then after)."""
     first = [j for j in (plan.jobs + plan.grid_jobs if plan.pending else plan.jobs) if j.id not in done]
+    # A halving search's later rungs (as many of its points as each trains), each after the rung before.
+    planned = plan.planned_rungs() if plan.pending else []
+    rungs = {j.id: before for j, before in planned}
+    first += [j for j, _ in planned if j.id not in done]
     after: list[JobSpec] = list(plan.pending)
     costs: dict[str, JobCost] = {}
     requires: dict[str, tuple[str, ...]] = {}
     ids_first = [j.id for j in order(first)]
     for j in first:
-        costs[j.id], requires[j.id] = cost(j), j.requires
+        costs[j.id], requires[j.id] = cost(j), (*j.requires, *rungs.get(j.id, ()))
     ids_after = [f"pending:{k}" for k in range(len(after))]
     for i, spec in zip(ids_after, after, strict=True):
         costs[i] = cost(spec)   # their parents, in the first phase, have finished

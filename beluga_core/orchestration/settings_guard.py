@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from beluga_core.core.errors import BelugaError
+from beluga_core.planning.halving import rung_of
 from beluga_core.planning.jobs import Job
 from beluga_core.planning.plan import Plan, TaskPlan
 from beluga_core.store.opened import StoreHandle
@@ -35,8 +36,9 @@ def job_slot(tp: TaskPlan, job: Job) -> Slot:
     common = tp.common
     key = (job.task, tp.suite.header.name, job.model, job.config, job.method, common.get("variant", ""))
     if job.is_grid_point:
+        rung = rung_of(job.hparams)
         return ("grid", *key, job.fold.heldout_level, job.fold.heldout_group, job.seed, common["split"]["seed"],
-                canonical_json(job.point or {}))
+                canonical_json(job.point or {}), None if rung is None else rung.index)
     fold = job.fold
     return (*key, fold.scenario, fold.heldout_group, fold.trained_group, job.seed, common["split"]["seed"])
 

@@ -18,6 +18,7 @@ from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.registries import CONFIGURATIONS, LOSSES
 from beluga_core.data.suite.suite_files import Suite
 from beluga_core.data.suite.suite_schema import Case
+from beluga_core.planning.halving import rung_of
 from beluga_core.planning.jobs import Job, JobSpec
 from beluga_core.planning.plan import Plan
 
@@ -83,8 +84,8 @@ def training_parts(cfg: BenchmarkConfig, spec: JobSpec, n_suite_rows: int,
     (0, all of D_train, whose size the plan does not know, counts as 0) at the IID stage's batch; a fold: its
     suite cases' training rows (``training_rows``) and the i.i.d. examples its configuration mixes in (``[sizes]
     iid_mix``; 0 is counted as ``iid_train``) at the suite stage's. A fold still waiting for its grid search
-    counts the config's ``[training]`` epochs and batch size; a grid point, its own. ``d_train``: D_train's size
-    where known, for ``iid_train = 0``."""
+    counts the config's ``[training]`` epochs and batch size; a grid point, its own (a halving rung, the epochs from
+    the rung before to its own). ``d_train``: D_train's size where known, for ``iid_train = 0``."""
     iid_train = cfg.sizes.iid_train or d_train or 0
     hparams = spec.hparams if isinstance(spec, Job) else {}
     if isinstance(spec, Job) and spec.is_iid_model:
@@ -96,6 +97,9 @@ def training_parts(cfg: BenchmarkConfig, spec: JobSpec, n_suite_rows: int,
     if CONFIGURATIONS.get(spec.config).uses_iid:
         mix = cfg.sizes.iid_mix_for(spec.config) or iid_train
     epochs = float(hparams.get("epochs", stage["epochs"]))
+    rung = rung_of(hparams)
+    if rung is not None:   # a halving rung trains from where the rung before stopped to its own epochs
+        epochs = rung.epochs - rung.from_epochs
     return [((n_suite_rows + mix) * epochs, int(hparams.get("batch_size", stage["batch_size"])))]
 
 

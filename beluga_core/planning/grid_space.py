@@ -15,6 +15,7 @@ from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.methods import TRAINING_KEYS
 from beluga_core.contracts.registries import METHODS, TASKS
 from beluga_core.core.errors import BelugaError, did_you_mean
+from beluga_core.planning.halving import budgets
 
 
 def method_hparams(cfg: BenchmarkConfig, method: str) -> dict[str, Any]:
@@ -121,6 +122,21 @@ def axes_for(cfg: BenchmarkConfig, task: str, method: str) -> dict[str, list[Any
 
 def grid_points(cfg: BenchmarkConfig, task: str, method: str) -> list[dict[str, Any]]:
     """Every combination of the axes, in a fixed order (axes sorted by name, values as listed)."""
+    return _combinations(axes_for(cfg, task, method))
+
+
+def halving_points(cfg: BenchmarkConfig, task: str, method: str) -> tuple[list[dict[str, Any]], tuple[float, ...]]:
+    """A successive-halving search's points and its rungs' epoch budgets (``planning.halving``): every combination
+    of the axes but epochs, each with the largest budget as its epochs (what the chosen point trains), in
+    ``grid_points``' order."""
     axes = axes_for(cfg, task, method)
+    field = f"grid.methods.{method}.epochs" if "epochs" in cfg.grid.methods.get(method, {}) else "grid.epochs"
+    epochs = axes.pop("epochs", None) or [cfg.training.stage("suite")["epochs"]]
+    rungs = budgets(epochs, field)
+    largest = max(epochs, key=float)  # as written, so the point reads as the full search's point of that budget
+    return [dict(sorted((p | {"epochs": largest}).items())) for p in _combinations(axes)], rungs
+
+
+def _combinations(axes: dict[str, list[Any]]) -> list[dict[str, Any]]:
     names = sorted(axes)
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*(axes[n] for n in names))]

@@ -125,6 +125,10 @@ class Job(JobSpec):
     point: dict[str, Any] | None = None
     grid_scoring: Mapping[str, Any] = field(default_factory=dict)
     steps: tuple[Step, ...] = ()
+    # A rung of a halving search (``planning.halving``) after the first: the previous rung's job of its point, whose
+    # saved state it goes on from (not part of its identity: without that state it trains from the start, to the
+    # same model).
+    resume_from: str | None = None
 
     @property
     def is_iid_model(self) -> bool:

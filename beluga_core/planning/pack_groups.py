@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from beluga_core.contracts.registries import METHODS, TASKS
+from beluga_core.planning.halving import rung_of
 from beluga_core.planning.jobs import Job
 
 # The most members "auto" packs, where memory allows more (execution.sizing.plan_pack_size measures it): on a CPU
@@ -32,6 +33,8 @@ def why_not_packed(job: Job) -> str | None:
         return f"task {job.task} does not pack"
     if len(method(job.hparams.get("method", {})).stages(job.hparams)) != 1:
         return f"method {job.method} trains in several stages"
+    if rung_of(job.hparams) is not None:
+        return "a rung of a halving search trains alone (it stops at its rung's epochs and keeps its state)"
     return None
 
 

@@ -30,7 +30,8 @@ from beluga_core.evaluation.suites import load_checked_suite
 from beluga_core.planning.cross_evals import EvalSuitePlan, plan_eval_suite
 from beluga_core.planning.fewshot_pools import Pools, check_pools, probe_pools
 from beluga_core.planning.folds import make_folds, selection_scopes
-from beluga_core.planning.grid_space import check_grid_tables, grid_methods, grid_points, job_hparams
+from beluga_core.planning.grid_space import check_grid_tables, grid_methods, grid_points, halving_points, job_hparams
+from beluga_core.planning.halving import HALVING_KEY, HalvingSearch
 from beluga_core.planning.jobs import (
     Fold,
     Job,
@@ -41,6 +42,7 @@ from beluga_core.planning.jobs import (
     iid_identity,
     iid_spec,
     iid_training_identity,
+    job_id,
     job_identity,
     legacy_iid_identity,
     make_job,
@@ -114,6 +116,8 @@ class TaskPlan:
     shaping: dict[str, Any] = field(default_factory=dict)
     # Configuration → the model of another store its jobs start from ([training.configurations.NAME] start).
     starts: dict[str, StartModel] = field(default_factory=dict)
+    # [grid] strategy = "halving": each search's points and the rung jobs made so far (phase 1 holds rung 0's).
+    halving: list[HalvingSearch] = field(default_factory=list)
 
     def pool_of(self, job: Job | JobSpec) -> tuple[str, ...]:
         """The probe cases a model predicts for few-shot ranking: its held-out group's pool (a fold of a
@@ -183,6 +187,30 @@ class TaskPlan:
                 return replace(job, id=legacy)
         return replace(job, training_id=digest(iid_training_identity(self.iid_common, spec, hp)))
 
+    def rung_job(self, cfg: BenchmarkConfig, search: HalvingSearch, index: int, point: dict[str, Any],
+                 resume_from: str | None = None) -> Job:
+        """Rung ``index`` of ``point`` in ``search``: the point's hyper-parameters (the largest budget's schedule) and
+        where it stops. Its training seed is that of the full search's point of the largest budget (the same
+        ``training_id`` at every rung), so that each rung continues one training."""
+        scoring = {"iid_val": cfg.grid.iid_val, "score_iid_val": cfg.grid.score_iid_val}
+        hp = job_hparams(cfg, search.key[2], point, configuration=search.key[1])
+        spec = self.with_teachers(search.spec, hp)
+        training = job_id(self.common, spec, JobKind.GRID, hp, scoring)
+        rung = search.rung(index)
+        job = self.new_job(cfg, spec, {**hp, HALVING_KEY: rung.hparam()}, kind=JobKind.GRID, point=point,
+                           grid_scoring=scoring)
+        return replace(job, training_id=training, resume_from=resume_from if rung.from_epochs else None)
+
+    def promote(self, cfg: BenchmarkConfig, search: HalvingSearch, winners: Iterable[str]) -> list[Job]:
+        """The next rung of ``search``: the points of the last rung's jobs ``winners``, in point order, each going on
+        from its job's state."""
+        won = set(winners)
+        last = search.rungs[-1]
+        jobs = [self.rung_job(cfg, search, len(search.rungs), dict(j.point or {}), j.id) for j in last if j.id in won]
+        search.rungs.append(jobs)
+        self.grid_jobs.extend(jobs)
+        return jobs
+
     def fold_job(self, cfg: BenchmarkConfig, spec: JobSpec, hp: dict[str, Any]) -> Job:
         conf = CONFIGURATIONS.get(spec.config)
         if conf.uses_iid and conf.uses_suite:
@@ -244,6 +272,29 @@ class Plan:
     @property
     def pending(self) -> list[JobSpec]:
         return [p for t in self.tasks for p in t.pending]
+
+    @property
+    def halving(self) -> list[HalvingSearch]:
+        return [s for t in self.tasks for s in t.halving]
+
+    def planned_rungs(self) -> list[tuple[Job, tuple[str, ...]]]:
+        """The rungs of halving searches not made yet, each as the jobs of as many of its points as it will train
+        (which points go on is known once the rung before has run; a rung costs alike whichever): what the dry run
+        and the estimate count. Each with the ids of the rung before, which it waits for."""
+        out: list[tuple[Job, tuple[str, ...]]] = []
+        for tp in self.tasks:
+            for s in tp.halving:
+                before = tuple(j.id for j in s.rungs[-1]) if s.rungs else ()
+                for r in range(len(s.rungs), len(s.budgets)):
+                    jobs = [tp.rung_job(self.config, s, r, p) for p in s.points[:s.sizes[r]]]
+                    out += [(j, before) for j in jobs]
+                    before = tuple(j.id for j in jobs)
+        return out
+
+    def selectable_grid_jobs(self) -> list[Job]:
+        """The grid points selection chooses among: every point of a full search, the last rung of a halving one."""
+        rungs = {j.id for s in self.halving for r in s.rungs for j in r}
+        return [j for j in self.grid_jobs if j.id not in rungs] + [j for s in self.halving for j in s.final_jobs()]
 
     def task_plan(self, name: str) -> TaskPlan:
         return next(tp for tp in self.tasks if tp.spec.name == name)
@@ -465,6 +516,9 @@ def _add_grid_jobs(cfg: BenchmarkConfig, tp: TaskPlan) -> None:
             continue
         parent = iid.id if configuration_start(cfg, config_name) == "iid" else None
         for method in grid_methods(cfg.methods):
+            if cfg.grid.strategy == "halving":
+                _add_halving(cfg, tp, config_name, method, parent, scopes, seed)
+                continue
             points = grid_points(cfg, tp.spec.name, method)
             for _, fold in scopes:
                 spec = JobSpec(task=tp.spec.name, config=config_name, method=method, seed=seed, fold=fold,
@@ -474,6 +528,26 @@ def _add_grid_jobs(cfg: BenchmarkConfig, tp: TaskPlan) -> None:
                     hp = job_hparams(cfg, method, point, configuration=config_name)
                     tp.grid_jobs.append(tp.new_job(cfg, tp.with_teachers(spec, hp), hp, kind=JobKind.GRID,
                                                    point=point, grid_scoring=scoring))
+
+
+def _add_halving(cfg: BenchmarkConfig, tp: TaskPlan, config_name: str, method: str, parent: str | None,
+                 scopes: list[tuple[Any, Fold]], seed: int) -> None:
+    """A halving search per scope: its rung 0 (every point, to the smallest budget) is phase 1's."""
+    points, rungs = halving_points(cfg, tp.spec.name, method)
+    plugin = METHODS.get(method)
+    hp = job_hparams(cfg, method, points[0], configuration=config_name)
+    if len(plugin(hp.get("method", {})).stages(hp)) != 1:
+        raise BelugaError(f"[grid] strategy = \"halving\" stops a training at each rung's epochs, which needs a "
+                          f"method that trains in one stage; '{method}' trains in several: search it with "
+                          "strategy = \"full\"", field="grid.strategy")
+    for _, fold in scopes:
+        spec = JobSpec(task=tp.spec.name, config=config_name, method=method, seed=seed, fold=fold, parent_id=parent,
+                       score_iid=False, model=tp.model, start_model=tp.start_model(config_name))
+        search = HalvingSearch((tp.spec.name, config_name, method, *fold.scope), spec, points, rungs,
+                               cfg.grid.reduction, plugin.checkpointable())
+        search.rungs.append([tp.rung_job(cfg, search, 0, p) for p in points])
+        tp.grid_jobs.extend(search.rungs[0])
+        tp.halving.append(search)
 
 
 def _resolve_starts(cfg: BenchmarkConfig, config_path: Path, tp: TaskPlan, resolver: StartResolver | None) -> None:

@@ -128,7 +128,9 @@ def done_slots(source: Source) -> dict[Slot, tuple[str, str | None]]:
         for row in con.execute(f"SELECT {', '.join(SLOT_COLUMNS)}, model_id, settings::VARCHAR FROM models "
                                "WHERE status = 'done'").fetchall():
             out[tuple(row[:-2])] = (row[-2], row[-1])
-        for row in con.execute(f"SELECT {', '.join(GRID_SLOT_COLUMNS[:-1])}, point::VARCHAR, grid_id, "
+        # A halving search's rungs of one point are slots of their own (the rung after the point; NULL in a full one).
+        for row in con.execute(f"SELECT {', '.join(GRID_SLOT_COLUMNS[:-1])}, point::VARCHAR, "
+                               "TRY_CAST(json_extract(hparams, '$.halving.rung') AS INTEGER), grid_id, "
                                "settings::VARCHAR FROM grid_points WHERE status = 'done'").fetchall():
             out[("grid", *row[:-2])] = (row[-2], row[-1])
     return out

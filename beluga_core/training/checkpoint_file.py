@@ -72,6 +72,11 @@ def checkpoint_folder(cache_dir: Path) -> Path:
     return cache_dir / "checkpoints"
 
 
+def rung_folder(cache_dir: Path) -> Path:
+    """Where the rungs of halving searches keep their state for the next rung (``planning.halving``)."""
+    return cache_dir / "rungs"
+
+
 
 def _digest(tensors: dict[str, torch.Tensor]) -> str:
     h = hashlib.sha256()

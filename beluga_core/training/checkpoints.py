@@ -217,16 +217,28 @@ class JobCheckpoints:
         if blob is None:
             return None
         try:
-            tensors, meta = decode(blob, self.job_id)
-            if meta.get("n_stages") != n_stages or not 0 <= int(meta["stage"]) < n_stages:
-                raise CheckpointRejected(f"stage {meta.get('stage')} of {meta.get('n_stages')}, this job has "
-                                         f"{n_stages}")
-            if meta.get("device") != self.device.type:
-                raise CheckpointRejected(f"written on {meta.get('device')}, this worker trains on "
-                                         f"{self.device.type}")
+            return self._checked(blob, self.job_id, n_stages)
         except (CheckpointRejected, KeyError, ValueError, TypeError) as exc:
             self.reject(str(exc))
             return None
+
+    def resume_rung(self, store: CheckpointStore, job_id: str, n_stages: int) -> Resume | None:
+        """The state the previous rung's job ``job_id`` kept (a halving search's, ``planning.halving``), checked; None
+        (with a warning where it is there but unusable): this rung trains from the start, to the same model."""
+        try:
+            blob = store.load(job_id)
+            return None if blob is None else self._checked(blob, job_id, n_stages)
+        except (OSError, CheckpointRejected, KeyError, ValueError, TypeError) as exc:
+            self.warn(f"the state rung job {job_id[:12]} kept is unusable ({exc}); job {self.job_id[:12]} trains "
+                      "from the start")
+            return None
+
+    def _checked(self, blob: bytes, job_id: str, n_stages: int) -> Resume:
+        tensors, meta = decode(blob, job_id)
+        if meta.get("n_stages") != n_stages or not 0 <= int(meta["stage"]) < n_stages:
+            raise CheckpointRejected(f"stage {meta.get('stage')} of {meta.get('n_stages')}, this job has {n_stages}")
+        if meta.get("device") != self.device.type:
+            raise CheckpointRejected(f"written on {meta.get('device')}, this worker trains on {self.device.type}")
         return Resume(int(meta["stage"]), int(meta["step"]), tensors, meta)
 
     def reject(self, why: str) -> None:
@@ -291,6 +303,8 @@ class StageCheckpoints:
     n_stages: int
     prior: tuple[int, int, float]   # (steps, examples, seconds) of the stages before
     resume: Resume | None = None
+    # Where the stage's state is kept when it stops short of its schedule (a halving rung the next one goes on from).
+    keep_to: CheckpointStore | None = None
 
     def resumed(self, updates: Iterator[Any], model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                 scheduler: torch.optim.lr_scheduler.LRScheduler, method: Method, n_steps: int,
@@ -315,6 +329,20 @@ class StageCheckpoints:
 
     def due(self, step: int, n_steps: int) -> bool:
         return self.job.due(step, n_steps)
+
+    def keep(self, step: int, n_steps: int, examples: int, loss_sum: torch.Tensor, model: torch.nn.Module,
+             optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler, method: Method,
+             device: torch.device) -> None:
+        """Keep the state the stage stopped at in ``keep_to``, under the job's id (a failed write costs the next rung
+        a training from the start, not this job)."""
+        assert self.keep_to is not None
+        blob = stage_blob(self.job.job_id, self.stage, self.n_stages, step, n_steps, examples, loss_sum, self.prior,
+                          model, optimizer, scheduler, method, device)
+        try:
+            self.keep_to.save(self.job.job_id, blob)
+        except OSError as exc:
+            self.job.warn(f"the state of rung job {self.job.job_id[:12]} not kept ({exc}); the next rung trains it "
+                          "from the start")
 
     def save(self, step: int, n_steps: int, examples: int, loss_sum: torch.Tensor, model: torch.nn.Module,
              optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler, method: Method,

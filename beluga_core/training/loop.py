@@ -7,6 +7,7 @@ mixes loss types per batch, and methods plug into single updates. ``Trainer`` im
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -160,9 +161,12 @@ def _param_groups(model: torch.nn.Module, decay: float) -> list[dict[str, Any]]:
 
 def train_stage(task: Task, model: torch.nn.Module, encoder: Encoder, device: torch.device, trainset: TrainSet,
                 hp: dict[str, Any], method: Method, seed: int, progress: ProgressFn | None = None,
-                teachers: TeacherFn | None = None, checkpoints: StageCheckpoints | None = None) -> TrainStats:
+                teachers: TeacherFn | None = None, checkpoints: StageCheckpoints | None = None,
+                stop_epochs: float | None = None) -> TrainStats:
     """Train one stage. With ``checkpoints``, save its state when one is due, and first resume from the
-    checkpoint it carries (``StageCheckpoints.resumed``)."""
+    checkpoint it carries (``StageCheckpoints.resumed``). ``stop_epochs``: stop after the updates of that many epochs,
+    the schedule still spanning ``hp["epochs"]`` (a rung of a halving search, ``planning.halving``); its state is
+    then kept where ``checkpoints`` says (``StageCheckpoints.keep_to``), for the next rung to go on from."""
     import time
 
     start = time.perf_counter()
@@ -170,6 +174,7 @@ def train_stage(task: Task, model: torch.nn.Module, encoder: Encoder, device: to
     batch_size = int(hp["batch_size"])
     epochs = float(hp["epochs"])
     n_steps = method.n_steps(trainset, batch_size, epochs)
+    stop = n_steps if stop_epochs is None else min(n_steps, method.n_steps(trainset, batch_size, stop_epochs))
     if n_steps == 0:
         return TrainStats(0, 0, float("nan"), 0.0)
     encoder.encode_many(trainset.inputs())
@@ -193,16 +198,19 @@ def train_stage(task: Task, model: torch.nn.Module, encoder: Encoder, device: to
             if resumed is not None:
                 steps, examples, total = resumed
                 if progress is not None:
-                    progress(steps, n_steps)
-        for batches in updates:
+                    progress(steps, stop)
+        for batches in itertools.islice(updates, max(0, stop - steps)):
             total += method.update(trainer, batches)
             steps += 1
             examples += sum(len(b) for b in batches)
             if progress is not None:
-                progress(steps, n_steps)
-            if checkpoints is not None and checkpoints.due(steps, n_steps):
+                progress(steps, stop)
+            if checkpoints is not None and checkpoints.due(steps, stop):
                 checkpoints.save(steps, n_steps, examples, total, model, trainer.optimizer, trainer.scheduler, method,
                                  device)
+        if checkpoints is not None and checkpoints.keep_to is not None and steps < n_steps:
+            checkpoints.keep(steps, n_steps, examples, total, model, trainer.optimizer, trainer.scheduler, method,
+                             device)
     finally:
         method.finish(model)
     model.eval()

@@ -116,3 +116,44 @@ def test_grid_search_selects_on_t_val_then_trains_the_folds(tmp_path: Path,
     code, out, err = run_cli(capsys, "select", store, "--criterion", "worst_group", "--top", "2")
     assert code == 0, err
     assert "grid selection by worst_group" in out
+
+
+HALVING = GRID.replace('methods = ["lp-ft"]', 'methods = ["vanilla"]').replace(
+    "learning_rate = [5e-5, 1e-4]\nepochs = [1]",
+    'learning_rate = [5e-5, 1e-4, 2e-4]\nepochs = [1, 2]\nstrategy = "halving"')
+
+
+def test_halving_search_goes_on_from_each_rungs_state_and_selects_at_the_last(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from beluga_core.training import checkpoints as ck
+
+    taken: list[object] = []
+    resume_rung = ck.JobCheckpoints.resume_rung
+
+    def recorded(self: ck.JobCheckpoints, *args: object, **kwargs: object) -> ck.Resume | None:
+        taken.append(resume := resume_rung(self, *args, **kwargs))   # type: ignore[arg-type]
+        return resume
+
+    monkeypatch.setattr(ck.JobCheckpoints, "resume_rung", recorded)
+    config = tmp_path / "halving.toml"
+    config.write_text(HALVING.split("[grid.methods.lp]")[0])
+    store = tmp_path / "grid.duckdb"
+    printed = run_benchmark(config, store)
+    # 3 learning rates to 1 epoch; the best third (1) goes on to 2 epochs, from the state rung 0 kept.
+    assert "3 trainings planned before selection (3 grid points at the first rung of halving)" in printed
+    assert "1 trainings planned at the next rung of halving (2 epochs)" in printed
+    assert len(taken) == 1 and isinstance(taken[0], ck.Resume)
+    rungs = query(store, "SELECT rung, rung_epochs, point->>'epochs' FROM grid_scores ORDER BY ALL")
+    assert rungs == [(0, 1.0, "2.0")] * 3 + [(1, 2.0, "2.0")]
+    (chosen,) = query(store, "SELECT p.hparams->'halving'->>'rung' FROM grid_selections s "
+                             "JOIN grid_points p USING (grid_id)")
+    assert chosen == ("1",)
+    assert {json.loads(h)["epochs"] for (h,) in query(store, "SELECT hparams FROM models")} == {2.0}
+    assert not list((tmp_path / "grid.duckdb.cache" / "rungs").iterdir())   # every kept state dropped once used
+
+    again = run_benchmark(config, store)
+    assert again.count("; running 0") == 3   # rung 0, rung 1 and the folds: nothing trained again
+    monkeypatch.setenv("COLUMNS", "200")   # the tables' cells on one line
+    code, out, err = run_cli(capsys, "select", store)
+    assert code == 0, err
+    assert "successive halving: where each point stopped" in out and "rung 1 (2 epochs)" in out

@@ -97,6 +97,7 @@ class ReportData:
     fewshot_pairs: list[dict[str, Any]] = field(default_factory=list)        # fewshot_pairs
     fewshot_seeds: list[dict[str, Any]] = field(default_factory=list)        # fewshot_seed_accuracy
     grid_on_seen: set[str] = field(default_factory=set)                      # tasks selected on the seen T_val
+    halving: list[dict[str, Any]] = field(default_factory=list)              # grid_halving (halving searches)
     variant: str = ""                        # the variant shown (every row read is of it)
     variants: list[str] = field(default_factory=list)                        # every variant with a done model
     failed: list[dict[str, Any]] = field(default_factory=list)               # the variant's failed jobs
@@ -273,6 +274,8 @@ def read_report_data(store: StoreArg, *, figures: bool = True, variant: str | No
                                  if grid_selected_on_seen(con, t)}
             if figures:
                 data.fewshot_pairs = rows("SELECT * FROM fewshot_pairs ORDER BY ALL")
+        if figures and "grid_halving" in table_names(con):   # views a writer of this beluga has created
+            data.halving = rows("SELECT * FROM grid_halving ORDER BY ALL")
         if figures and "failing_words" in table_names(con):
             data.failing_words = rows("SELECT * FROM failing_words ORDER BY ALL")
         if figures:

@@ -13,7 +13,8 @@ from typing import Any
 import duckdb
 
 from beluga_core.orchestration.selection.criteria import check_criterion, criterion_sql
-from beluga_core.planning.jobs import SelectionKey
+from beluga_core.planning.halving import kept
+from beluga_core.planning.jobs import Job, SelectionKey
 from beluga_core.planning.plan import Plan
 from beluga_core.store.reader import open_store
 
@@ -39,7 +40,8 @@ def rank_grid_points(con: duckdb.DuckDBPyConnection, criterion: str, *, grid_ids
     """The ``top`` best done grid points of every selection key by ``criterion``.
 
     Ties (and NULL values, e.g. a criterion needing D_val scores that were not computed) are broken by the
-    point's JSON text, so a selection never depends on row order.
+    point's JSON text, so a selection never depends on row order. A halving search's points are ranked at the last
+    rung the key reached (``grid_ids``, where given, are one rung's).
     """
     check_criterion(criterion)
     where, params = "", list[object]([top])
@@ -47,7 +49,8 @@ def rank_grid_points(con: duckdb.DuckDBPyConnection, criterion: str, *, grid_ids
         where, params = "WHERE grid_id IN (SELECT unnest(?::VARCHAR[]))", [list(grid_ids), top]
     partition = ", ".join(KEY_COLUMNS)
     sql = f"""
-        WITH scored AS (SELECT *, {criterion_sql(criterion)} AS criterion_value FROM grid_scores {where})
+        WITH scored AS (SELECT *, {criterion_sql(criterion)} AS criterion_value FROM grid_scores {where}
+                        QUALIFY rung IS NOT DISTINCT FROM max(rung) OVER (PARTITION BY {partition}))
         SELECT *, row_number() OVER (PARTITION BY {partition}
                                      ORDER BY criterion_value DESC NULLS LAST, point::VARCHAR) AS rank_,
                count(*) OVER (PARTITION BY {partition}) AS n_points_
@@ -66,9 +69,29 @@ def rank_grid_points(con: duckdb.DuckDBPyConnection, criterion: str, *, grid_ids
     return out
 
 
+def promote_rungs(store: Path, plan: Plan) -> tuple[list[Job], list[Ranked]]:
+    """The next rung of every halving search whose last rung has run (``planning.halving``): its best ``1/reduction``
+    finished points by the config's criterion, ranked as selection ranks; and that ranking."""
+    searches = [(tp, s) for tp in plan.tasks for s in tp.halving if not s.complete]
+    if not searches:
+        return [], []
+    of = {j.id: s for _, s in searches for j in s.rungs[-1]}
+    with open_store(store) as con:
+        ranked = rank_grid_points(con, plan.config.grid.criterion, grid_ids=list(of),
+                                  top=max(kept(len(s.rungs[-1]), s.reduction) for _, s in searches))
+    winners: dict[int, list[str]] = {}
+    for r in ranked:
+        search = of[r.grid_id]
+        if r.rank <= kept(len(search.rungs[-1]), search.reduction):
+            winners.setdefault(id(search), []).append(r.grid_id)
+    new = [j for tp, s in searches for j in tp.promote(plan.config, s, winners.get(id(s), []))]
+    return new, [r for r in ranked if r.rank <= kept(len(of[r.grid_id].rungs[-2]), of[r.grid_id].reduction)]
+
+
 def select_for_plan(store: Path, plan: Plan) -> tuple[dict[SelectionKey, dict[str, Any]], list[Ranked]]:
-    """The chosen point of every selection the plan's pending folds need, among the plan's own grid points."""
-    by_id = {j.id: j for j in plan.grid_jobs}
+    """The chosen point of every selection the plan's pending folds need, among the plan's own grid points (a halving
+    search's: its last rung's)."""
+    by_id = {j.id: j for j in plan.selectable_grid_jobs()}
     with open_store(store) as con:
         ranked = rank_grid_points(con, plan.config.grid.criterion, grid_ids=list(by_id))
     chosen: dict[SelectionKey, dict[str, Any]] = {}

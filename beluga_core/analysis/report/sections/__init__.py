@@ -20,6 +20,7 @@ from beluga_core.analysis.report.sections import (
     degeneracy,
     fewshot,
     g_table,
+    halving,
     heatmaps,
     regression,
     scoring_groups,
@@ -66,7 +67,7 @@ SECTIONS: list[Entry] = [
     Entry(heatmaps.build), Entry(seeds.build), Entry(cross.build_cross, terminal=True),
     Entry(cross.build_alignment_section), Entry(cross.build_only, terminal=True), Entry(regression.build),
     Entry(fewshot.build), Entry(attributions.build), Entry(degeneracy.build, terminal=True),
-    Entry(scoring_groups.build)]
+    Entry(halving.build), Entry(scoring_groups.build)]
 
 
 def build_report(data: ReportData, figures_dir: Path | None = None, *, terminal: bool = False) -> Report:

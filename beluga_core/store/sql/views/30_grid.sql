@@ -58,6 +58,8 @@ WHERE g.status = 'done';
 --   mean_pass     mean T_val pass rate over scoring groups (g_exclusions left out): s_T on T_val
 --   worst_group   lowest T_val scoring-group pass rate
 --   g_val         g_score(mean_pass, iid_val): G on the validation data
+-- rung, rung_epochs: a successive-halving search's rung of the point and the epochs it trained to ([grid] strategy =
+-- "halving"; NULL for a full search's point, which trained its own epochs).
 -- `beluga select --criterion` takes one of these names or any SQL expression over these columns.
 CREATE OR REPLACE VIEW grid_scores AS
 WITH objective AS (
@@ -81,6 +83,8 @@ WITH objective AS (
 )
 SELECT g.grid_id, g.task, g.suite, g.model_name, g.config, g.method, g.seed, g.split_seed, g.variant, g.scope_level,
        g.scope_group, g.point, g.hparams,
+       TRY_CAST(json_extract(g.hparams, '$.halving.rung') AS INTEGER) AS rung,
+       TRY_CAST(json_extract(g.hparams, '$.halving.epochs') AS DOUBLE) AS rung_epochs,
        o.reference, i.iid_val, o.reference + i.iid_val AS reference_iid, r.mean_pass, r.worst_group,
        g_score(r.mean_pass, i.iid_val) AS g_val,
        o.n_test_types, r.n_groups, r.n_cases, g.train_seconds, g.eval_seconds
@@ -89,3 +93,17 @@ LEFT JOIN objective o ON o.grid_id = g.grid_id
 LEFT JOIN iid i ON i.grid_id = g.grid_id
 LEFT JOIN groups r ON r.grid_id = g.grid_id
 WHERE g.status = 'done';
+
+-- One row per point of a successive-halving search ([grid] strategy = "halving"): the last rung it reached and the
+-- epochs it trained to there, its reference criterion at each rung (in rung order), and whether the run chose it
+-- (grid_selections). A full search's points have no rows here.
+CREATE OR REPLACE VIEW grid_halving AS
+SELECT s.task, s.suite, s.model_name, s.config, s.method, s.seed, s.split_seed, s.variant, s.scope_level,
+       s.scope_group, s.point::VARCHAR AS point,
+       max(s.rung) AS stopped_rung, max(s.rung_epochs) AS stopped_epochs,
+       list(s.reference ORDER BY s.rung) AS reference_by_rung,
+       bool_or(c.grid_id IS NOT NULL) AS chosen
+FROM grid_scores s
+LEFT JOIN (SELECT DISTINCT grid_id FROM grid_selections) c ON c.grid_id = s.grid_id
+WHERE s.rung IS NOT NULL
+GROUP BY ALL;
