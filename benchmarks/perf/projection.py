@@ -1,6 +1,7 @@
 """What ``benchmarks/full.toml`` costs: the README's projection, from the dry run's own pricing.
 
-Prices the plan (``beluga_core.orchestration.pricing``) three ways: on this machine, at the rates its calibration
+Prices the plan (``beluga_core.orchestration.pricing``), with its grid search as configured and by successive
+halving (``[grid] strategy = "halving"``), three ways each: on this machine, at the rates its calibration
 measures (the executor's workers); on one H200, projected from the last measured GPU rates; and on 8 H200s of a
 Ray cluster, one worker each. Prints per phase the trainings, examples × epochs, compute and wall time, and the
 critical path, which no number of workers shortens.
@@ -104,12 +105,25 @@ def main() -> None:
     cfg = load_config(path)
     plan = plan_with_stores(cfg.with_store_path(str(REPO / "runs" / "projection.duckdb")), path,
                             allow_missing_tasks=True)
+    # The same plan searched by successive halving ([grid] strategy = "halving"), where it has a grid search.
+    plans = {"full grid search": plan}
+    if cfg.grid.enabled:
+        halving = cfg.model_copy(update={"grid": cfg.grid.model_copy(update={"strategy": "halving"})})
+        store = str(REPO / "runs" / "projection.duckdb")
+        plans["successive halving"] = plan_with_stores(halving.with_store_path(store), path, allow_missing_tasks=True)
     workers = EXECUTORS.get(cfg.executor.name)(cfg.executor).workers(plan)
-    show("this machine, calibrated", price(plan, workers))
     h200 = projected_h200(plan, _sst2_tokens())
-    show("one H200, projected", price(plan, Workers((Slot("cuda:0", 2),), "projected", 1), given=h200))
     eight = Workers(tuple(Slot(f"cuda:{i}", 2) for i in range(8)), "projected", 8)
-    show("8 H200s (Ray, one worker each), projected", price(plan, eight, given=h200))
+    grid: dict[str, float] = {}
+    for search, p in plans.items():
+        show(f"{search}: this machine, calibrated", price(p, workers))
+        show(f"{search}: one H200, projected", price(p, Workers((Slot("cuda:0", 2),), "projected", 1), given=h200))
+        eighth = price(p, eight, given=h200)
+        show(f"{search}: 8 H200s (Ray, one worker each), projected", eighth)
+        grid[search] = next((ph.examples for ph in eighth.phases if ph.name == "grid points"), 0.0)
+    if len(grid) == 2 and grid["successive halving"]:
+        full, halved = grid["full grid search"], grid["successive halving"]
+        print(f"\ngrid points' examples × epochs: full {full:,.0f}, halving {halved:,.0f}: {full / halved:.2f}× fewer")
 
 
 if __name__ == "__main__":
