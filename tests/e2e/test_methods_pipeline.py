@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import DATA, query, run_benchmark, run_cli
+from helpers import DATA, doc_blocks, query, run_benchmark, run_cli
 from toy_model import TOY_DIR
 
 # The tests' toy model (tests/toy_model.py): these runs check behaviour, not accuracy.
@@ -150,6 +150,10 @@ def test_halving_search_goes_on_from_each_rungs_state_and_selects_at_the_last(
     assert chosen == ("1",)
     assert {json.loads(h)["epochs"] for (h,) in query(store, "SELECT hparams FROM models")} == {2.0}
     assert not list((tmp_path / "grid.duckdb.cache" / "rungs").iterdir())   # every kept state dropped once used
+    # The grid-search guide's query reads where each point stopped.
+    (sql,) = doc_blocks("sql", page="guides/grid-search.md")
+    stops = query(store, sql)
+    assert sorted((r[2], r[3], r[5]) for r in stops) == [(0, 1.0, False), (0, 1.0, False), (1, 2.0, True)]
 
     again = run_benchmark(config, store)
     assert again.count("; running 0") == 3   # rung 0, rung 1 and the folds: nothing trained again
