@@ -86,7 +86,7 @@ def main() -> None:
             for name in {j.method for j in folds}:
                 method = METHODS.get(name)
                 method.update = steps.wrap(method.update)  # type: ignore[method-assign]
-            classification.predict_probs = passes.wrap(classification.predict_probs)  # type: ignore[assignment]
+            classification.predict_probs = passes.wrap(classification.predict_probs)
             profiler = cProfile.Profile() if args.profile else None
             rows = []
             for job in folds:
