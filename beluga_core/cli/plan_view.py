@@ -46,9 +46,11 @@ def print_plan(s: PlanSummary, console: Console) -> None:
     if s.grid is not None:
         mode, criterion = s.grid
         other = "strict" if mode == "seen" else "seen"
-        halving = ", successive halving" if any(c.rungs for t in s.tasks for c in t.grid or []) else ""
+        # A halving search trains a point once per rung it reaches: its trainings are more than its points.
+        halving = any(c.rungs for t in s.tasks for c in t.grid or [])
+        grid = "grid trainings (the rungs of successive halving" if halving else "grid points ("
         console.print(f"[bold]{s.trainings} trainings in all[/]: {s.scenario_models} scenario models + "
-                      f"{s.grid_points[mode]} grid points (grid mode {mode}, criterion {criterion}{halving}); "
+                      f"{s.grid_points[mode]} {grid}{'; ' if halving else ''}grid mode {mode}, criterion {criterion}); "
                       f"grid mode {other} would train {s.scenario_models + s.grid_points[other]}")
     else:
         console.print(f"[bold]{s.trainings} trainings in all[/]")

@@ -21,9 +21,10 @@ def select(
     """Show which grid point every (task, configuration, method[, held-out group]) selection would choose.
 
     Nothing is retrained: the store keeps every grid point's validation scores. To train the folds with
-    another criterion's choice, set `[grid] criterion` in the config and run it again: finished grid
-    points are reused and only folds whose chosen values changed are trained. A successive-halving search
-    ([grid] strategy = "halving") is ranked at its last rung, and the rung each point stopped at is shown.
+    another criterion's choice, run the config with that [grid] criterion as a variant of its own
+    (`beluga run CONFIG --variant NAME`; a store keeps one set of settings per cell). A successive-halving
+    search ([grid] strategy = "halving") is ranked at its last rung (its earlier rungs were promoted by the
+    run's criterion, which another one does not redo), and the rung each point stopped at is shown.
     """
     from beluga_core.orchestration.selection.select import rank_grid_points
     from beluga_core.orchestration.selection.show import print_halving, print_selection

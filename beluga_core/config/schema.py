@@ -163,6 +163,13 @@ class GridSpec(Strict):
     iid_val: int = Field(0, ge=0, description="D_val examples each grid point is scored on (0 = all).")
     score_iid_val: bool = Field(True, description="Score grid points on D_val (criteria that use it need it).")
 
+    @model_validator(mode="after")
+    def _reduction_needs_halving(self) -> GridSpec:
+        if "reduction" in self.model_fields_set and self.strategy != "halving":
+            raise ValueError(f"reduction is successive halving's (strategy = \"halving\"); with strategy = "
+                             f"\"{self.strategy}\" every point trains: drop reduction or set strategy = \"halving\"")
+        return self
+
     def base_axes(self) -> dict[str, list[Any]]:
         return {"batch_size": list(self.batch_size), "learning_rate": list(self.learning_rate),
                 "epochs": list(self.epochs)}

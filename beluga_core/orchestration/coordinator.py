@@ -342,10 +342,12 @@ def run_rungs(plan: Plan, store: Path, states: FolderCheckpoints, run_phase: Cal
         for job in before:
             if job.id not in promoted:
                 states.discard(job.id)
-        print_selection(ranked, plan.config.grid.criterion, console, title="halving: the points that go on")
-        check_settings(plan, new)
         epochs = sorted({r.epochs for r in map(rung_of, (j.hparams for j in new)) if r is not None})
-        run_phase(new, f" at the next rung of halving ({', '.join(f'{e:g}' for e in epochs)} epochs)")
+        to = ", ".join(f"{e:g}" for e in epochs)
+        print_selection(ranked, plan.config.grid.criterion, console,
+                        title=f"halving: the points that go on to {to} epochs (ranked at the rung before)")
+        check_settings(plan, new)
+        run_phase(new, f" at the next rung of halving ({to} epochs)")
         for job in before:
             states.discard(job.id)
 

@@ -26,6 +26,7 @@ from beluga_core.execution.worker import keeps_weights
 from beluga_core.orchestration.coordinator import iid_scoring, probe_pools_of, required_evaluations
 from beluga_core.orchestration.preflight import Footprints, HubName, hub_names, method_footprints
 from beluga_core.orchestration.pricing import Pricing, price
+from beluga_core.orchestration.selection.select import replay_choices
 from beluga_core.planning.estimate import (
     Rates,
     seconds,
@@ -245,6 +246,10 @@ def dry_run_summary(plan: Plan, footprints: Footprints | None = None, *,
     state = StoreState.read(plan, store)
     source: StoreHandle | Path | None = store if store is not None else \
         (plan.store_path() if plan.store_path().exists() else None)
+    if source is not None and (plan.halving or plan.pending):
+        # The rungs and folds the store's finished grid points already decide, as the run would form them.
+        replay_choices(source, plan, state.done)
+        state = StoreState.read(plan, store)
     pricing = price(plan, executor.workers(plan), store=source, done=state.done, refresh=calibrate)
     state = StoreState(state.done, state.failed, pricing.rates)
     if (store is not None or plan.store_path().exists()) and cfg.executor.pack == "auto" \

@@ -204,6 +204,16 @@ def iid_sizes(plan: Plan) -> tuple[dict[str, int | None], dict[str, int | None],
     return train, test, notes
 
 
+def dval_sizes(plan: Plan) -> dict[str, int | None]:
+    """Per task, D_val's size where the plan knows it (``KNOWN_IID_SIZES``: the validation set's first half), which
+    grid points are scored on up to ``[grid] iid_val``."""
+    out: dict[str, int | None] = {}
+    for tp in plan.tasks:
+        found = KNOWN_IID_SIZES.get(str(tp.spec.iid)) if tp.spec.iid else None
+        out[tp.spec.name] = found[1] // 2 if found else None
+    return out
+
+
 def calibrated_rates(plan: Plan, workers: Workers, *, refresh: bool = False) -> tuple[Rates, list[str]]:
     """Rates measured on this machine for each task's shape (``execution.calibration``), and where each came from;
     the defaults for a task whose model cannot be measured here."""
@@ -275,12 +285,13 @@ def fit_fixed_and_factor(predicted: Sequence[float], stored: Sequence[float], fi
 
 
 def fitted_rates(plan: Plan, rates: Rates, seconds: Mapping[str, tuple[float, float]],
-                 iid_test: Mapping[str, int | None], iid_train: Mapping[str, int | None]) -> tuple[Rates, str | None]:
+                 iid_test: Mapping[str, int | None], iid_train: Mapping[str, int | None],
+                 iid_val: Mapping[str, int | None] | None = None) -> tuple[Rates, str | None]:
     """``rates`` fitted to a store's finished trainings of this plan (job id → stored train and eval seconds): the
     stored train seconds against the predicted as ``fixed + factor · predicted`` (least squares; the fixed cost
     kept where the predictions do not vary enough to tell it), the eval seconds as a factor. Unchanged, with no
     sentence, below ``MIN_FIT`` trainings."""
-    cost = job_costs(plan, rates, iid_test, iid_train)
+    cost = job_costs(plan, rates, iid_test, iid_train, iid_val)
     by_id = {j.id: j for j in (*plan.jobs, *plan.grid_jobs)}
     pairs = [(cost(by_id[i]), t, e) for i, (t, e) in seconds.items() if i in by_id]
     if len(pairs) < MIN_FIT:
@@ -325,13 +336,14 @@ def price(plan: Plan, workers: Workers, *,
     else:
         rates, sources = calibrated_rates(plan, workers, refresh=refresh or setting == "refresh")
     iid_train, iid_test, notes = iid_sizes(plan)
+    iid_val = dval_sizes(plan)
     sources += notes
     if store is not None:
-        rates, fitted = fitted_rates(plan, rates, finished_seconds(store), iid_test, iid_train)
+        rates, fitted = fitted_rates(plan, rates, finished_seconds(store), iid_test, iid_train, iid_val)
         if fitted is not None:
             sources.insert(0, f"measured, which wins: {fitted}")
     sources.append(f"fixed cost: {rates.fixed_source}")
     slots = workers.count or 1
-    cost = job_costs(plan, rates, iid_test, iid_train)
+    cost = job_costs(plan, rates, iid_test, iid_train, iid_val)
     phases = phase_costs(plan, cost, slots, run_order(plan, slots), done)
     return Pricing(phases, slots, rates, sources, sum(1 for j in (*plan.jobs, *plan.grid_jobs) if j.id in done))

@@ -15,14 +15,19 @@ from collections.abc import Callable, Mapping
 from rich.console import Console
 from rich.progress import Progress
 
+from beluga_core.planning.halving import rung_of
 from beluga_core.planning.jobs import Job
 
 
 def job_label(job: Job) -> str:
     label = job.config if job.is_iid_model else f"{job.config}/{job.method}/{job.scenario}"
     if job.is_grid_point:
+        rung = rung_of(job.hparams)
+        point = {k: v for k, v in (job.point or {}).items() if rung is None or k != "epochs"}
         label = f"grid {job.config}/{job.method} " + ",".join(
-            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (job.point or {}).items())
+            f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in point.items())
+        if rung is not None:   # a halving rung: the epochs it trains to, not the point's budget
+            label += f" rung {rung.index} ({rung.epochs:g} epochs)"
     if job.fold.heldout_group:
         label += f": {job.fold.heldout_group[:40]}"
     return label

@@ -128,11 +128,12 @@ class JobCost:
 
 
 def job_costs(plan: Plan, rates: Rates | None = None, iid_test: Mapping[str, int | None] | None = None,
-              iid_train: Mapping[str, int | None] | None = None) -> Callable[[JobSpec], JobCost]:
+              iid_train: Mapping[str, int | None] | None = None,
+              iid_val: Mapping[str, int | None] | None = None) -> Callable[[JobSpec], JobCost]:
     """A job's cost at ``rates``: what it trains on (``training_parts``; ``iid_train[task]``: D_train's size where
     known) and the inputs it is scored on: its own suite cases, the eval suites' cases mapped to its fold, and, for
-    a job scored on D_test, ``iid_test[task]`` examples (None or absent: not counted, the plan does not know
-    D_test's size)."""
+    a job scored on D_test, ``iid_test[task]`` examples, and for a grid point scored on D_val, ``iid_val[task]``
+    examples up to ``[grid] iid_val`` (None or absent: not counted, the plan does not know their sizes)."""
     rates = rates or Rates()
     cfg = plan.config
     inputs: dict[str, dict[str, int]] = {}   # per task: case id → its inputs
@@ -155,7 +156,11 @@ def job_costs(plan: Plan, rates: Rates | None = None, iid_test: Mapping[str, int
         parts = training_parts(cfg, spec, int(total("rows", rows[spec.task], spec.fold.train_ids)),
                                (iid_train or {}).get(spec.task))
         evaluated = total("inputs", n, spec.fold.eval_ids)
-        if not (isinstance(spec, Job) and spec.is_grid_point):
+        if isinstance(spec, Job) and spec.is_grid_point:
+            cap, n_val = int(spec.grid_scoring.get("iid_val") or 0), (iid_val or {}).get(spec.task)
+            if spec.grid_scoring.get("score_iid_val") and (cap or n_val):
+                evaluated += min(cap, n_val) if cap and n_val else cap or n_val or 0
+        else:
             for ep in tp.evals:   # an eval suite's cases of a fold: by its scenario and held-out group
                 key = (spec.task, ep.name, spec.fold.scenario, spec.fold.heldout_group)
                 if key not in eval_suites:

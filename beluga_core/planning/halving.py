@@ -52,7 +52,7 @@ def budgets(epochs: Sequence[Any], where: str) -> tuple[float, ...]:
     values = sorted({float(e) for e in epochs})
     if len(values) < 2 or values[0] <= 0:
         raise BelugaError(f"[grid] strategy = \"halving\" spends epochs as its budget: the epochs axis needs two or "
-                          f"more positive values (the rungs), got {list(epochs)}", field=where)
+                          f"more distinct positive values (the rungs), got {list(epochs)}", field=where)
     return tuple(values)
 
 

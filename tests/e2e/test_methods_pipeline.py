@@ -158,6 +158,11 @@ def test_halving_search_goes_on_from_each_rungs_state_and_selects_at_the_last(
     again = run_benchmark(config, store)
     assert again.count("; running 0") == 3   # rung 0, rung 1 and the folds: nothing trained again
     monkeypatch.setenv("COLUMNS", "200")   # the tables' cells on one line
+    # The dry run of the finished store forms the rungs and folds the run did, from the stored scores: all done.
+    code, dry, err = run_cli(capsys, "run", config, "--dry-run")
+    assert code == 0, err
+    assert "grid points: 4 planned, 4 done, 0 failed (retried), 0 to run" in dry
+    assert "scenario models: 4 planned, 4 done, 0 failed (retried), 0 to run" in dry
     code, out, err = run_cli(capsys, "select", store)
     assert code == 0, err
     assert "successive halving: where each point stopped" in out and "rung 1 (2 epochs)" in out

@@ -7,7 +7,6 @@ The coordinator calls ``select_for_plan`` between its two phases; ``beluga selec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -16,7 +15,7 @@ from beluga_core.orchestration.selection.criteria import check_criterion, criter
 from beluga_core.planning.halving import kept
 from beluga_core.planning.jobs import Job, SelectionKey
 from beluga_core.planning.plan import Plan
-from beluga_core.store.reader import open_store
+from beluga_core.store.opened import StoreArg, held
 
 KEY_COLUMNS = ("task", "suite", "model_name", "config", "method", "seed", "split_seed", "variant", "scope_level",
                "scope_group")
@@ -69,15 +68,15 @@ def rank_grid_points(con: duckdb.DuckDBPyConnection, criterion: str, *, grid_ids
     return out
 
 
-def promote_rungs(store: Path, plan: Plan) -> tuple[list[Job], list[Ranked]]:
+def promote_rungs(store: StoreArg, plan: Plan) -> tuple[list[Job], list[Ranked]]:
     """The next rung of every halving search whose last rung has run (``planning.halving``): its best ``1/reduction``
     finished points by the config's criterion, ranked as selection ranks; and that ranking."""
     searches = [(tp, s) for tp in plan.tasks for s in tp.halving if not s.complete]
     if not searches:
         return [], []
     of = {j.id: s for _, s in searches for j in s.rungs[-1]}
-    with open_store(store) as con:
-        ranked = rank_grid_points(con, plan.config.grid.criterion, grid_ids=list(of),
+    with held(store) as opened:
+        ranked = rank_grid_points(opened.con, plan.config.grid.criterion, grid_ids=list(of),
                                   top=max(kept(len(s.rungs[-1]), s.reduction) for _, s in searches))
     winners: dict[int, list[str]] = {}
     for r in ranked:
@@ -88,12 +87,12 @@ def promote_rungs(store: Path, plan: Plan) -> tuple[list[Job], list[Ranked]]:
     return new, [r for r in ranked if r.rank <= kept(len(of[r.grid_id].rungs[-2]), of[r.grid_id].reduction)]
 
 
-def select_for_plan(store: Path, plan: Plan) -> tuple[dict[SelectionKey, dict[str, Any]], list[Ranked]]:
+def select_for_plan(store: StoreArg, plan: Plan) -> tuple[dict[SelectionKey, dict[str, Any]], list[Ranked]]:
     """The chosen point of every selection the plan's pending folds need, among the plan's own grid points (a halving
     search's: its last rung's)."""
     by_id = {j.id: j for j in plan.selectable_grid_jobs()}
-    with open_store(store) as con:
-        ranked = rank_grid_points(con, plan.config.grid.criterion, grid_ids=list(by_id))
+    with held(store) as opened:
+        ranked = rank_grid_points(opened.con, plan.config.grid.criterion, grid_ids=list(by_id))
     chosen: dict[SelectionKey, dict[str, Any]] = {}
     for r in ranked:
         job = by_id[r.grid_id]
@@ -101,3 +100,15 @@ def select_for_plan(store: Path, plan: Plan) -> tuple[dict[SelectionKey, dict[st
         # The point as the plan has it (not re-read from JSON), so fold ids are exactly reproducible.
         chosen[(job.task, job.config, job.method, *job.scope)] = dict(job.point)
     return chosen, ranked
+
+
+def replay_choices(store: StoreArg, plan: Plan, done: frozenset[str]) -> None:
+    """Bring ``plan`` to where a run of it would stand on what ``store`` holds (``done``: its finished job ids): each
+    halving rung whose every job has finished promoted, as the run promotes it; then, once every grid point has
+    finished, the pending folds resolved with the choices. What the dry run of a resumed run counts."""
+    while plan.halving and any(not s.complete for s in plan.halving):
+        if any(j.id not in done for s in plan.halving if not s.complete for j in s.rungs[-1]):
+            return
+        promote_rungs(store, plan)
+    if plan.pending and all(j.id in done for j in plan.grid_jobs):
+        plan.resolve(select_for_plan(store, plan)[0])

@@ -87,7 +87,7 @@ def test_halving_trains_four_times_fewer_grid_examples_on_the_reference_grid(tmp
 
 
 def test_the_epochs_axis_must_hold_two_budgets(tmp_path: Path) -> None:
-    with pytest.raises(BelugaError, match=r"epochs axis needs two or more positive values .*\[2\.0\]"):
+    with pytest.raises(BelugaError, match=r"epochs axis needs two or more distinct positive values .*\[2\.0\]"):
         plan_of(tmp_path, 'strategy = "halving"\nepochs = [2]')
 
 
@@ -98,7 +98,7 @@ def test_the_dry_run_shows_the_rungs(tmp_path: Path, capsys: pytest.CaptureFixtu
     code, out, err = run_cli(capsys, "run", tmp_path / "h.toml", "--dry-run")
     assert code == 0, err
     assert "6 → 2 → 1 at 1, 2, 3 epochs" in out
-    assert "(grid mode seen, criterion reference, successive halving)" in out
+    assert "+ 18 grid trainings (the rungs of successive halving; grid mode seen, criterion reference)" in out
     assert "grid points: 18 planned, 0 done, 0 failed (retried), 12 to run (+ 6 once the rungs before have run" \
         in " ".join(out.split())
 
@@ -147,3 +147,16 @@ def test_promotion_goes_on_with_the_best_third_and_selection_takes_the_last_rung
                             "ORDER BY stopped_rung DESC, point").fetchall()
     assert stops[0][1:3] == (2, 3.0) and stops[0][3] == pytest.approx([1.5, 1.8, 1.05])
     assert sorted(r[1] for r in stops) == [0, 0, 0, 0, 1, 2]
+
+
+@pytest.mark.parametrize(("grid", "d_val"), [("", 436), ("iid_val = 32", 32), ("score_iid_val = false", 0)])
+def test_a_grid_point_costs_its_t_val_inputs_and_the_d_val_it_is_scored_on(tmp_path: Path, grid: str,
+                                                                           d_val: int) -> None:
+    plan = plan_of(tmp_path, grid)
+    cases = {c.id: c for c in plan.tasks[0].suite.cases}
+    cost = job_costs(plan, iid_val={"sentiment": 436})   # D_val: SST-2's validation set's first half
+    for job in plan.grid_jobs[:3]:
+        assert cost(job).inputs == sum(len(cases[i].inputs) for i in job.fold.eval_ids) + d_val
+    first = plan.grid_jobs[0]
+    unknown = job_costs(plan)(first).inputs   # D_val's size unknown: only a cap is counted
+    assert unknown == sum(len(cases[i].inputs) for i in first.fold.eval_ids) + (32 if grid == "iid_val = 32" else 0)

@@ -38,7 +38,7 @@ def build(ctx: Context) -> list[Section]:
                       Cell(stopped_at(r)), Cell(by_rung),
                       Cell("chosen" if r["chosen"] else "")])
     note = ("Each search trained every point to the smallest epoch count, then went on with the best "
-            "`1/reduction` (`[grid] reduction`, 3: a third) by the run's criterion on T_val, to the largest epoch "
+            "`1/reduction` of them (`[grid] reduction`) by the run's criterion on T_val, to the largest epoch "
             "count, where it chose. *reference by rung*: the reference criterion (the sum over test types of their "
             "T_val metric) at each rung the point reached.")
     return [Section("halving", "Grid search by successive halving", [note],

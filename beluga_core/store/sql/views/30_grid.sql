@@ -95,8 +95,9 @@ LEFT JOIN groups r ON r.grid_id = g.grid_id
 WHERE g.status = 'done';
 
 -- One row per point of a successive-halving search ([grid] strategy = "halving"): the last rung it reached and the
--- epochs it trained to there, its reference criterion at each rung (in rung order), and whether the run chose it
--- (grid_selections). A full search's points have no rows here.
+-- epochs it trained to there, its reference criterion at each rung (in rung order), and whether the key's latest
+-- selection chose it (grid_selections: a run with another criterion selects again). A full search's points have no
+-- rows here.
 CREATE OR REPLACE VIEW grid_halving AS
 SELECT s.task, s.suite, s.model_name, s.config, s.method, s.seed, s.split_seed, s.variant, s.scope_level,
        s.scope_group, s.point::VARCHAR AS point,
@@ -104,6 +105,7 @@ SELECT s.task, s.suite, s.model_name, s.config, s.method, s.seed, s.split_seed, 
        list(s.reference ORDER BY s.rung) AS reference_by_rung,
        bool_or(c.grid_id IS NOT NULL) AS chosen
 FROM grid_scores s
-LEFT JOIN (SELECT DISTINCT grid_id FROM grid_selections) c ON c.grid_id = s.grid_id
+LEFT JOIN (SELECT arg_max(grid_id, selected_at) AS grid_id FROM grid_selections
+           GROUP BY task, config, method, scope_level, scope_group) c ON c.grid_id = s.grid_id
 WHERE s.rung IS NOT NULL
 GROUP BY ALL;
