@@ -158,7 +158,7 @@ def phase_costs(plan: Plan, cost: Callable[[JobSpec], JobCost], slots: int,
 def _tokenizer(name: str) -> Any:
     from beluga_core.training.models import load_tokenizer
 
-    return load_tokenizer(name)
+    return load_tokenizer(name, local_only=True)   # the dry run downloads nothing
 
 
 def task_tokens(plan: Plan, tp: TaskPlan) -> tuple[int, str]:

@@ -23,12 +23,14 @@ def pick_device(spec: str = "auto") -> torch.device:
     return dev
 
 
-def load_tokenizer(name: str) -> Any:
+def load_tokenizer(name: str, *, local_only: bool = False) -> Any:
+    """``name``'s tokenizer; ``local_only``: only from this machine (the hub's cache, a folder), never downloaded
+    (without a network, a download attempt waits out its connection timeouts: tens of seconds)."""
     from transformers import AutoTokenizer
 
     path = resolve_model_path(name)
     try:
-        return AutoTokenizer.from_pretrained(path)
+        return AutoTokenizer.from_pretrained(path, local_files_only=local_only)
     except OSError as exc:
         raise BelugaError(f"cannot load tokenizer '{name}': {exc}{offline_hint(path)}") from None
 

@@ -196,3 +196,23 @@ def test_store_info_sets_a_runs_estimate_against_what_it_took(tmp_path: Path,
     assert (f"scenario models: {len(folds)} estimated at 40s of compute; {len(folds)} done in {took}s "
             f"(×{took / 40:.2f})") in lines
     assert "rates: calibrated here" in lines
+
+
+def test_the_dry_runs_token_count_never_downloads_a_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a network a download attempt waits out its timeouts (140 s of full.toml's dry run, measured): the
+    pricing reads a tokenizer only where this machine has it, else MiniLM's."""
+    import transformers
+
+    from beluga_core.core.errors import BelugaError
+    from beluga_core.orchestration import pricing
+
+    asked: list[dict[str, object]] = []
+
+    def from_pretrained(path: object, **kwargs: object) -> object:
+        asked.append(kwargs)
+        raise OSError("not in the local cache")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", from_pretrained)
+    with pytest.raises(BelugaError):
+        pricing._tokenizer.__wrapped__("bert-base-uncased")
+    assert asked == [{"local_files_only": True}]
