@@ -125,6 +125,9 @@ class SizeSpec(Strict):
         return self.iid_mix_of.get(configuration, self.iid_mix)
 
 
+DEFAULT_REDUCTION = 3
+
+
 class GridSpec(Strict):
     """Hyper-parameter search (docs/method.md, "Hyper-parameter selection"): once per (task, configuration,
     method), selected on T_val."""
@@ -157,7 +160,7 @@ class GridSpec(Strict):
         "criterion, on T_val) go on from their state to the next epoch count, and so on to the largest, among "
         "which the choice is made. epochs leaves the searched axes: the chosen point trains the largest epoch "
         "count."))
-    reduction: int = Field(3, ge=2, description=(
+    reduction: int = Field(DEFAULT_REDUCTION, ge=2, description=(
         "halving: keep the best 1/reduction of a rung's points (rounded up) for the next (3: the top third)."))
     seed: int | None = Field(None, description="Training seed of the grid points (default: the first seed).")
     iid_val: int = Field(0, ge=0, description="D_val examples each grid point is scored on (0 = all).")
@@ -165,7 +168,8 @@ class GridSpec(Strict):
 
     @model_validator(mode="after")
     def _reduction_needs_halving(self) -> GridSpec:
-        if "reduction" in self.model_fields_set and self.strategy != "halving":
+        # Against the default, not "was it set": a run's recorded effective config sets every field.
+        if self.reduction != DEFAULT_REDUCTION and self.strategy != "halving":
             raise ValueError(f"reduction is successive halving's (strategy = \"halving\"); with strategy = "
                              f"\"{self.strategy}\" every point trains: drop reduction or set strategy = \"halving\"")
         return self
