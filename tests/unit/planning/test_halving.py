@@ -160,3 +160,13 @@ def test_a_grid_point_costs_its_t_val_inputs_and_the_d_val_it_is_scored_on(tmp_p
     first = plan.grid_jobs[0]
     unknown = job_costs(plan)(first).inputs   # D_val's size unknown: only a cap is counted
     assert unknown == sum(len(cases[i].inputs) for i in first.fold.eval_ids) + (32 if grid == "iid_val = 32" else 0)
+
+
+def test_a_reduction_without_halving_is_refused_and_a_recorded_config_reads_back(tmp_path: Path) -> None:
+    from beluga_core.config.schema import BenchmarkConfig
+
+    with pytest.raises(BelugaError, match="reduction is successive halving's"):
+        plan_of(tmp_path, "reduction = 2")
+    for grid in ("", 'strategy = "halving"\nreduction = 2'):
+        cfg = plan_of(tmp_path, grid).config   # as a run records it (runs.effective_config): every field set
+        assert BenchmarkConfig.model_validate(cfg.model_dump(mode="json", by_alias=True)) == cfg
