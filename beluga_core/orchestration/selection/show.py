@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from beluga_core.analysis.report.sections.halving import point_text, stopped_at
+from beluga_core.analysis.report.sections.halving import by_rung_text, point_text, scope_text, stopped_at
 from beluga_core.orchestration.selection.select import Ranked
 
 
@@ -45,9 +45,7 @@ def print_halving(rows: Sequence[dict[str, Any]], console: Console) -> None:
     for col in ("task", "configuration", "method", "scope", "point", "stopped at", "reference by rung", "chosen"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        scope = "seen" if r["scope_level"] is None else f"{r['scope_level']}={r['scope_group']}"
-        by_rung = " → ".join("–" if v is None else f"{v:.4f}" for v in r["reference_by_rung"])
-        table.add_row(r["task"], r["config"], r["method"], scope, point_text(r["point"]),
-                      stopped_at(r), by_rung,
+        table.add_row(r["task"], r["config"], r["method"], scope_text(r), point_text(r["point"]),
+                      stopped_at(r), by_rung_text(r["reference_by_rung"], 4),
                       "yes" if r["chosen"] else "")
     console.print(table)

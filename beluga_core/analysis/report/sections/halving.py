@@ -26,16 +26,24 @@ def stopped_at(row: dict[str, object]) -> str:
     return f"rung {row['stopped_rung']} ({epochs:g} epoch{'' if epochs == 1 else 's'})"
 
 
+def scope_text(row: dict[str, object]) -> str:
+    """A selection's scope: "seen", or the held-out "level=group" of a strict search."""
+    return "seen" if row["scope_level"] is None else f"{row['scope_level']}={row['scope_group']}"
+
+
+def by_rung_text(values: list[float | None], digits: int = 3) -> str:
+    """A point's criterion at each rung it reached, e.g. "1.500 → 1.800"."""
+    return " → ".join("—" if v is None else f"{v:.{digits}f}" for v in values)
+
+
 def build(ctx: Context) -> list[Section]:
     rows = ctx.data.halving
     if not rows:
         return []
     cells = []
     for r in rows:
-        scope = "seen" if r["scope_level"] is None else f"{r['scope_level']}={r['scope_group']}"
-        by_rung = " → ".join("—" if v is None else f"{v:.3f}" for v in r["reference_by_rung"])
-        cells.append([Cell(r["task"]), Cell(r["config"]), Cell(r["method"]), Cell(scope), Cell(point_text(r["point"])),
-                      Cell(stopped_at(r)), Cell(by_rung),
+        cells.append([Cell(r["task"]), Cell(r["config"]), Cell(r["method"]), Cell(scope_text(r)),
+                      Cell(point_text(r["point"])), Cell(stopped_at(r)), Cell(by_rung_text(r["reference_by_rung"])),
                       Cell("chosen" if r["chosen"] else "")])
     note = ("Each search trained every point to the smallest epoch count, then went on with the best "
             "`1/reduction` of them (`[grid] reduction`) by the run's criterion on T_val, to the largest epoch "
