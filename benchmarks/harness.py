@@ -66,6 +66,18 @@ def script_parser(doc: str | None, full: bool = False) -> argparse.ArgumentParse
     return argparse.ArgumentParser(description=text.split("\n\n")[0])
 
 
+def clone_at(commit: str, into: Path) -> Path:
+    """A fresh clone of this repository at ``commit`` (side-by-side runs of two commits' code)."""
+    subprocess.run(["git", "clone", "-q", str(REPO), str(into)], check=True)
+    subprocess.run(["git", "-C", str(into), "checkout", "-q", commit], check=True)
+    return into
+
+
+def short_commit(ref: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", ref], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
 def forced_config(config: Path, precision: str) -> Path:
     """A copy of ``config`` with ``[executor] precision`` set, beside it (relative paths in it still resolve)."""
     text = config.read_text(encoding="utf-8")

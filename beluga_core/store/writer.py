@@ -241,9 +241,7 @@ class StoreWriter(PlanRecords):
                 _insert_arrow(con, "iid_probs", mid, pa.table({
                     "split": [iid.split] * len(iid.gold), "example_idx": np.arange(len(iid.gold), dtype=np.int64),
                     "probs": _float_lists(np.asarray(iid.probs, dtype=np.float32))}))
-        self._insert_outcomes(con, "outcomes", "model_id", mid, record.suite, result.outcomes)
-        if record.heldout_level is not None:
-            _check_heldout(con, record)
+        self._insert_outcomes(con, "outcomes", "model_id", mid, record.suite, result.outcomes, heldout=record)
         for cross in result.cross:
             con.execute("INSERT INTO cross_evaluations VALUES (?, ?, ?, ?)",
                         [mid, cross.suite, len(cross.outcomes), cross.digest])
@@ -274,25 +272,42 @@ class StoreWriter(PlanRecords):
         self._insert_outcomes(con, "grid_outcomes", "grid_id", gid, record.suite, result.outcomes)
 
     def _insert_outcomes(self, con: duckdb.DuckDBPyConnection, table: str, key: str, ident: str,
-                         suite: str | None, outcomes: Outcomes) -> None:
+                         suite: str | None, outcomes: Outcomes, *, heldout: ModelRecord | None = None) -> None:
+        """Insert ``ident``'s outcomes after checking them against the store's cases: each case known, and for a
+        held-out fold (``heldout`` with a held-out level) each in its held-out group. The checks read this job's rows,
+        not the table: a scan of ``outcomes`` per commit grew with the store (issue 57's fold cost)."""
         if not len(outcomes):
             return
         if suite is None:
             raise ValueError(f"{ident}: outcomes need the model's suite")
+        level = None if heldout is None else heldout.heldout_level
         con.register("_beluga_outcomes", outcomes.columns())
         try:
+            # An outcome without its case would silently drop out of every view.
+            n_unknown, unknown, n_outside, outside = con.execute(
+                """SELECT count(*) FILTER (WHERE c.case_id IS NULL),
+                          list(o.case_id ORDER BY o.case_id) FILTER (WHERE c.case_id IS NULL)[1:5],
+                          count(*) FILTER (WHERE c.case_id IS NOT NULL AND ?::VARCHAR IS NOT NULL
+                                           AND (CASE WHEN ? = 'test_type' THEN c.test_type
+                                                     ELSE json_extract_string(c.groups, ?) END) IS DISTINCT FROM ?),
+                          list(o.case_id ORDER BY o.case_id)
+                              FILTER (WHERE c.case_id IS NOT NULL AND ?::VARCHAR IS NOT NULL
+                                      AND (CASE WHEN ? = 'test_type' THEN c.test_type
+                                                ELSE json_extract_string(c.groups, ?) END) IS DISTINCT FROM ?)[1:5]
+                   FROM _beluga_outcomes o LEFT JOIN cases c ON c.suite = ? AND c.case_id = o.case_id""",
+                [*([level, level, None if level is None else level_pointer(level),
+                    None if heldout is None else heldout.heldout_group] * 2), suite]).fetchall()[0]
+            if n_unknown:
+                raise ValueError(f"{ident}: {n_unknown} outcome(s) for cases not in suite '{suite}' of the store "
+                                 f"(call ensure_suite first), e.g. {unknown}")
+            if n_outside:
+                assert heldout is not None
+                raise ValueError(f"model {ident} holds out {level}={heldout.heldout_group!r}, but {n_outside} of its "
+                                 f"outcomes are for cases outside that group, e.g. {outside}")
             con.execute(f"INSERT INTO {table} SELECT ?, ?, case_id, outcome, pred FROM _beluga_outcomes",
                         [ident, suite])
-            # An outcome without its case would silently drop out of every view.
-            n_unknown, examples = con.execute(
-                """SELECT count(*), list(o.case_id ORDER BY o.case_id)[1:5] FROM _beluga_outcomes o
-                    WHERE NOT EXISTS (SELECT 1 FROM cases c WHERE c.suite = ? AND c.case_id = o.case_id)""",
-                [suite]).fetchall()[0]
         finally:
             con.unregister("_beluga_outcomes")
-        if n_unknown:
-            raise ValueError(f"{ident}: {n_unknown} outcome(s) for cases not in suite '{suite}' of the store "
-                             f"(call ensure_suite first), e.g. {examples}")
 
     def record_selections(self, rows: Iterable[Mapping[str, Any]], run_id: str | None = None) -> None:
         """Record which grid point a run chose per selection (replacing that run's earlier record)."""
@@ -418,22 +433,6 @@ def _claim_slot(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
                                        key).fetchall()]
     if stale:
         _delete_models(con, stale)
-
-
-def _check_heldout(con: duckdb.DuckDBPyConnection, record: ModelRecord) -> None:
-    """A held-out fold's outcomes must all lie in its held-out group."""
-    assert record.heldout_level is not None
-    pointer = level_pointer(record.heldout_level)
-    n_outside, examples = con.execute(
-        """SELECT count(*), list(o.case_id ORDER BY o.case_id)[1:5]
-           FROM outcomes o JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
-           WHERE o.model_id = ?
-             AND (CASE WHEN ? = 'test_type' THEN c.test_type ELSE json_extract_string(c.groups, ?) END)
-                 IS DISTINCT FROM ?""",
-        [record.model_id, record.heldout_level, pointer, record.heldout_group]).fetchall()[0]
-    if n_outside:
-        raise ValueError(f"model {record.model_id} holds out {record.heldout_level}={record.heldout_group!r}, but "
-                         f"{n_outside} of its outcomes are for cases outside that group, e.g. {examples}")
 
 
 def initialise(con: duckdb.DuckDBPyConnection) -> None:

@@ -12,6 +12,12 @@ eval passes taken out by their own entries).
 
     python -m benchmarks.perf.fold_profile                   # quick.toml's first 24 folds after the IID model
     python -m benchmarks.perf.fold_profile --folds 48 --profile
+    python -m benchmarks.perf.fold_profile --store-rows 5000000   # as if the store already held a big run
+
+--store-rows N pads the store's outcomes table with N rows of other (made-up) models before the timed folds, as a long
+run's store holds them (full.toml's 3,627 models score thousands of cases each): a commit whose checks scan the
+table grows with it. Run the script in a clone of an older commit to profile that code (benchmarks.perf.
+quick_side_by_side does, before and after).
 
 The IID model trains on 512 sentences instead of quick.toml's 8,000 (its weights shape no fold's cost; it is trained
 first, outside the figures); everything else is quick.toml's, fp32.
@@ -29,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import torch
 
 from beluga_core.config.load import load_config
@@ -59,11 +66,28 @@ class Clock:
         return timed
 
 
+def _pad_outcomes(store: Path, rows: int) -> None:
+    """``rows`` outcome rows of made-up models (ids no models row has, so no view reads them), on the suite's cases."""
+    con = duckdb.connect(str(store))
+    try:
+        con.execute("""INSERT INTO outcomes
+                       SELECT 'padding-' || (i // n), c.suite, c.case_id, 'pass', NULL
+                       FROM range(?) r(i), (SELECT count(*) AS n FROM cases) k,
+                            (SELECT suite, case_id, row_number() OVER (ORDER BY suite, case_id) - 1 AS k FROM cases) c
+                       WHERE c.k = i % n""", [rows])
+        (total,) = con.execute("SELECT count(*) FROM outcomes").fetchall()[0]
+        print(f"store padded: {total:,} outcome rows")
+    finally:
+        con.close()
+
+
 def main() -> None:
     parser = script_parser(__doc__)
     parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--folds", type=int, default=24, help="folds timed (default: 24)")
     parser.add_argument("--profile", action="store_true", help="print the fixed part's largest items (cProfile)")
+    parser.add_argument("--store-rows", type=int, default=0,
+                        help="outcome rows of other models in the store before the timed folds (default: 0)")
     args = parser.parse_args()
     print(header("fp32"))
     torch.set_num_threads(1)
@@ -82,6 +106,8 @@ def main() -> None:
             folds = [j for j in plan.jobs if not j.is_iid_model][: args.folds]
             for job in iid:
                 writer.commit(worker.run(job), run_id)
+            if args.store_rows:
+                _pad_outcomes(store, args.store_rows)
             steps, passes = Clock(), Clock()
             for name in {j.method for j in folds}:
                 method = METHODS.get(name)

@@ -23,13 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.harness import MIN_PAIRED, REPO, header, script_parser, speed_verdict
-
-
-def _clone(commit: str, into: Path) -> Path:
-    subprocess.run(["git", "clone", "-q", str(REPO), str(into)], check=True)
-    subprocess.run(["git", "-C", str(into), "checkout", "-q", commit], check=True)
-    return into
+from benchmarks.harness import MIN_PAIRED, REPO, clone_at, header, script_parser, short_commit, speed_verdict
 
 
 def _suite(clone: Path, report: Path, keep_going: bool) -> tuple[float, str]:
@@ -56,12 +50,10 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="suite-side-by-side-"))
     out.mkdir(parents=True, exist_ok=True)
-    commits = {side: subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", ref], check=True,
-                                    capture_output=True, text=True).stdout.strip()
-               for side, ref in (("base", args.base), ("head", args.head))}
+    commits = {side: short_commit(ref) for side, ref in (("base", args.base), ("head", args.head))}
     if (REPO.parent / "shared").exists() and not (out / "shared").exists():
         (out / "shared").symlink_to(REPO.parent / "shared")
-    clones = {side: _clone(commit, out / side) for side, commit in commits.items()}
+    clones = {side: clone_at(commit, out / side) for side, commit in commits.items()}
     print(header(None))
     print(f"base {commits['base']}, head {commits['head']}; {args.pairs} pairs, A B B A order; clones in {out}")
     walls: dict[str, list[float]] = {"base": [], "head": []}

@@ -50,7 +50,7 @@ def test_crash_mid_commit_leaves_no_rows(writer: StoreWriter, tmp_path: Path) ->
         import os
         from beluga_core.store.writer import StoreWriter
         from toy_store import result
-        StoreWriter._insert_outcomes = lambda *a: os._exit(3)
+        StoreWriter._insert_outcomes = lambda *a, **k: os._exit(3)
         StoreWriter({str(writer.path)!r}).commit(result("m1"))
     """)
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=_with_tests_on_path(),

@@ -264,7 +264,7 @@ def test_failed_commit_leaves_no_rows(writer: StoreWriter, monkeypatch: pytest.M
         writer.commit(result("m1", [*all_outcomes(), ("nope", "pass")]))
     assert rows_of(writer.path, "m1") == dict.fromkeys(("models", "iid_predictions", "iid_metrics", "outcomes"), 0)
 
-    def boom(*args: Any) -> None:
+    def boom(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(StoreWriter, "_insert_outcomes", boom)
@@ -280,7 +280,7 @@ def test_failed_model_is_replaced_and_kept_on_error(writer: StoreWriter,
     assert done_ids(writer.path) == set()
     assert rows_of(writer.path, "m1")["models"] == 1
 
-    monkeypatch.setattr(StoreWriter, "_insert_outcomes", lambda *a: 1 / 0)
+    monkeypatch.setattr(StoreWriter, "_insert_outcomes", lambda *a, **k: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         writer.commit(result("m1"))
     monkeypatch.undo()
