@@ -1,6 +1,7 @@
 """``docs/reference/config.md``: every key of the benchmark config, from the pydantic models that
 ``BenchmarkConfig`` (``beluga_core/config/schema.py``) reaches through its fields (type, default, constraints,
-description), one section per TOML table (``tools.docs_reference`` writes it)."""
+description), one section per TOML table, each built-in method's ``[method.NAME]`` from its Options
+(``config.plugin_options.documented_config``) (``tools.docs_reference`` writes it)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from beluga_core.config.schema import BenchmarkConfig
+from beluga_core.config.plugin_options import builtin_methods, documented_config
 from tools.markdown_text import GENERATED, cell, is_class, rst_to_md, slug
 
 
@@ -135,6 +136,7 @@ GUIDES = {
     "[training.configurations.NAME]": ("Regression between model versions", "regression.md"),
     "[executor]": ("Speed and scale", "speed-and-scale.md"),
     "[grid]": ("Hyper-parameter search", "grid-search.md"),
+    "[method]": ("Generalization methods", "methods.md"),
     "[attributions]": ("Attributions", "attributions.md"),
     "[fewshot]": ("Ranking models on an unseen group", "ranking.md"),
     "[[ensembles]]": ("Regression between model versions", "regression.md"),
@@ -153,7 +155,8 @@ def config_sections() -> list[Section]:
             if sub is not None:
                 visit(sub)
 
-    visit(Section("top level", BenchmarkConfig, "top"))
+    # The config as its schema documents it: [method.NAME] typed by each built-in method's Options.
+    visit(Section("top level", documented_config(builtin_methods()), "top"))
     return sections
 
 

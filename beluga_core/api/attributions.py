@@ -4,7 +4,8 @@ An estimator implements ``attribute``: it gets an ``AttributionContext`` (the fr
 ``Objective`` — a class probability, a logit, a cross-entropy; a span's start + end logit — as a function of
 token ids, or of the values at a ``Scale``: the word embeddings or the embedding layer's output, with a
 ``Baseline``), the ``TokenizedInput`` and the ``Target``. beluga normalises the scores, sums them per word and
-stores them.
+stores them. Its options are one ``AttributionOptions`` subclass (``target``, ``normalize`` and ``seed`` are every
+estimator's), checked when a config is read and read typed from ``self.options``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from beluga_core.contracts.attributions import (
     Attribution,
     AttributionContext,
+    AttributionOptions,
     Baseline,
     Objective,
     Scale,
@@ -25,6 +27,7 @@ __all__ = [
     "ATTRIBUTIONS",
     "Attribution",
     "AttributionContext",
+    "AttributionOptions",
     "Baseline",
     "BelugaError",
     "Objective",

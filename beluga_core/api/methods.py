@@ -1,13 +1,16 @@
 """The generalization-method plugin kind (``beluga.methods``): how a training stage updates the model.
 
 A method implements ``update`` (one optimisation step over a list of batches, as DomainBed's
-``Algorithm.update``) and gets the stage's ``Trainer``; its ``defaults`` are its hyper-parameters. A method that
-draws one batch per environment (irm, group-dro, fish) derives from ``EnvironmentMethod``.
+``Algorithm.update``) and gets the stage's ``Trainer``; its ``Options`` (a subclass of ``Options``, a strict
+pydantic model: each field's type, default, bounds and description) are its hyper-parameters, validated at config
+load and read typed from ``self.options``. A method that draws one batch per environment (irm, group-dro, fish)
+derives from ``EnvironmentMethod``.
 """
 
 from __future__ import annotations
 
 from beluga_core.contracts.methods import TRAINING_KEYS, EnvironmentMethod, Method, Stage
+from beluga_core.contracts.options import NoOptions, Options
 from beluga_core.contracts.registries import METHODS
 from beluga_core.contracts.tasks import Trainer
 from beluga_core.contracts.training import IID_ENV, Batch, BatchOutput, EnvSampler, TrainSet, UnitInfo
@@ -23,6 +26,8 @@ __all__ = [
     "EnvSampler",
     "EnvironmentMethod",
     "Method",
+    "NoOptions",
+    "Options",
     "Stage",
     "TrainSet",
     "Trainer",

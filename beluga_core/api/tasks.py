@@ -9,6 +9,7 @@ implements every abstract member (``beluga_core.contracts.tasks`` says what each
 from __future__ import annotations
 
 from beluga_core.contracts.expectations import FlatPredictions
+from beluga_core.contracts.options import NoOptions, Options
 from beluga_core.contracts.registries import TASKS
 from beluga_core.contracts.tasks import (
     GroupOf,
@@ -32,7 +33,7 @@ from beluga_core.contracts.training import (
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import Example, IIDData, IIDExample
 from beluga_core.data.suite.suite_schema import Case, Input, SuiteHeader
-from beluga_core.tasks.classification import ClassificationTask
+from beluga_core.tasks.classification import ClassificationOptions, ClassificationTask
 
 __all__ = [
     "IID_ENV",
@@ -42,6 +43,7 @@ __all__ = [
     "BatchOutput",
     "BelugaError",
     "Case",
+    "ClassificationOptions",
     "ClassificationTask",
     "Encoder",
     "Example",
@@ -53,6 +55,8 @@ __all__ = [
     "Input",
     "InputPredictions",
     "Logits",
+    "NoOptions",
+    "Options",
     "SuiteHeader",
     "Task",
     "TaskSettings",

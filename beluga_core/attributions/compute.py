@@ -103,21 +103,21 @@ def attribute(model: torch.nn.Module, tokenizer: Any, tokenizer_key: str, device
     for item in items:
         x = tokenize(tokenizer, item.text, max_length, span=span, model_text=model_text)
         for name, method in methods.items():
-            objective = method.options.get("objective", "prob")
+            objective = method.option_values.get("objective", "prob")
             ctx = contexts.setdefault(objective, ModelContext(model, tokenizer, device, span=span,
                                                               objective=objective))
             predicted = ctx.predict(x)
             target: Target
-            if method.options["target"] == "gold":
+            if method.option_values["target"] == "gold":
                 if span or item.gold is None:
                     skipped += 1
                     continue
                 target = item.gold
             else:
                 target = predicted
-            scores = method.attribute(ctx, x, target, item_rng(int(method.options["seed"]), item, name))
-            rows.append(AttributedInput(item, name, dict(method.options), _text(target), _text(predicted),
-                                        tokenizer_key, x, normalize(scores, str(method.options["normalize"]))))
+            scores = method.attribute(ctx, x, target, item_rng(int(method.option_values["seed"]), item, name))
+            rows.append(AttributedInput(item, name, dict(method.option_values), _text(target), _text(predicted),
+                                        tokenizer_key, x, normalize(scores, str(method.option_values["normalize"]))))
     return rows, skipped
 
 

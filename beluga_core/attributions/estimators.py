@@ -26,72 +26,92 @@ from __future__ import annotations
 
 import math
 from itertools import combinations
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
+from pydantic import Field, model_validator
 
-from beluga_core.contracts.attributions import Attribution, AttributionContext, Target, TokenizedInput
-from beluga_core.core.errors import BelugaError
+from beluga_core.contracts.attributions import (
+    Attribution,
+    AttributionContext,
+    AttributionOptions,
+    Baseline,
+    Normalization,
+    Objective,
+    Scale,
+    Target,
+    TokenizedInput,
+)
 
-RULES = {"riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid", "gausslegendre"}
+Rule = Literal["riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid", "gausslegendre"]
 
 
-def _choice(options: dict[str, Any], key: str, allowed: tuple[str, ...], method: str) -> str:
-    value = str(options[key])
-    if value not in allowed:
-        raise BelugaError(f"attribution {method}: {key} '{value}', expected one of {', '.join(allowed)}",
-                          field=f"attributions.options.{method}.{key}")
-    return value
+class IGOptions(AttributionOptions):
+    """``[attributions.options.ig]`` (and ``tokig``'s)."""
+
+    steps: int = Field(300, ge=1, description=(
+        "Points on the path from the baseline (a run's folds use 16 unless set; two or more with a Riemann rule)."))
+    baseline: Baseline = Field("mask", description="The path's start: zeros, or the mask token's embedding.")
+    scale: Scale = Field("word_embeddings", description=(
+        "Where the path runs: the word embeddings, or the embedding layer's output."))
+    aggregate: Literal["signed", "abs"] = Field("signed", description=(
+        "A token's score: the sum over embedding dimensions, signed or of absolute values."))
+    objective: Objective = Field("prob", description="What is explained: the target's probability, logit or loss.")
+    rule: Rule = Field("riemann_left", description="captum's integration rule.")
+
+    @model_validator(mode="after")
+    def _points_for_the_rule(self) -> IGOptions:
+        if self.steps < 2 and self.rule.startswith("riemann"):
+            # captum's Riemann rules assert two points or more; said here, not as its traceback.
+            raise ValueError(f"steps must be ≥ 2 with rule {self.rule} (one point: rule = 'gausslegendre')")
+        return self
 
 
 class IntegratedGradients(Attribution):
-    defaults: ClassVar[dict[str, Any]] = {"steps": 300, "baseline": "mask", "scale": "word_embeddings",
-                                          "aggregate": "signed", "objective": "prob", "rule": "riemann_left"}
+    Options = IGOptions
+    options: IGOptions
     run_budget: ClassVar[dict[str, Any]] = {"steps": 16}
     spans: ClassVar[bool] = True
     name = "ig"
-
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        super().__init__(options)
-        o = self.options
-        _choice(o, "baseline", ("zero", "mask"), self.name)
-        _choice(o, "scale", ("word_embeddings", "embedding_output"), self.name)
-        _choice(o, "aggregate", ("signed", "abs"), self.name)
-        _choice(o, "objective", ("prob", "logit", "ce"), self.name)
-        _choice(o, "rule", tuple(sorted(RULES)), self.name)
-        if int(o["steps"]) < 1:
-            raise BelugaError(f"attribution {self.name}: steps must be ≥ 1", field=f"attributions.options.{self.name}")
-        if int(o["steps"]) < 2 and str(o["rule"]).startswith("riemann"):
-            # captum's Riemann rules assert two points or more; said here, not as its traceback.
-            raise BelugaError(f"attribution {self.name}: steps must be ≥ 2 with rule {o['rule']} (one point: "
-                              "rule = 'gausslegendre')", field=f"attributions.options.{self.name}")
 
     def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,
                   rng: np.random.Generator) -> np.ndarray:
         from captum.attr import IntegratedGradients as CaptumIG
 
         o = self.options
-        value, base = ctx.layer_input(x, o["scale"], o["baseline"])
-        f = ctx.objective_from_layer(x, o["scale"], target, o["objective"])
+        value, base = ctx.layer_input(x, o.scale, o.baseline)
+        f = ctx.objective_from_layer(x, o.scale, target, o.objective)
         ig = CaptumIG(f)
-        attr = ig.attribute(value, baselines=base, n_steps=int(o["steps"]), method=o["rule"],
-                            internal_batch_size=min(int(o["steps"]), 64))
-        per_token = attr[0].sum(-1) if o["aggregate"] == "signed" else attr[0].abs().sum(-1)
+        attr = ig.attribute(value, baselines=base, n_steps=o.steps, method=o.rule, internal_batch_size=min(o.steps, 64))
+        per_token = attr[0].sum(-1) if o.aggregate == "signed" else attr[0].abs().sum(-1)
         return per_token.detach().cpu().double().numpy()
 
 
+class IGDiagnoseOptions(IGOptions):
+    """``[attributions.options.ig-diagnose]``: DiagnoseRE's integrated gradients as defaults."""
+
+    steps: int = Field(9, ge=1, description="Points on the path (DiagnoseRE's 8 intervals, both ends).")
+    baseline: Baseline = Field("zero", description="The path's start: zeros, or the mask token's embedding.")
+    aggregate: Literal["signed", "abs"] = Field("abs", description=(
+        "A token's score: the sum over embedding dimensions, signed or of absolute values."))
+    objective: Objective = Field("ce", description="What is explained: the target's probability, logit or loss.")
+    rule: Rule = Field("riemann_trapezoid", description="captum's integration rule.")
+    target: Literal["predicted", "gold"] = Field("gold", description=(
+        "The class explained: the model's prediction or the gold label."))
+    normalize: Normalization = Field("minmax", description=(
+        "How a vector of token scores is scaled (DiagnoseRE's threshold of 0.2 is on min-max scores)."))
+
+
 class IGDiagnose(IntegratedGradients):
-    defaults: ClassVar[dict[str, Any]] = {"steps": 9, "baseline": "zero", "scale": "word_embeddings",
-                                          "aggregate": "abs", "objective": "ce", "rule": "riemann_trapezoid",
-                                          "target": "gold", "normalize": "minmax"}
+    Options = IGDiagnoseOptions
+    options: IGDiagnoseOptions
     run_budget: ClassVar[dict[str, Any]] = {}
     name = "ig-diagnose"
 
 
 class TokIG(IntegratedGradients):
-    defaults: ClassVar[dict[str, Any]] = {"steps": 300, "baseline": "mask", "scale": "word_embeddings",
-                                          "aggregate": "signed", "objective": "prob", "rule": "riemann_left"}
+    Options = IGOptions
     run_budget: ClassVar[dict[str, Any]] = {"steps": 16}
     name = "tokig"
 
@@ -106,15 +126,23 @@ def _cpu_ids(x: TokenizedInput) -> torch.Tensor:
     return torch.tensor([x.input_ids], dtype=torch.long)
 
 
+class ObjectiveOptions(AttributionOptions):
+    """``[attributions.options.occlusion]``."""
+
+    objective: Objective = Field("prob", description="What is explained: the target's probability, logit or loss.")
+
+
 class Occlusion(Attribution):
-    defaults: ClassVar[dict[str, Any]] = {"objective": "prob"}
+    Options = ObjectiveOptions
+    options: ObjectiveOptions
+    name = "occlusion"
     spans: ClassVar[bool] = True
 
     def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,
                   rng: np.random.Generator) -> np.ndarray:
         from captum.attr import FeatureAblation
 
-        f = ctx.objective_from_ids(x, target, self.options["objective"])
+        f = ctx.objective_from_ids(x, target, self.options.objective)
         features = _features(x)
         # Each feature token its own group; the special tokens one group more, whose score is dropped.
         mask = torch.full((1, len(x)), len(features), dtype=torch.long)
@@ -135,8 +163,17 @@ def _masked(ctx: AttributionContext, x: TokenizedInput, keep: np.ndarray) -> tor
     return torch.as_tensor(ids)
 
 
+class LimeOptions(ObjectiveOptions):
+    """``[attributions.options.lime]``."""
+
+    samples: int = Field(5000, ge=2, description="Perturbed samples (a run's folds use 256 unless set).")
+    kernel_width: float = Field(25.0, gt=0, description="The width of the similarity kernel.")
+
+
 class Lime(Attribution):
-    defaults: ClassVar[dict[str, Any]] = {"samples": 5000, "objective": "prob", "kernel_width": 25.0}
+    Options = LimeOptions
+    options: LimeOptions
+    name = "lime"
     run_budget: ClassVar[dict[str, Any]] = {"samples": 256}
 
     def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,
@@ -149,8 +186,8 @@ class Lime(Attribution):
         out = np.zeros(len(x))
         if d == 0:
             return out
-        width = float(self.options["kernel_width"])
-        f = ctx.objective_from_ids(x, target, self.options["objective"])
+        width = float(self.options.kernel_width)
+        f = ctx.objective_from_ids(x, target, self.options.objective)
         generator = np.random.default_rng(rng.integers(2**63))
 
         def perturb(_inp: torch.Tensor, **_kwargs: Any) -> torch.Tensor:
@@ -171,15 +208,10 @@ class Lime(Attribution):
         lime = CaptumLime(f, interpretable_model=SkLearnRidge(alpha=1.0), similarity_func=similarity,
                           perturb_func=perturb)
         attr = lime.attribute(_cpu_ids(x), baselines=ctx.mask_id, feature_mask=mask,
-                              n_samples=int(self.options["samples"]), perturbations_per_eval=32,
+                              n_samples=self.options.samples, perturbations_per_eval=32,
                               return_input_shape=False)
         out[features] = attr[0, :d].detach().cpu().double().numpy()
         return out
-
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        super().__init__(options)
-        if int(self.options["samples"]) < 2:
-            raise BelugaError("attribution lime: samples must be ≥ 2", field="attributions.options.lime.samples")
 
 
 def shap_coalitions(d: int, budget: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -230,8 +262,17 @@ def shap_values(coalitions: np.ndarray, weights: np.ndarray, values: np.ndarray,
     return np.asarray(solution[:, 0])
 
 
+class ShapOptions(ObjectiveOptions):
+    """``[attributions.options.shap]``."""
+
+    samples: int | None = Field(None, ge=2, description=(
+        "Coalitions evaluated (default: min(2d + 2^11, 2^d - 2) for d tokens; a run's folds use 256 unless set)."))
+
+
 class KernelShap(Attribution):
-    defaults: ClassVar[dict[str, Any]] = {"samples": None, "objective": "prob"}
+    Options = ShapOptions
+    options: ShapOptions
+    name = "shap"
     run_budget: ClassVar[dict[str, Any]] = {"samples": 256}
 
     def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,
@@ -241,15 +282,15 @@ class KernelShap(Attribution):
         out = np.zeros(len(x))
         if d == 0:
             return out
-        f = ctx.objective_from_ids(x, target, self.options["objective"])
+        f = ctx.objective_from_ids(x, target, self.options.objective)
         with torch.no_grad():
             empty = float(f(_masked(ctx, x, np.zeros((1, d), dtype=bool)))[0])
             if d == 1:
                 out[features] = float(f(_cpu_ids(x))[0]) - empty
                 return out
             cap = 2 ** d - 2 if d < 60 else 2**62
-            budget = self.options["samples"]
-            budget = min(2 * d + 2**11, cap) if budget is None else min(int(budget), cap)
+            budget = self.options.samples
+            budget = min(2 * d + 2**11, cap) if budget is None else min(budget, cap)
             coalitions, weights = shap_coalitions(d, budget, rng)
             values = f(_masked(ctx, x, coalitions)).detach().cpu().double().numpy()
         out[features] = shap_values(coalitions, weights, values, empty)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -30,7 +32,7 @@ from beluga_core.cli import (
     suite_import_cmd,
     suite_info_cmd,
 )
-from beluga_core.core.errors import BelugaError
+from beluga_core.core.errors import BelugaError, BelugaWarning
 
 # Markdown help: docstring paragraphs reflow to the terminal, and config tables ("[grid]") stay literal.
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -59,6 +61,7 @@ suite_app.command("import-checklist")(suite_import_cmd.import_checklist_cmd)
 suite_app.command("from-table")(suite_from_table_cmd.from_table_cmd)
 suite_app.command("generate")(suite_generate_cmd.generate_cmd)
 plugins_app.command("list")(plugins_cmd.list_plugins)
+plugins_app.command("show")(plugins_cmd.show_plugin)
 store_app.command("check")(store_check_cmd.check_cmd)
 store_app.command("info")(export_cmd.info)
 
@@ -83,9 +86,25 @@ def _log_level() -> None:
         logger.propagate = False
 
 
+def _show_warnings() -> None:
+    """beluga's own warnings (a config option without effect, a plugin without Options) as a "warning:" line, not
+    Python's file:line form; other libraries' warnings keep theirs."""
+    default = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+             line: str | None = None) -> None:
+        if issubclass(category, BelugaWarning):
+            err_console.print(f"[bold yellow]warning:[/] {escape(str(message))}", highlight=False, soft_wrap=True)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         _log_level()
+        _show_warnings()
         # Outside standalone mode click returns a command's `typer.Exit(code)` instead of exiting with it.
         code = app(args=argv, standalone_mode=False)
         if isinstance(code, int) and code:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from beluga_core.config.plugin_options import (
+    check_grid_axes,
+    check_method_table,
+    check_task_options,
+    warn_unused,
+)
 from beluga_core.config.schema import BenchmarkConfig, TaskSpec
 from beluga_core.contracts.registries import ATTRIBUTIONS, CONFIGURATIONS, METHODS, TASKS
 from beluga_core.core.constants import SEEN
@@ -85,13 +93,22 @@ def _check_plugins(cfg: BenchmarkConfig, text: str, path: Path) -> None:
             if name not in registry:
                 raise BelugaError(unknown_name_message(registry.kind, name, registry.names()), source=path,
                                   line=locate_key(text, loc), field=".".join(map(str, loc)))
-    for name in cfg.attributions.methods:
+    _check_plugin_options(cfg, text, path)
+    # Each estimator's options as a run gives them (its run budget, the config's table, the section's target),
+    # checked by its Options; a table for an estimator the run does not compute is checked too, and said.
+    spec = cfg.attributions
+    for name in [*spec.methods, *(m for m in spec.options if m not in spec.methods)]:
         try:
             ATTRIBUTIONS.get(name)(attribution_options(cfg, name, run=True))
         except (BelugaError, ValueError, TypeError) as exc:
             message = exc.message if isinstance(exc, BelugaError) else str(exc)
-            raise BelugaError(message, source=path, line=locate_key(text, ("attributions", "options", name)),
-                              field=f"attributions.options.{name}") from None
+            # The estimator's key under its registered name (a class may call itself otherwise).
+            key = exc.field.split(".")[3:] if isinstance(exc, BelugaError) and exc.field else []
+            field = ".".join(["attributions", "options", name, *key])
+            loc = tuple(field.split("."))
+            raise BelugaError(message, source=path, line=locate_key(text, loc) or locate_key(text, loc[:3]),
+                              field=field) from None
+    warn_unused(spec.options, set(spec.methods), "attributions.options")
     for i, scenario in enumerate(cfg.scenarios):
         if not scenario:
             raise BelugaError("empty scenario name", source=path, line=locate_key(text, ("scenarios", i)),
@@ -102,6 +119,36 @@ def _check_plugins(cfg: BenchmarkConfig, text: str, path: Path) -> None:
         raise BelugaError("held-out and only:LEVEL scenarios need the 'seen' scenario too (folds reuse its setup "
                           "and G its i.i.d. score)",
                           source=path, line=locate_key(text, ("scenarios",)), field="scenarios")
+
+
+def _check_plugin_options(cfg: BenchmarkConfig, text: str, path: Path) -> None:
+    """Every plugin table against its plugin's Options (``config.plugin_options``), each error at its line."""
+    used = {r for m in cfg.methods for r in (m, *METHODS.get(m).reuses)}
+    searched = sorted({r for m in cfg.methods for r in (METHODS.get(m).reuses or (m,))})
+    checks: list[tuple[str, Callable[[], None]]] = []
+    for i, spec in enumerate(cfg.tasks):
+        checks.append((f"tasks.{i}.options", functools.partial(check_task_options, spec.name, spec.options,
+                                                               f"tasks.{i}.options")))
+    for name, values in cfg.methods_hparams.items():
+        checks.append((f"method.{name}", functools.partial(check_method_table, name, values)))
+    for name, axes in cfg.grid.methods.items():
+        if METHODS.get(name).reuses:  # one that reuses others' choices has no search: the plan says so
+            continue
+        checks.append((f"grid.methods.{name}", functools.partial(
+            check_grid_axes, name, axes, f"grid.methods.{name}", cfg.methods_hparams.get(name, {}))))
+    for task, axes in cfg.grid.tasks.items():
+        for name in searched:
+            checks.append((f"grid.tasks.{task}", functools.partial(
+                check_grid_axes, name, axes, f"grid.tasks.{task}", cfg.methods_hparams.get(name, {}))))
+    for where, check in checks:
+        try:
+            check()
+        except BelugaError as exc:   # the field's line (a plugin that does not load: its table's)
+            field = exc.field or where
+            loc = tuple(int(p) if p.isdigit() else p for p in field.split("."))
+            raise BelugaError(exc.message, source=path, line=locate_key(text, loc), field=field) from None
+    warn_unused(cfg.methods_hparams, used, "method")
+    warn_unused(cfg.grid.methods, used, "grid.methods")
 
 
 # A Hugging Face hub id: [org/]name, and for datasets [org/]name[/config] (the hub's repo-name characters).

@@ -16,8 +16,17 @@ from typing import Any, ClassVar, Literal, Protocol
 
 import numpy as np
 import torch
+from pydantic import Field
+
+from beluga_core.contracts.options import DeclaresOptions, Options, PluginOptions, validate_options
 
 Objective = Literal["prob", "logit", "ce"]
+
+
+def attribution_name(plugin: object) -> str:
+    """An estimator's name in messages: its ``name`` attribute where it has one (ig), else its class's."""
+    name = getattr(plugin, "name", None)
+    return name if isinstance(name, str) else type(plugin).__name__.lower()
 
 
 @dataclass(frozen=True)
@@ -80,22 +89,44 @@ class AttributionContext(Protocol):
         ...
 
 
-class Attribution(ABC):
+Normalization = Literal["none", "l1", "max", "minmax"]
+
+
+class AttributionOptions(Options):
+    """The options every estimator takes (beluga applies them around ``attribute``); an estimator's own Options
+    derive from this model."""
+
+    target: Literal["predicted", "gold"] = Field("predicted", description=(
+        "The class explained: the model's prediction or the gold label."))
+    normalize: Normalization = Field("none", description=(
+        "How a vector of token scores is scaled: none, l1 (by the sum of absolute values), max (by the largest "
+        "absolute value) or minmax (to [0, 1])."))
+    seed: int = Field(0, description="The seed of the estimator's random draws (per input and method).")
+
+
+class Attribution(DeclaresOptions, ABC):
     """Base of every attribution plugin: ``attribute`` is the one member to implement.
 
-    ``defaults`` are the full budgets (what ``beluga explain`` uses); ``run_budget`` the cheaper values a run's
-    folds use unless ``[attributions.options.NAME]`` says otherwise. ``spans``: the estimator also explains span
-    models (reading comprehension), whose objective is the predicted span's start + end logit.
+    ``Options`` (a subclass of ``AttributionOptions``, a strict pydantic model) are its options, with the full
+    budgets as defaults (what ``beluga explain`` uses); ``run_budget`` the cheaper values a run's folds use unless
+    ``[attributions.options.NAME]`` says otherwise. ``spans``: the estimator also explains span models (reading
+    comprehension), whose objective is the predicted span's start + end logit. ``self.options`` is the validated
+    instance, ``self.option_values`` the values as a dict (what a stored attribution records). An estimator
+    written before Options (a ``defaults`` dict) gets the dict as ``self.options``, unchecked.
     """
 
-    defaults: ClassVar[dict[str, Any]] = {}
+    Options: ClassVar[type[PluginOptions] | None] = AttributionOptions
     run_budget: ClassVar[dict[str, Any]] = {}
     spans: ClassVar[bool] = False
-    # Options every estimator understands (beluga applies them around ``attribute``).
+    # Options every estimator understands, for one written before Options (``AttributionOptions``' defaults).
     COMMON: ClassVar[dict[str, Any]] = {"target": "predicted", "normalize": "none", "seed": 0}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
-        self.options: dict[str, Any] = {**self.COMMON, **self.defaults, **(options or {})}
+        given = dict(options or {})
+        self.option_values: dict[str, Any] = {**self.COMMON, **self.defaults, **given}
+        self.options: Any = self.option_values
+        if self.Options is not None:
+            self.options = validate_options(self.Options, given, f"attributions.options.{attribution_name(self)}")
 
     @abstractmethod
     def attribute(self, ctx: AttributionContext, x: TokenizedInput, target: Target,

@@ -2,9 +2,11 @@
 
 A method adjusts the model and optimizer and performs one update from a list of mini-batches, as
 DomainBed's ``Algorithm.update(minibatches)``. Adding a method is one subclass plus one entry point in
-``beluga.methods``; its ``defaults`` are its hyper-parameters, each overridable from ``[method.NAME]``.
+``beluga.methods``; its ``Options`` (a strict pydantic model, ``contracts.options``) are its hyper-parameters,
+each overridable from ``[method.NAME]`` and read typed from ``self.options``. (An older plugin's ``defaults``
+dict still works, unchecked, with a warning when it loads.)
 
-A default named like a ``[training]`` key (``TRAINING_KEYS``: learning rate, batch size, epochs, weight
+An option named like a ``[training]`` key (``TRAINING_KEYS``: learning rate, batch size, epochs, weight
 decay, …) overrides that key for the method's suite step: the plan copies it into the stage's
 hyper-parameters, which is what the optimizer and the batcher read (l2's ``weight_decay``, lp's
 ``learning_rate``). A grid search may vary it like any other hyper-parameter.
@@ -24,6 +26,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from beluga_core.contracts.options import DeclaresOptions, PluginOptions, validate_options
 from beluga_core.contracts.tasks import Trainer
 from beluga_core.contracts.training import Batch, TrainSet
 
@@ -34,16 +37,24 @@ NON_STAGE_KEYS = ("method", "stages")
 Stage = tuple["Method", dict[str, Any]]
 
 
+def method_name(cls: type) -> str:
+    """A method class's name in messages: its ``name`` attribute where it has one (lora), else the class's."""
+    name = getattr(cls, "name", None)
+    return name if isinstance(name, str) else cls.__name__.lower()
+
+
 def stage_part(hp: dict[str, Any]) -> dict[str, Any]:
     """The training hyper-parameters of a job's hyper-parameter dict (without the method's own part)."""
     return {k: v for k, v in hp.items() if k not in NON_STAGE_KEYS}
 
 
-class Method(ABC):
+class Method(DeclaresOptions, ABC):
     """Base of every method plugin: ``update`` is the one member a method must implement (one optimisation
     step, as DomainBed's ``Algorithm.update``); everything else has a default (``vanilla``: plain AdamW)."""
 
-    defaults: ClassVar[dict[str, Any]] = {}
+    # ``Options`` (``DeclaresOptions``): the method's hyper-parameters, a strict pydantic model whose defaults are
+    # the job's (``defaults`` is derived from it). None: a plugin written before Options, whose ``defaults`` dict is
+    # taken unchecked.
     # Methods that need one batch per environment ask for env-homogeneous batches; their ``env_level``
     # hyper-parameter (None: the suite's scoring level) names the level whose groups are the environments.
     needs_environments: ClassVar[bool] = False
@@ -69,6 +80,13 @@ class Method(ABC):
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:
         self.hp: dict[str, Any] = {**self.defaults, **(hparams or {})}
+        # The typed options (a subclass annotates ``options`` with its own Options class); ``hp`` keeps the
+        # values as the config wrote them, which the job's id hashes.
+        self.options: PluginOptions | None = None
+        if self.Options is not None:
+            fields = self.Options.model_fields
+            self.options = validate_options(self.Options, {k: v for k, v in self.hp.items() if k in fields},
+                                            f"method.{method_name(type(self))}")
 
     @classmethod
     def checkpointable(cls) -> bool:
@@ -101,11 +119,11 @@ class Method(ABC):
         """Keyword arguments for building the model (``task.build_model``), e.g. dropout probabilities."""
         return {}
 
-    def prepare(self, model: torch.nn.Module) -> None:  # noqa: B027 - an optional hook
+    def prepare(self, model: torch.nn.Module) -> None:
         """Adjust the model before the optimizer is built (e.g. freeze the encoder, add adapters). Called once per
         stage with the model the stage trains; a checkpoint's weights are loaded after it."""
 
-    def finish(self, model: torch.nn.Module) -> None:  # noqa: B027 - an optional hook
+    def finish(self, model: torch.nn.Module) -> None:
         """Called once the stage ends, also when it fails: leave the model with the architecture ``prepare``
         found, since the weights that are kept, exported, evaluated and loaded into the next job are a plain
         model's (lora and ia3 merge their adapters into the weights they adapt and remove them)."""
@@ -113,7 +131,7 @@ class Method(ABC):
     def weight_decay(self, base: float) -> float:
         return base
 
-    def start(self, trainer: Trainer, trainset: TrainSet, n_steps: int) -> None:  # noqa: B027 - an optional hook
+    def start(self, trainer: Trainer, trainset: TrainSet, n_steps: int) -> None:
         """Called once per stage before the first update (state that depends on the data or the length)."""
 
     def steps(self, trainset: TrainSet, rng: random.Random, batch_size: int, epochs: float) -> Iterator[list[Batch]]:

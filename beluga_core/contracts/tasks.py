@@ -22,6 +22,7 @@ import torch
 
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.contracts.losses import Loss
+from beluga_core.contracts.options import DeclaresOptions, NoOptions, PluginOptions, validate_options
 from beluga_core.contracts.training import Batch, BatchOutput, Encoder, Logits, TrainSet
 from beluga_core.core.errors import BelugaError, did_you_mean
 from beluga_core.data.iid.examples import Example, IIDData
@@ -143,14 +144,17 @@ class Trainer(Protocol):
         ``teacher_sources()`` declared."""
 
 
-class Task(ABC, Generic[EncoderT]):
+class Task(DeclaresOptions, ABC, Generic[EncoderT]):
     """Base of every task plugin.
 
     Class attributes: ``metrics`` (i.i.d. metric names, G uses ``primary_metric`` unless the config picks
     another), ``grid_axes`` (hyper-parameter search axes of the task's own, e.g. reading's batch sizes),
     ``offline_iid`` (a shipped i.i.d. dataset that stands in for a hub dataset in ``beluga run --tiny``; None:
     the task has none, and a tiny run of a config naming a hub dataset stops), ``tiny_options`` (upper bounds
-    a tiny run puts on numeric options, e.g. reading's window length).
+    a tiny run puts on numeric options, e.g. reading's window length), ``Options`` (the ``options`` of its
+    ``[[tasks]]`` entry, a strict pydantic model, ``contracts.options``: checked when the config is read, the
+    validated instance in ``self.options`` after ``configure``; a task that overrides ``configure`` and declares no
+    Options is a plugin written before them, which reads ``settings.options`` itself).
     """
 
     metrics: ClassVar[tuple[str, ...]]
@@ -168,11 +172,19 @@ class Task(ABC, Generic[EncoderT]):
     packs: ClassVar[bool] = False
     required_attributes: ClassVar[tuple[str, ...]] = ("metrics", "primary_metric")
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "configure" in cls.__dict__ and "Options" not in cls.__dict__ and cls.Options is NoOptions:
+            cls.Options = None   # it reads its options itself, as tasks did before Options
+
     def __init__(self) -> None:
         self.name: str = type(self).__name__
         self.metric: str = self.primary_metric
         self.suite: SuiteHeader | None = None
         self.settings = TaskSettings()
+        # The task's validated options (its defaults until ``configure``); a subclass annotates it with its own
+        # Options class.
+        self.options: PluginOptions | None = self.Options() if self.Options is not None else None
 
     # -- set-up ------------------------------------------------------------------------------------------
     def configure(self, settings: TaskSettings) -> None:
@@ -181,7 +193,9 @@ class Task(ABC, Generic[EncoderT]):
             hint = did_you_mean(settings.iid_metric, self.metrics)
             raise BelugaError(f"task '{self.name}' computes no i.i.d. metric '{settings.iid_metric}'"
                               + (hint or f"; choose one of {', '.join(self.metrics)}"), field="iid_metric")
-        if settings.options:
+        if self.Options is not None:
+            self.options = validate_options(self.Options, settings.options, "options")
+        elif settings.options:
             raise BelugaError(f"task '{self.name}' takes no options (got {sorted(settings.options)})",
                               field="options")
         if settings.label_map:

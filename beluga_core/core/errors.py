@@ -33,6 +33,19 @@ class BelugaError(Exception):
         self.field = field
 
 
+class BelugaWarning(UserWarning):
+    """Something a user set that beluga accepts but that is probably not what they meant; the CLI prints it as a
+    warning line (``beluga_core.cli.app``)."""
+
+
+class ConfigWarning(BelugaWarning):
+    """A config setting that has no effect (options of a plugin the run does not use)."""
+
+
+class PluginWarning(BelugaWarning):
+    """A plugin that works the old way (a method without ``Options``)."""
+
+
 def did_you_mean(name: str, options: Iterable[str], cutoff: float = 0.6) -> str:
     """"; did you mean 'x'?" for the closest of ``options`` to a mistyped ``name``, else ""."""
     close = difflib.get_close_matches(name, list(options), n=1, cutoff=cutoff)

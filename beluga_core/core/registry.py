@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import warnings
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, distributions, entry_points
 from typing import Any, Generic, TypeVar
 
 from stevedore import DriverManager
 
-from beluga_core.core.errors import BelugaError, did_you_mean
+from beluga_core.core.errors import BelugaError, PluginWarning, did_you_mean
 
 T = TypeVar("T")
 
@@ -90,6 +91,12 @@ class Registry(Generic[T]):
             cls = self._import(name)
             self.check(cls, name)
             self._loaded[name] = cls
+            if hasattr(self.base, "Options") and getattr(cls, "Options", None) is None:
+                # A kind with typed options, and a plugin written before them: it works, unchecked, said once.
+                warnings.warn(f"{self.kind} plugin '{name}' ({cls.__module__}:{cls.__qualname__}) declares no "
+                              "Options: its defaults are taken as they are and its options are not checked (declare "
+                              "them as a beluga_core.api Options model: the documentation's extending guide)",
+                              PluginWarning, stacklevel=2)
         return self._loaded[name]
 
     def check(self, cls: Any, name: str) -> None:

@@ -14,32 +14,14 @@ from typing import Any, Literal
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.contracts.methods import TRAINING_KEYS
 from beluga_core.contracts.registries import METHODS, TASKS
-from beluga_core.core.errors import BelugaError, did_you_mean
+from beluga_core.core.errors import BelugaError
 from beluga_core.planning.halving import budgets
 
 
 def method_hparams(cfg: BenchmarkConfig, method: str) -> dict[str, Any]:
-    """The method's defaults with the config's ``[method.NAME]`` overrides (unknown names are an error)."""
-    plugin = METHODS.get(method)
-    defaults = dict(plugin.defaults)
-    overrides = cfg.methods_hparams.get(method, {})
-    # A method that reuses others' selections trains each stage with their values, so a training key of
-    # its own would be silently ignored.
-    allowed = set(defaults) | (set() if plugin.reuses else set(TRAINING_KEYS))
-    unknown = sorted(set(overrides) - allowed)
-    if not unknown:
-        return defaults | overrides
-    field = f"method.{method}.{unknown[0]}"
-    takes = f"'{method}' takes {sorted(defaults) or 'none'}"
-    if plugin.reuses and not set(unknown) - set(TRAINING_KEYS):
-        raise BelugaError(f"[method.{method}] sets {unknown}, but '{method}' trains its stages with the values of "
-                          f"{' and '.join(plugin.reuses)}: set them in {_tables('method', plugin.reuses)} (or "
-                          f"[training.suite]); {takes}", field=field)
-    if not plugin.reuses:
-        takes += f" and the training keys {list(TRAINING_KEYS)}"
-    hint = did_you_mean(unknown[0], sorted(allowed))
-    raise BelugaError(f"[method.{method}] sets unknown hyper-parameter(s) {unknown}{hint or ';'} {takes}",
-                      field=field)
+    """The method's defaults with the config's ``[method.NAME]`` overrides, as written (checked at config load
+    against the method's Options: ``config.plugin_options``)."""
+    return dict(METHODS.get(method).defaults) | cfg.methods_hparams.get(method, {})
 
 
 def job_hparams(cfg: BenchmarkConfig, method: str, point: dict[str, Any] | None = None,
@@ -107,16 +89,7 @@ def axes_for(cfg: BenchmarkConfig, task: str, method: str) -> dict[str, list[Any
     axes |= _task_axes(task)
     axes |= cfg.grid.tasks.get(task, {})
     axes |= dict(plugin.grid_axes)
-    axes |= cfg.grid.methods.get(method, {})
-    known = set(TRAINING_KEYS) | set(plugin.defaults)
-    for name, values in axes.items():
-        if name not in known:
-            raise BelugaError(f"grid axis '{name}' is neither a training key ({', '.join(TRAINING_KEYS)}) nor a "
-                              f"hyper-parameter of method '{method}' ({', '.join(sorted(plugin.defaults)) or 'none'})",
-                              field=f"grid.methods.{method}")
-        if not isinstance(values, list) or not values:
-            raise BelugaError(f"grid axis '{name}' of method '{method}' needs a non-empty list of values",
-                              field=f"grid.methods.{method}")
+    axes |= cfg.grid.methods.get(method, {})  # the config's axes are checked at load (config.plugin_options)
     return axes
 
 

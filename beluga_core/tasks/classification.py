@@ -27,9 +27,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from pydantic import Field
 
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.contracts.losses import ClassLoss, PairLoss
+from beluga_core.contracts.options import NoOptions, Options, PluginOptions
 from beluga_core.contracts.tasks import (
     GroupOf,
     IIDScores,
@@ -52,7 +54,17 @@ from beluga_core.training.models import load_sequence_classifier
 from beluga_core.training.predict import predict_probs
 from beluga_core.training.trainset import PairUnit, SingleUnit, TrainSet, loss_kind
 
-OPTIONS = ("text_field", "text_pair_field", "label_field")
+
+class ClassificationOptions(Options):
+    """The ``options`` of a ``classification`` task: which columns of the i.i.d. data to read."""
+
+    text_field: str | None = Field(None, min_length=1, description=(
+        "The text column (default: sentence, or text for a suite of text pairs)."))
+    text_pair_field: str | None = Field(None, min_length=1, description=(
+        "The second text's column, for a suite of text pairs (default: text_pair)."))
+    label_field: str | None = Field(None, min_length=1, description="The label column (default: label).")
+
+
 Target = tuple[np.ndarray, bool]  # a target over the head's classes, and whether it is a set of accepted classes
 
 
@@ -69,25 +81,19 @@ class ClassificationTask(Task[Encoder]):
     text_fields: ClassVar[tuple[str, ...] | None] = None
     label_fields: ClassVar[tuple[str, ...]] = ("label",)
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.options: dict[str, str] = {}
+    Options: ClassVar[type[PluginOptions] | None] = ClassificationOptions
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A task whose i.i.d. columns are fixed reads none of ClassificationOptions' columns: it takes no options.
+        if cls.text_fields is not None and "Options" not in cls.__dict__ and cls.Options is ClassificationOptions:
+            cls.Options = NoOptions
+            cls.defaults = {}
 
     # -- set-up ------------------------------------------------------------------------------------------
     def configure(self, settings: TaskSettings) -> None:
-        options = dict(settings.options)
-        if options and self.text_fields is not None:
-            raise BelugaError(f"task '{self.name}' takes no options (got {sorted(options)})", field="options")
-        unknown = sorted(set(options) - set(OPTIONS))
-        if unknown:
-            raise BelugaError(f"task '{self.name}': unknown option(s) {unknown}; it takes {', '.join(OPTIONS)}",
-                              field="options")
-        for key, value in options.items():
-            if not isinstance(value, str) or not value:
-                raise BelugaError(f"task '{self.name}': option {key} must be a column name, got {value!r}",
-                                  field=f"options.{key}")
-        super().configure(TaskSettings(settings.iid_metric))
-        self.options = options
+        # The label map is this task's (a suite's labels onto its head); the base checks the metric and options.
+        super().configure(TaskSettings(settings.iid_metric, settings.options))
         self.settings = settings
 
     def use_suite(self, header: SuiteHeader) -> None:
@@ -129,10 +135,10 @@ class ClassificationTask(Task[Encoder]):
         if self.text_fields is not None:
             return self.text_fields, self.label_fields
         pair = self.suite is not None and self.suite.input_kind == "text_pair"
-        first = self.options.get("text_field", "text" if pair else "sentence")
-        texts = (first, self.options.get("text_pair_field", "text_pair")) if pair else (first,)
-        label = self.options.get("label_field")
-        return texts, (label,) if label else self.label_fields
+        o = self.options if isinstance(self.options, ClassificationOptions) else ClassificationOptions()
+        first = o.text_field or ("text" if pair else "sentence")
+        texts = (first, o.text_pair_field or "text_pair") if pair else (first,)
+        return texts, (o.label_field,) if o.label_field else self.label_fields
 
     def load_iid(self, source: str, eval_seed: int) -> IIDData:
         texts, labels = self.iid_columns()

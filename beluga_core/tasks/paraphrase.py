@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from beluga_core.contracts.options import NoOptions
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.suite_schema import Case, Input
 from beluga_core.tasks.classification import ClassificationTask, Target
@@ -22,6 +23,7 @@ class ParaphraseTask(ClassificationTask):
     offline_iid: ClassVar[str | None] = "builtin:qqp-fixture"  # not QQP: see its PROVENANCE.md
     fixed_head: ClassVar[tuple[str, ...] | None] = ("not_duplicate", "duplicate")
     text_fields: ClassVar[tuple[str, ...] | None] = ("question1", "question2")
+    Options = NoOptions  # its columns are fixed: it takes no options
     label_fields: ClassVar[tuple[str, ...]] = ("label", "is_duplicate")
 
     def mft_items(self, case: Case) -> list[tuple[Input, Target]]:

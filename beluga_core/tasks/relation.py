@@ -25,7 +25,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import Field
 
+from beluga_core.contracts.options import Options
 from beluga_core.contracts.tasks import TaskSettings
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.examples import IIDData, IIDExample
@@ -76,27 +78,27 @@ class MarkerEncoder(Encoder):
                 self._cache[x] = (enc["input_ids"][i], types[i] if types is not None else None)
 
 
+class RelationOptions(Options):
+    """The ``options`` of a ``relation`` task."""
+
+    na_label: str = Field(NA_LABEL, min_length=1, description=(
+        "The label of \"no relation\": the suite's last class, left out of micro-F1 (OpenNRE's definition)."))
+
+
 class RelationTask(ClassificationTask):
     metrics: ClassVar[tuple[str, ...]] = ("micro_f1", "accuracy", "macro_f1")
     primary_metric: ClassVar[str] = "micro_f1"
     offline_iid: ClassVar[str | None] = "builtin:fewrel16"
+    Options = RelationOptions
+    options: RelationOptions
 
     def __init__(self) -> None:
         super().__init__()
         self.na_label = NA_LABEL
 
     def configure(self, settings: TaskSettings) -> None:
-        options = dict(settings.options)
-        unknown = sorted(set(options) - {"na_label"})
-        if unknown:
-            raise BelugaError(f"task '{self.name}': unknown option(s) {unknown}; it takes na_label", field="options")
-        na = options.get("na_label", NA_LABEL)
-        if not isinstance(na, str) or not na:
-            raise BelugaError(f"task '{self.name}': na_label must be a label name, got {na!r}",
-                              field="options.na_label")
-        super().configure(TaskSettings(settings.iid_metric, {}, settings.label_map))
-        self.settings = settings
-        self.na_label = na
+        super().configure(settings)
+        self.na_label = self.options.na_label
 
     def use_suite(self, header: SuiteHeader) -> None:
         if header.input_kind != "text":

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from beluga_core.contracts.options import NoOptions
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.suite.suite_schema import Case, SuiteHeader
 from beluga_core.evaluation.sentiment_mapping import LABELS, NEGATIVE, POSITIVE, binary_target, binary_to_three
@@ -19,6 +20,7 @@ class SentimentTask(ClassificationTask):
     offline_iid: ClassVar[str | None] = "builtin:sst2"
     fixed_head: ClassVar[tuple[str, ...] | None] = ("negative", "positive")
     text_fields: ClassVar[tuple[str, ...] | None] = ("sentence",)
+    Options = NoOptions  # its columns are fixed: it takes no options
 
     def maps_suite(self, header: SuiteHeader) -> bool:
         return list(header.label_space or []) == list(LABELS)

@@ -93,6 +93,20 @@ def test_plugins_list_shows_the_installed_method(plugin_env: dict[str, str],
     assert code == 0 and "flooding" not in out
 
 
+def test_the_plugin_options_are_shown_and_checked(plugin_env: dict[str, str], tmp_path: Path) -> None:
+    proc = beluga(plugin_env, "plugins", "show", "flooding")
+    assert proc.returncode == 0, proc.stderr
+    rows = [ln.replace("│", " ").split() for ln in proc.stdout.splitlines()]
+    level = " ".join(next(r for r in rows if r[:1] == ["level"]))
+    assert level.startswith("level number 0.05 ≥ 0 The flood level b")
+    config = tmp_path / "bad.toml"
+    config.write_text(CONFIG.replace("level = 0.1", "level = -1"))
+    proc = beluga(plugin_env, "run", str(config), "--dry-run")
+    line = CONFIG.splitlines().index("level = 0.1") + 1
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"line {line}, field 'method.flooding.level'" in proc.stderr and "greater than or equal to 0" in proc.stderr
+
+
 def test_tiny_benchmark_runs_with_the_plugin_method(plugin_env: dict[str, str], tmp_path: Path) -> None:
     config = tmp_path / "plugin.toml"
     config.write_text(CONFIG)

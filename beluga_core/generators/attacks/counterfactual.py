@@ -160,8 +160,9 @@ class CounterfactualAugmentation(Generator):
                              f"{{\"steps\": 2}}, got {self.options['attribution_options']!r}")
         try:   # unknown attribution or options: said now, not at the first sentence
             ATTRIBUTIONS.get(str(self.options["attribution"]))(dict(self.options["attribution_options"]))
-        except BelugaError as exc:
-            raise ValueError(exc.message) from None
+        except BelugaError as exc:   # the option's key with it: "attribution_options.steps: ..."
+            key = exc.field.split(".")[3:] if exc.field and exc.field.startswith("attributions.options.") else []
+            raise ValueError(f"attribution_options.{'.'.join(key)}: {exc.message}" if key else exc.message) from None
         if not isinstance(self.options["only_correct"], bool):
             raise ValueError(f"only_correct must be true or false, got {self.options['only_correct']!r}")
         self.predicted: dict[str, int] | None = None

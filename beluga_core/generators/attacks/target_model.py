@@ -141,7 +141,7 @@ class LoadedModel:
     def attribute(self, x: str, label: str, method: str, options: Mapping[str, Any]) -> TokenScores:
         _, word_of, ids = self._pieces(x)
         estimator = ATTRIBUTIONS.get(method)(dict(options))
-        objective = estimator.options.get("objective", "prob")
+        objective = estimator.option_values.get("objective", "prob")
         ctx = ModelContext(self.model, self.tokenizer, self.device, objective=objective)
         types = self.encoder[x][1]
         special = set(self.tokenizer.all_special_ids)
@@ -153,7 +153,7 @@ class LoadedModel:
         self.queries += 1
         with torch.enable_grad():
             scores = estimator.attribute(ctx, tx, target, np.random.default_rng(0))
-        return TokenScores(tokens, tuple(word_of), normalize(scores, str(estimator.options["normalize"])))
+        return TokenScores(tokens, tuple(word_of), normalize(scores, str(estimator.option_values["normalize"])))
 
     # -- helpers -----------------------------------------------------------------------------------------------
     def _pieces(self, x: str) -> tuple[list[str], list[int], list[int]]:

@@ -28,15 +28,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from pydantic import Field, ValidationInfo, field_validator
 
 from beluga_core.contracts.expectations import FlatPredictions
 from beluga_core.contracts.losses import ClassLoss, SpanPairLoss
+from beluga_core.contracts.options import Options
 from beluga_core.contracts.tasks import (
     GroupOf,
     IIDScores,
     InputPredictions,
     Task,
-    TaskSettings,
     Trainer,
     ValidationMetric,
 )
@@ -55,10 +56,26 @@ from beluga_core.training.trainset import PairUnit, SingleUnit, TrainSet, loss_k
 
 log = logging.getLogger(__name__)
 
-DEFAULT_OPTIONS: dict[str, int] = {
-    "max_length": 384, "doc_stride": 128, "max_query_length": 64, "max_answer_length": 30, "n_best": 20,
-    "eval_batch_size": 64,
-}
+class ReadingOptions(Options):
+    """The ``options`` of a ``reading`` task: its windows over long contexts and its answer decoding."""
+
+    max_length: int = Field(384, ge=1, description="Tokens per window (question and context together).")
+    max_query_length: int = Field(64, ge=1, description="The question's tokens kept (the rest is cut).")
+    doc_stride: int = Field(128, ge=0, description=(
+        "Tokens of context two neighbouring windows share; below max_length - max_query_length - 3, so that "
+        "every window adds new context."))
+    max_answer_length: int = Field(30, ge=1, description="The longest answer span decoded, in tokens.")
+    n_best: int = Field(20, ge=1, description="Start and end candidates per window when decoding.")
+    eval_batch_size: int = Field(64, ge=1, description="Windows per forward pass when predicting.")
+
+    @field_validator("doc_stride")
+    @classmethod
+    def _windows_advance(cls, value: int, info: ValidationInfo) -> int:
+        length, query = info.data.get("max_length"), info.data.get("max_query_length")
+        if length is not None and query is not None and value >= length - query - 3:
+            raise ValueError(f"doc_stride ({value}) must be below max_length ({length}) - max_query_length ({query}) "
+                             "- 3, so that every window adds new context")
+        return value
 # Keys of TrainSet.notes (stored under models.hparams.train_notes): MFT inputs whose answer string does not
 # occur in their context, the cases with at least one such input, and the cases left with none to train on.
 DROPPED_INPUTS = "mft_inputs_dropped_answer_not_in_context"
@@ -96,27 +113,8 @@ class ReadingTask(Task[ReadingEncoder]):
     # Windows are long: one batch per forward pass keeps memory bounded.
     fuses_batches: ClassVar[bool] = False
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.options: dict[str, int] = dict(DEFAULT_OPTIONS)
-
-    def configure(self, settings: TaskSettings) -> None:
-        super().configure(TaskSettings(settings.iid_metric, label_map=settings.label_map))
-        unknown = sorted(set(settings.options) - set(DEFAULT_OPTIONS))
-        if unknown:
-            raise BelugaError(f"task 'reading': unknown option(s) {unknown}; it takes {sorted(DEFAULT_OPTIONS)}",
-                              field="options")
-        for key, value in settings.options.items():
-            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if key == "doc_stride" else 1):
-                raise BelugaError(f"task 'reading': option {key} must be a positive integer, got {value!r}",
-                                  field=f"options.{key}")
-        self.options = {**DEFAULT_OPTIONS, **settings.options}
-        self.settings = settings
-        o = self.options
-        if o["doc_stride"] >= o["max_length"] - o["max_query_length"] - 3:
-            raise BelugaError(f"task 'reading': doc_stride ({o['doc_stride']}) must be below max_length "
-                              f"({o['max_length']}) - max_query_length ({o['max_query_length']}) - 3, so that "
-                              "every window adds new context", field="options.doc_stride")
+    Options = ReadingOptions
+    options: ReadingOptions
 
     def use_suite(self, header: SuiteHeader) -> None:
         if header.input_kind != "context_question":
@@ -131,7 +129,7 @@ class ReadingTask(Task[ReadingEncoder]):
     def make_encoder(self, tokenizer: Any, max_length: int) -> ReadingEncoder:
         # ``max_length`` is the config's classifier truncation; windows use the task's own settings.
         o = self.options
-        return ReadingEncoder(tokenizer, o["max_length"], o["doc_stride"], o["max_query_length"])
+        return ReadingEncoder(tokenizer, o.max_length, o.doc_stride, o.max_query_length)
 
     def build_model(self, model_name: str, *, seed: int = 0, dropout: float | None = None,
                     config_overrides: Mapping[str, Any] | None = None) -> torch.nn.Module:
@@ -240,8 +238,8 @@ class ReadingTask(Task[ReadingEncoder]):
     def _answers(self, model: torch.nn.Module, encoder: ReadingEncoder, inputs: Sequence[ReadingInput],
                  device: torch.device) -> tuple[list[str], np.ndarray]:
         o = self.options
-        return predict_answers(model, encoder, inputs, device, n_best=o["n_best"],
-                               max_answer_length=o["max_answer_length"], batch_size=o["eval_batch_size"])
+        return predict_answers(model, encoder, inputs, device, n_best=o.n_best,
+                               max_answer_length=o.max_answer_length, batch_size=o.eval_batch_size)
 
     def predict_cases(self, model: torch.nn.Module, encoder: ReadingEncoder, cases: Sequence[Case],
                       device: torch.device) -> FlatPredictions:
@@ -270,7 +268,7 @@ class ReadingTask(Task[ReadingEncoder]):
         items = [item for c in cases if c.test_type == "MFT" for item in self.span_items(c)[0]]
         if not items:
             return []
-        start_acc, end_acc = token_accuracy(model, encoder, items, device, self.options["eval_batch_size"])
+        start_acc, end_acc = token_accuracy(model, encoder, items, device, self.options.eval_batch_size)
         return [ValidationMetric("MFT", "start_accuracy", start_acc),
                 ValidationMetric("MFT", "end_accuracy", end_acc),
                 ValidationMetric("MFT", "objective", (start_acc + end_acc) / 2)]

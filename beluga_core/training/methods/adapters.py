@@ -12,10 +12,10 @@ plain model of the architecture, whose predictions are the adapted model's (up t
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import torch
+from pydantic import Field
 
 from beluga_core.core.errors import BelugaError
 from beluga_core.training.methods.lp import encoder_of
@@ -53,15 +53,10 @@ def merge_adapters(model: torch.nn.Module) -> None:
         module.__dict__.pop("peft_config", None)
 
 
-def module_names(value: Any, field: str) -> list[str] | str:
-    """A ``target_modules``-like hyper-parameter: a non-empty list of module names (each matches a module whose
-    name is it or ends with "." + it), or one string, a regular expression a whole module name must match."""
-    if isinstance(value, str) and value:
-        return value
-    if isinstance(value, Sequence) and value and all(isinstance(v, str) and v for v in value):
-        return list(value)
-    raise BelugaError(f"[{field.rsplit('.', 1)[0]}] {field.rsplit('.', 1)[1]} = {value!r}: expected a non-empty list "
-                      "of module names (e.g. [\"query\", \"value\"]) or a regular expression string", field=field)
+# A ``target_modules``-like option: a non-empty list of module names (each matches a module whose name is it or ends
+# with "." + it), or one string, a regular expression a whole module name must match.
+ModuleNames = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | Annotated[
+    str, Field(min_length=1)]
 
 
 class AdapterMethod(Vanilla):
@@ -75,6 +70,11 @@ class AdapterMethod(Vanilla):
     @abstractmethod
     def peft_config(self) -> PeftConfig:
         """The peft configuration of the adapters, from the method's hyper-parameters."""
+
+    def target_modules(self) -> list[str] | str:
+        """The ``target_modules`` option as peft takes it (a list, or one regular expression)."""
+        value = self.hp["target_modules"]
+        return value if isinstance(value, str) else list(value)
 
     def prepare(self, model: torch.nn.Module) -> None:
         from peft import inject_adapter_in_model

@@ -10,13 +10,23 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import torch
+from pydantic import Field
 
+from beluga_core.contracts.options import Options
 from beluga_core.training.methods.lp import encoder_of
 from beluga_core.training.methods.vanilla import Vanilla
 
 
+class BitFitOptions(Options):
+    """``[method.bitfit]``."""
+
+    learning_rate: float = Field(1e-3, gt=0, description=(
+        "The suite step's learning rate (a training key): far above full fine-tuning's, as few parameters move."))
+
+
 class BitFit(Vanilla):
-    defaults: ClassVar[dict[str, Any]] = {"learning_rate": 1e-3}
+    Options = BitFitOptions
+    options: BitFitOptions
     grid_axes: ClassVar[dict[str, list[Any]]] = {"learning_rate": [1e-4, 4e-4, 1e-3]}
 
     def prepare(self, model: torch.nn.Module) -> None:

@@ -19,18 +19,18 @@ with the same label space and tokenizer.
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field, field_validator
 
 from beluga_core.contracts.methods import Method
+from beluga_core.contracts.options import Options
 from beluga_core.contracts.tasks import Trainer
 from beluga_core.contracts.training import Batch, TrainSet
 from beluga_core.core.errors import BelugaError
 from beluga_core.training.precision import autocast
-
-WHERE = ("better", "flip", "correct", "all")
 
 
 def teacher_kind(source: str) -> str:
@@ -67,21 +67,38 @@ def distillation_terms(student: torch.Tensor, teacher: torch.Tensor, labels: tor
     return mask.to(kl.dtype), kl
 
 
+class DistillOptions(Options):
+    """``[method.distill]``."""
+
+    alpha: float = Field(1.0, ge=0, description="The weight α of the distillation penalty (0: vanilla's updates).")
+    temperature: float = Field(1.0, gt=0, description="The temperature T of both distributions in the KL term.")
+    where: Literal["better", "flip", "correct", "all"] = Field("better", description=(
+        "The rows penalised: where the old model does better (p_old(y) > p_new(y)), where it is right and the new "
+        "one wrong (flip), where it is right (correct), or all."))
+    teacher: str = Field("start", description=(
+        "The old model: 'start' (the weights the stage starts from), 'iid' or 'iid#SEED' (the run's IID model), "
+        "'store:PATH#SELECTOR' (a model kept beside another store) or 'path:DIR' (a saved checkpoint)."))
+
+    @field_validator("teacher")
+    @classmethod
+    def _teacher(cls, value: str) -> str:
+        try:
+            teacher_kind(value)
+        except BelugaError as exc:
+            raise ValueError(exc.message) from None
+        return value
+
+
 class Distill(Method):
     """Task loss + α · T² · KL(p_old ‖ p_new) on the rows the old model does better on (module docstring)."""
 
-    defaults: ClassVar[dict[str, Any]] = {"alpha": 1.0, "temperature": 1.0, "where": "better", "teacher": "start"}
+    Options = DistillOptions
+    options: DistillOptions
     # The teacher is loaded (or copied from the start weights) by start, before a checkpoint's weights.
     state_attributes: ClassVar[tuple[str, ...] | None] = ()
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:
         super().__init__(hparams)
-        if self.hp["where"] not in WHERE:
-            raise BelugaError(f"[method.distill] where '{self.hp['where']}': expected one of {', '.join(WHERE)}",
-                              field="method.distill.where")
-        if float(self.hp["temperature"]) <= 0 or float(self.hp["alpha"]) < 0:
-            raise BelugaError("[method.distill] temperature must be > 0 and alpha ≥ 0", field="method.distill")
-        teacher_kind(str(self.hp["teacher"]))
         self.teacher: torch.nn.Module | None = None
 
     def teacher_sources(self) -> tuple[str, ...]:

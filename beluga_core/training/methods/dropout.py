@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
+from pydantic import Field
+
+from beluga_core.contracts.options import Options
 from beluga_core.training.methods.vanilla import Vanilla
+
+
+class DropoutOptions(Options):
+    """``[method.dropout]``."""
+
+    dropout: float = Field(0.3, ge=0, lt=1, description="The hidden and attention dropout probability.")
 
 
 class Dropout(Vanilla):
     """Plain fine-tuning of a model built with a higher dropout probability."""
 
-    defaults: ClassVar[dict[str, Any]] = {"dropout": 0.3}
+    Options = DropoutOptions
+    options: DropoutOptions
 
     def model_overrides(self) -> dict[str, Any]:
         # task.build_model(..., dropout=p) sets the hidden and the attention-probability dropout.

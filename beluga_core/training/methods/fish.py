@@ -12,14 +12,27 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import torch
+from pydantic import Field
 
 from beluga_core.contracts.methods import EnvironmentMethod
+from beluga_core.contracts.options import Options
 from beluga_core.contracts.tasks import Trainer
 from beluga_core.contracts.training import Batch, TrainSet
 
 
+class FishOptions(Options):
+    """``[method.fish]``."""
+
+    meta_lr: float = Field(5e-7, gt=0, description=(
+        "The meta learning rate: θ ← θ + ε(θ̃ − θ) with ε = meta_lr / (learning_rate · inner_steps)."))
+    inner_steps: int = Field(5, ge=1, description="Inner steps per outer step, each on an environment drawn uniformly.")
+    env_level: str | None = Field(None, description=(
+        "The level whose groups are the environments (None: the suite's scoring level)."))
+
+
 class Fish(EnvironmentMethod):
-    defaults: ClassVar[dict[str, Any]] = {"meta_lr": 5e-7, "inner_steps": 5, "env_level": None}
+    Options = FishOptions
+    options: FishOptions
     state_attributes: ClassVar[tuple[str, ...] | None] = ()  # ε comes from start; AdamW's state is the optimizer's
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:

@@ -12,14 +12,26 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import torch
+from pydantic import Field
 
 from beluga_core.contracts.methods import EnvironmentMethod
+from beluga_core.contracts.options import Options
 from beluga_core.contracts.tasks import Trainer
 from beluga_core.contracts.training import Batch, TrainSet
 
 
+class GroupDROOptions(Options):
+    """``[method.group-dro]``."""
+
+    eta: float = Field(0.01, ge=0, description="The step size η of the environments' weights: w_g · exp(η · loss_g).")
+    env_level: str | None = Field(None, description=(
+        "The level whose groups are the environments (None: the suite's scoring level)."))
+
+
 class GroupDRO(EnvironmentMethod):
-    defaults: ClassVar[dict[str, Any]] = {"eta": 0.01, "env_level": None}
+    name: ClassVar[str] = "group-dro"
+    Options = GroupDROOptions
+    options: GroupDROOptions
     state_attributes: ClassVar[tuple[str, ...] | None] = ("weights",)  # renewed every step; envs come from start
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:

@@ -16,29 +16,43 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from beluga_core.core.errors import BelugaError
-from beluga_core.training.methods.adapters import AdapterMethod, module_names
+from pydantic import Field, ValidationInfo, field_validator
+
+from beluga_core.contracts.options import Options
+from beluga_core.training.methods.adapters import AdapterMethod, ModuleNames
 
 if TYPE_CHECKING:
     from peft import PeftConfig
 
 
+class IA3Options(Options):
+    """``[method.ia3]``."""
+
+    target_modules: ModuleNames = Field(["key", "value", "output.dense"], description=(
+        "The layers whose activations are rescaled: module names (a module matches if its name is one, or ends with "
+        "\".\" + one) or one regular expression a whole module name must match."))
+    feedforward_modules: ModuleNames = Field(["output.dense"], description=(
+        "Those of target_modules rescaled on their input (the feed-forward block's intermediate activations) "
+        "rather than their output; as names, each one of target_modules."))
+    learning_rate: float = Field(3e-3, gt=0, description=(
+        "The suite step's learning rate (a training key): IA³'s, an order above LoRA's."))
+
+    @field_validator("feedforward_modules")
+    @classmethod
+    def _feedforward_among_targets(cls, value: list[str] | str, info: ValidationInfo) -> list[str] | str:
+        targets = info.data.get("target_modules")
+        if isinstance(targets, list) and isinstance(value, list) and not set(value) <= set(targets):
+            raise ValueError(f"feedforward_modules = {value}: each must be one of target_modules ({targets})")
+        return value
+
+
 class IA3(AdapterMethod):
     name: ClassVar[str] = "ia3"
-    defaults: ClassVar[dict[str, Any]] = {"target_modules": ["key", "value", "output.dense"],
-                                          "feedforward_modules": ["output.dense"], "learning_rate": 3e-3}
+    Options = IA3Options
+    options: IA3Options
     grid_axes: ClassVar[dict[str, list[Any]]] = {"learning_rate": [1e-3, 3e-3, 1e-2]}
-
-    def __init__(self, hparams: dict[str, Any] | None = None) -> None:
-        super().__init__(hparams)
-        self.target_modules = module_names(self.hp["target_modules"], "method.ia3.target_modules")
-        self.feedforward_modules = module_names(self.hp["feedforward_modules"], "method.ia3.feedforward_modules")
-        if isinstance(self.target_modules, list) and isinstance(self.feedforward_modules, list) \
-                and not set(self.feedforward_modules) <= set(self.target_modules):
-            raise BelugaError(f"[method.ia3] feedforward_modules = {self.feedforward_modules}: each must be one of "
-                              f"target_modules ({self.target_modules})", field="method.ia3.feedforward_modules")
 
     def peft_config(self) -> PeftConfig:
         from peft import IA3Config
 
-        return IA3Config(target_modules=self.target_modules, feedforward_modules=self.feedforward_modules)
+        return IA3Config(target_modules=self.target_modules(), feedforward_modules=self.options.feedforward_modules)

@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import torch
+from pydantic import Field
 
 from beluga_core.contracts.methods import EnvironmentMethod
+from beluga_core.contracts.options import Options
 from beluga_core.contracts.tasks import Trainer
 from beluga_core.contracts.training import Batch, TrainSet
 from beluga_core.core.errors import BelugaError
@@ -30,8 +32,20 @@ def irm_penalty(risk: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     return (grad.float() ** 2).sum()
 
 
+class IRMOptions(Options):
+    """``[method.irm]``."""
+
+    penalty_weight: float = Field(1e4, ge=0, description=(
+        "The penalty's weight after the annealing steps (1 before them); the loss is divided by it when above 1."))
+    anneal_fraction: float = Field(0.2, ge=0, le=1, description=(
+        "The share of the stage's steps with penalty weight 1."))
+    env_level: str | None = Field(None, description=(
+        "The level whose groups are the environments (None: the suite's scoring level)."))
+
+
 class IRM(EnvironmentMethod):
-    defaults: ClassVar[dict[str, Any]] = {"penalty_weight": 1e4, "anneal_fraction": 0.2, "env_level": None}
+    Options = IRMOptions
+    options: IRMOptions
     batches_per_update: ClassVar[int | None] = None  # one batch from every environment
     # The step count sets the penalty weight; the dummy scale stays ones (it is a probe, never stepped).
     state_attributes: ClassVar[tuple[str, ...] | None] = ("step_count",)

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from pydantic import Field
 
+from beluga_core.contracts.options import Options
 from beluga_core.training.methods.vanilla import Vanilla
+
+
+class L2Options(Options):
+    """``[method.l2]``."""
+
+    weight_decay: float = Field(0.1, ge=0, description="AdamW's decoupled weight decay λ (a training key).")
 
 
 class L2(Vanilla):
@@ -14,4 +21,5 @@ class L2(Vanilla):
     Trainer reads it for AdamW (biases and LayerNorm weights excepted, as HF's Trainer does).
     """
 
-    defaults: ClassVar[dict[str, Any]] = {"weight_decay": 0.1}
+    Options = L2Options
+    options: L2Options

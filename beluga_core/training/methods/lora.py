@@ -16,35 +16,38 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from beluga_core.core.errors import BelugaError
-from beluga_core.training.methods.adapters import AdapterMethod, module_names
+from pydantic import Field
+
+from beluga_core.contracts.options import Options
+from beluga_core.training.methods.adapters import AdapterMethod, ModuleNames
 
 if TYPE_CHECKING:
     from peft import PeftConfig
 
 
+class LoRAOptions(Options):
+    """``[method.lora]``."""
+
+    r: int = Field(8, ge=1, description="The rank of the update B A: a whole number ≥ 1.")
+    alpha: int = Field(8, ge=1, description="The update is scaled by alpha / r: a whole number ≥ 1.")
+    dropout: float = Field(0.1, ge=0, lt=1, description="Dropout on the adapters' input, a probability in [0, 1).")
+    target_modules: ModuleNames = Field(["query", "value"], description=(
+        "The linear layers that get adapters: module names (a module matches if its name is one, or ends with "
+        "\".\" + one) or one regular expression a whole module name must match."))
+    learning_rate: float = Field(5e-4, gt=0, description=(
+        "The suite step's learning rate (a training key): LoRA's, an order above full fine-tuning's."))
+
+
 class LoRA(AdapterMethod):
     name: ClassVar[str] = "lora"
-    defaults: ClassVar[dict[str, Any]] = {"r": 8, "alpha": 8, "dropout": 0.1, "target_modules": ["query", "value"],
-                                          "learning_rate": 5e-4}
+    Options = LoRAOptions
+    options: LoRAOptions
     grid_axes: ClassVar[dict[str, list[Any]]] = {"learning_rate": [2e-4, 5e-4, 1e-3]}
     packs: ClassVar[bool] = True
-
-    def __init__(self, hparams: dict[str, Any] | None = None) -> None:
-        super().__init__(hparams)
-        r, alpha, dropout = self.hp["r"], self.hp["alpha"], self.hp["dropout"]
-        if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-            raise BelugaError(f"[method.lora] r = {r!r}: expected the rank, a whole number ≥ 1", field="method.lora.r")
-        if isinstance(alpha, bool) or not isinstance(alpha, int) or alpha < 1:
-            raise BelugaError(f"[method.lora] alpha = {alpha!r}: expected a whole number ≥ 1 (the update is scaled "
-                              "by alpha / r)", field="method.lora.alpha")
-        if isinstance(dropout, bool) or not isinstance(dropout, int | float) or not 0 <= dropout < 1:
-            raise BelugaError(f"[method.lora] dropout = {dropout!r}: expected a probability in [0, 1)",
-                              field="method.lora.dropout")
-        self.target_modules = module_names(self.hp["target_modules"], "method.lora.target_modules")
 
     def peft_config(self) -> PeftConfig:
         from peft import LoraConfig
 
-        return LoraConfig(r=int(self.hp["r"]), lora_alpha=int(self.hp["alpha"]),
-                          lora_dropout=float(self.hp["dropout"]), target_modules=self.target_modules, bias="none")
+        o = self.options
+        return LoraConfig(r=o.r, lora_alpha=o.alpha, lora_dropout=float(o.dropout),
+                          target_modules=self.target_modules(), bias="none")

@@ -9,13 +9,26 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from pydantic import Field
+
 from beluga_core.contracts.methods import Stage, stage_part
+from beluga_core.contracts.options import Options
 from beluga_core.training.methods.lp import LinearProbing
 from beluga_core.training.methods.vanilla import Vanilla
 
 
+class LinearProbingFineTuningOptions(Options):
+    """``[method.lp-ft]``."""
+
+    lp_epochs: float = Field(1.5, gt=0, description="Epochs of the linear-probing stage (whatever lp's search chose).")
+    ft_epochs: float = Field(1.5, gt=0, description=(
+        "Epochs of the fine-tuning stage (whatever vanilla's search chose)."))
+
+
 class LinearProbingFineTuning(Vanilla):
-    defaults: ClassVar[dict[str, Any]] = {"lp_epochs": 1.5, "ft_epochs": 1.5}
+    name: ClassVar[str] = "lp-ft"
+    Options = LinearProbingFineTuningOptions
+    options: LinearProbingFineTuningOptions
     reuses: ClassVar[tuple[str, ...]] = ("lp", "vanilla")
 
     def stages(self, hp: dict[str, Any]) -> list[Stage]:

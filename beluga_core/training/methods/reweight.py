@@ -26,10 +26,12 @@ import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
+from pydantic import Field
 
+from beluga_core.contracts.options import Options
 from beluga_core.contracts.tasks import Trainer
 from beluga_core.contracts.training import Batch, TrainSet, UnitInfo
 from beluga_core.core.constants import TEST_TYPE_LEVEL
@@ -104,25 +106,24 @@ def read_rules(path: str) -> Rules:
     return {str(k): {str(w).lower() for w in v} for k, v in data.items()}
 
 
+class ReweightOptions(Options):
+    """``[method.reweight]``."""
+
+    base: float = Field(0.5, gt=0, le=1, description=(
+        "An example weighs base ** (its context words among its relation's rules), a number in (0, 1]."))
+    num_rules: int = Field(5, ge=1, description="Cue words learned per relation (the words of highest tf·idf).")
+    rules: str | None = Field(None, min_length=1, description=(
+        "A JSON file {relation: [words]} of rules to use instead of learned ones (None: learn them)."))
+
+
 class Reweight(Vanilla):
     """Vanilla's AdamW updates on batches drawn with replacement by the de-biasing weights (module docstring)."""
 
-    defaults: ClassVar[dict[str, Any]] = {"base": 0.5, "num_rules": 5, "rules": None}
+    Options = ReweightOptions
+    options: ReweightOptions
 
     def __init__(self, hparams: dict[str, Any] | None = None) -> None:
         super().__init__(hparams)
-        base = self.hp["base"]
-        if isinstance(base, bool) or not isinstance(base, int | float) or not 0 < base <= 1:
-            raise BelugaError(f"[method.reweight] base must be a number in (0, 1], got {base!r}",
-                              field="method.reweight.base")
-        n = self.hp["num_rules"]
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise BelugaError(f"[method.reweight] num_rules must be a positive integer, got {n!r}",
-                              field="method.reweight.num_rules")
-        path = self.hp["rules"]
-        if path is not None and (not isinstance(path, str) or not path):
-            raise BelugaError(f"[method.reweight] rules must be the path of a JSON file {{relation: [words]}}, "
-                              f"got {path!r}", field="method.reweight.rules")
         self.rules: Rules = {}
         self.weights: list[float] | None = None
 
@@ -133,17 +134,17 @@ class Reweight(Vanilla):
             raise BelugaError("[method.reweight] de-biases relation classification: the training set has no relation "
                               "instance (a marked text [E1] head [/E1] … [E2] tail [/E2] labelled with its relation)",
                               field="method.reweight")
-        path = self.hp["rules"]
+        path = self.options.rules
         if path is not None:
-            self.rules = read_rules(str(path))
+            self.rules = read_rules(path)
         else:
             # DiagnoseRE learned its rules on D_train; suite cases (perturbed, or cue-free by design) would blur
             # them, so they serve only where a stage trains without i.i.d. data.
             iid = [r for u, r in instances if u.source == "iid"]
             donors = iid or [r for _, r in instances]
-            scored = tfidf_rules(donors, int(self.hp["num_rules"]))
+            scored = tfidf_rules(donors, self.options.num_rules)
             self.rules = {relation: {w for w, _ in words} for relation, words in scored.items()}
-        self.weights = unit_weights(units, names, self.rules, float(self.hp["base"]))
+        self.weights = unit_weights(units, names, self.rules, float(self.options.base))
 
     def start(self, trainer: Trainer, trainset: TrainSet, n_steps: int) -> None:
         self.learn(trainset.units(), trainer.task.head_labels or [])

@@ -246,8 +246,19 @@ def test_cpu_and_cuda_attributions_agree_at_fp32(minilm: tuple[torch.nn.Module, 
 @pytest.mark.parametrize(("append", "fragments"), [
     ('[attributions]\nmethods = ["gi"]\n', ["unknown attribution 'gi'", "did you mean 'ig'"]),
     ('[attributions]\nmethods = ["ig"]\n[attributions.options.ig]\nbaseline = "noise"\n',
-     ["attributions.options.ig", "baseline 'noise'", "zero, mask"]),
-    ('[attributions]\nmethods = ["lime"]\n[attributions.options.lime]\nsamples = 1\n', ["samples must be ≥ 2"]),
+     ["field 'attributions.options.ig.baseline'", "'zero' or 'mask'", "(got 'noise')"]),
+    ('[attributions]\nmethods = ["lime"]\n[attributions.options.lime]\nsamples = 1\n',
+     ["field 'attributions.options.lime.samples'", "greater than or equal to 2"]),
+    # Options are checked (issue 58): a misspelt one was accepted in silence, and stored.
+    ('[attributions]\nmethods = ["ig"]\n[attributions.options.ig]\nstep = 8\n',
+     ["field 'attributions.options.ig.step'", "unknown option; did you mean 'steps'?"]),
+    ('[attributions]\nmethods = ["ig"]\n[attributions.options.ig]\nsteps = 8.0\n',
+     ["field 'attributions.options.ig.steps'", "valid integer"]),
+    ('[attributions]\nmethods = ["ig"]\n[attributions.options.ig]\nsteps = 1\n',
+     ["field 'attributions.options.ig'", "steps must be ≥ 2 with rule riemann_left"]),
+    # A table for an estimator the run does not compute is checked too.
+    ('[attributions]\nmethods = ["ig"]\n[attributions.options.shap]\nsamples = 1\n',
+     ["field 'attributions.options.shap.samples'", "greater than or equal to 2"]),
 ])
 def test_attribution_config_mistakes_exit_2(append: str, fragments: list[str], tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:

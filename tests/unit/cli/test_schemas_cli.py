@@ -6,17 +6,17 @@ import pytest
 from helpers import REPO
 
 from beluga_core.cli.app import main
-from beluga_core.cli.jsonschema import MODELS, render
+from beluga_core.cli.jsonschema import models, render
 
 SCHEMAS = REPO / "schemas"
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("name", sorted(models()))
 def test_json_schema_in_sync(name: str) -> None:
     path = SCHEMAS / name
-    assert path.exists(), f"{path} missing: run python -m beluga_core.cli.jsonschema"
-    assert path.read_text(encoding="utf-8") == render(MODELS[name]), \
-        f"{path} is stale: run python -m beluga_core.cli.jsonschema"
+    assert path.exists(), f"{path} missing: run python -m beluga_core.cli.jsonschema --builtin schemas"
+    assert path.read_text(encoding="utf-8") == render(models()[name]), \
+        f"{path} is stale: run python -m beluga_core.cli.jsonschema --builtin schemas"
 
 
 def run_ok(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:

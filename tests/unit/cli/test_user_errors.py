@@ -196,7 +196,31 @@ CONFIG_ERRORS = {
                                               ["line 9", "unknown method 'group_dro'", "did you mean 'group-dro'"]),
     "unknown method hyper-parameter": (
         GOOD_CONFIG.replace('name = "x"', 'name = "x"\nmethods = ["irm"]') + "[method.irm]\npenalty = 3\n",
-        ["line 11", "method.irm.penalty", "unknown hyper-parameter(s) ['penalty']", "penalty_weight"]),
+        ["line 11", "field 'method.irm.penalty'", "unknown option; did you mean 'penalty_weight'?",
+         "it takes penalty_weight, anneal_fraction, env_level, learning_rate"]),
+    # A method's options are its Options model's (issue 58), strict: a whole number is not 8.0 nor true.
+    "lora rank not a whole number": (
+        GOOD_CONFIG + "[method.lora]\nr = 8.0\n", ["line 10", "field 'method.lora.r'", "valid integer", "(got 8.0)"]),
+    "lora rank a boolean": (
+        GOOD_CONFIG + "[method.lora]\nr = true\n", ["line 10", "field 'method.lora.r'", "valid integer", "(got True)"]),
+    "lora rank 0": (
+        GOOD_CONFIG + "[method.lora]\nr = 0\n",
+        ["line 10", "field 'method.lora.r'", "greater than or equal to 1", "(got 0)"]),
+    "a training key of the wrong type in a method's table": (
+        GOOD_CONFIG + "[method.irm]\nepochs = \"two\"\n", ["line 10", "field 'method.irm.epochs'", "valid number"]),
+    "a grid value a method's option refuses": (
+        GOOD_CONFIG + "[grid.methods.lora]\nr = [4, 0]\n",
+        ["line 10", "field 'grid.methods.lora.r'", "greater than or equal to 1", "(got 0)"]),
+    "a task option the task does not take": (
+        GOOD_CONFIG.replace('iid = "builtin:sst2"', 'iid = "builtin:sst2"\noptions = { text_field = "text" }'),
+        ["line 7", "field 'tasks.0.options.text_field'", "unknown option; it takes no options"]),
+    "a misspelt task option": (
+        GOOD_CONFIG.replace('name = "sentiment"', 'name = "classification"').replace(
+            'iid = "builtin:sst2"', 'iid = "builtin:sst2"\noptions = { text_fild = "sentence" }'),
+        ["line 7", "field 'tasks.0.options.text_fild'", "did you mean 'text_field'?"]),
+    "a grid axis no option of the method has": (
+        GOOD_CONFIG + "[grid.methods.irm]\npenalty = [1.0]\n",
+        ["line 10", "field 'grid.methods.irm.penalty'", "did you mean 'penalty_weight'?"]),
     "training key of a method that reuses others' values": (
         GOOD_CONFIG.replace('name = "x"', 'name = "x"\nmethods = ["lp-ft"]') + "[method.lp-ft]\nlearning_rate = 1e-3\n",
         ["line 11", "method.lp-ft.learning_rate", "trains its stages with the values of lp and vanilla",

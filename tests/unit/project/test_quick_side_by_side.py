@@ -8,8 +8,8 @@ from pathlib import Path
 
 import duckdb
 
-from benchmarks.perf.quick_side_by_side import differences
 from beluga_core.store.writer import StoreWriter
+from benchmarks.perf.quick_side_by_side import differences
 
 
 def _store(path: Path) -> Path:

@@ -217,11 +217,15 @@ def test_squad_fixture_is_labelled_and_spans_windows() -> None:
 def test_reading_options_are_checked() -> None:
     task = ReadingTask()
     task.configure(TaskSettings(options={"max_length": 256, "doc_stride": 64}))
-    assert task.options["max_length"] == 256 and task.options["n_best"] == 20
-    for options, message in [({"max_len": 3}, "unknown option"), ({"n_best": 0}, "positive integer"),
-                             ({"max_length": 96, "doc_stride": 64}, "doc_stride")]:
-        with pytest.raises(BelugaError, match=message):
+    assert task.options.max_length == 256 and task.options.n_best == 20
+    for options, message, field in [
+            ({"max_len": 3}, "unknown option; did you mean 'max_length'", "options.max_len"),
+            ({"n_best": 0}, "greater than or equal to 1", "options.n_best"),
+            ({"n_best": 2.0}, "valid integer", "options.n_best"),
+            ({"max_length": 96, "doc_stride": 64}, "doc_stride", "options.doc_stride")]:
+        with pytest.raises(BelugaError, match=message) as err:
             ReadingTask().configure(TaskSettings(options=options))
+        assert err.value.field == field
     with pytest.raises(BelugaError, match="exact_match, f1"):
         ReadingTask().configure(TaskSettings(iid_metric="accuracy"))
 

@@ -119,12 +119,14 @@ def test_distill_with_alpha_zero_trains_exactly_as_vanilla() -> None:
     assert not all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), c.state_dict().values(), strict=True))
 
 
-@pytest.mark.parametrize(("hp", "fragment"), [({"where": "worse"}, "where 'worse'"),
-                                              ({"teacher": "teacher.pt"}, "teacher 'teacher.pt'"),
-                                              ({"temperature": 0}, "temperature must be > 0")])
-def test_distill_settings_are_checked(hp: dict[str, Any], fragment: str) -> None:
-    with pytest.raises(BelugaError, match=fragment):
+@pytest.mark.parametrize(("hp", "field", "fragment"), [
+    ({"where": "worse"}, "where", "'better', 'flip', 'correct' or 'all'"),
+    ({"teacher": "teacher.pt"}, "teacher", "teacher 'teacher.pt'"),
+    ({"temperature": 0}, "temperature", "greater than 0"), ({"alpha": -1}, "alpha", "greater than or equal to 0")])
+def test_distill_settings_are_checked(hp: dict[str, Any], field: str, fragment: str) -> None:
+    with pytest.raises(BelugaError, match=fragment) as err:
         Distill(hp)
+    assert err.value.field == f"method.distill.{field}"
 
 
 # ------------------------------------------------------------------------------------------ ensembles, tests
