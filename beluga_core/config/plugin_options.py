@@ -25,25 +25,18 @@ from pydantic import Field, create_model
 
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.config.strict import Strict
+from beluga_core.config.training_spec import StageHParams, TrainingSpec
 from beluga_core.contracts.methods import TRAINING_KEYS, Method
 from beluga_core.contracts.options import Options, validate_options
 from beluga_core.contracts.registries import METHODS, TASKS
 from beluga_core.core.errors import BelugaError, ConfigWarning
 
-
-class MethodTrainingKeys(Options):
-    """The training keys a ``[method.NAME]`` table may set for the method's suite step (``[training]``'s)."""
-
-    learning_rate: float | None = Field(None, gt=0, description="Peak learning rate of AdamW.")
-    batch_size: int | None = Field(None, ge=1, description="Training examples (or pairs) per batch.")
-    epochs: float | None = Field(None, gt=0, description="Passes over the step's training data (may be fractional).")
-    weight_decay: float | None = Field(None, ge=0, description="AdamW's decoupled weight decay.")
-    warmup_ratio: float | None = Field(None, ge=0, lt=1, description=(
-        "Share of the steps over which the learning rate rises linearly from 0 (then it decays linearly to 0)."))
-    max_grad_norm: float | None = Field(None, gt=0, description=(
-        "Gradients are clipped to this norm before every optimizer step."))
-
-
+# The training keys a ``[method.NAME]`` table may set for the method's suite step: a step's overrides
+# (``[training.suite]``'s fields, each left out by default) and the gradient clipping of ``[training]``.
+_TRAINING_FIELDS: dict[str, Any] = {k: (f.annotation, copy.copy(f)) for k, f in StageHParams.model_fields.items()}
+_TRAINING_FIELDS["max_grad_norm"] = (float | None, Field(
+    None, gt=0, description=TrainingSpec.model_fields["max_grad_norm"].description))
+MethodTrainingKeys = create_model("MethodTrainingKeys", __base__=Options, **_TRAINING_FIELDS)
 assert set(MethodTrainingKeys.model_fields) == set(TRAINING_KEYS), "the training keys and their model disagree"
 
 
