@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
-from beluga_core.execution.executors.base import EXECUTORS, Executor, Progress, ResultFn
+from beluga_core.execution.executors.base import EXECUTORS, Executor, ExecutorOptions, Progress, ResultFn
 from beluga_core.execution.results import JobResult
 from beluga_core.execution.scheduling import (
     Backend,
@@ -43,6 +43,7 @@ __all__ = [
     "Dependencies",
     "Event",
     "Executor",
+    "ExecutorOptions",
     "ExecutorSpec",
     "Failed",
     "Finished",

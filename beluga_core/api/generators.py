@@ -3,7 +3,8 @@
 A generator implements ``perturb``: from one ``SourceInstance`` of the ``Source`` it yields ``Perturbed``
 inputs, and beluga turns each into an MFT case (and, where the label is kept, an INV case). One that works
 against a trained model (``requires_model``) reads it through ``TargetModel``: class probabilities,
-``WordGradients``, token attributions as ``TokenScores``.
+``WordGradients``, token attributions as ``TokenScores``. Its options are one ``Options`` model (a strict
+pydantic model), read typed from ``self.options``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from beluga_core.contracts.generators import (
     TokenScores,
     WordGradients,
 )
+from beluga_core.contracts.options import NoOptions, Options
 from beluga_core.contracts.registries import GENERATORS
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.relation_instances import RelationInstance
@@ -28,6 +30,8 @@ __all__ = [
     "BelugaError",
     "Generator",
     "Input",
+    "NoOptions",
+    "Options",
     "Perturbed",
     "RelationInstance",
     "Source",

@@ -40,7 +40,7 @@ def rank(
     interval; view fewshot_seed_accuracy). The table fits the terminal's width (80 columns in a CI log), split
     into parts that repeat the signal column where it is wider."""
     from beluga_core.analysis.ranking.over_seeds import candidate_seeds, read_over_seeds
-    from beluga_core.analysis.ranking.rank import rank_groups, signal_specs
+    from beluga_core.analysis.ranking.rank import check_signal_options, rank_groups, signal_specs
     from beluga_core.analysis.ranking.rank_inputs import load_store_groups
     from beluga_core.analysis.ranking.ranking_accuracy import TIES
     from beluga_core.analysis.ranking.save import save_ranking
@@ -60,7 +60,10 @@ def rank(
         from beluga_core.stored_models.checkpoint_zoo import load_zoo, zoo_group
 
         spec = load_zoo(zoo)
-        options = {**spec.signal_options, **options}
+        # A signal's options from the command line on top of the zoo file's, checked before any model loads.
+        options = {name: {**spec.signal_options.get(name, {}), **options.get(name, {})}
+                   for name in {*spec.signal_options, *options}}
+        check_signal_options(options)
         with console.status("predicting the probe set") as status:
             group, suite = zoo_group(spec, zoo, progress=lambda name: status.update(f"predicting with {name}"))
         specs, skipped = signal_specs(requested, group.methods(), options)
@@ -82,6 +85,7 @@ def rank(
         raise BelugaError("--level: name the held-out level to rank on (e.g. functionality)")
     if not store.is_file():
         raise BelugaError("no such store", source=store)
+    check_signal_options(options)
     with open_handle(store, write=save) as opened:   # one open, read-write when it stores the ranking
         loaded = load_store_groups(opened.con, level, task, str(store), split)
         methods = sorted({m for g in loaded.groups for m in g.methods()})

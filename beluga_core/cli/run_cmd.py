@@ -14,7 +14,7 @@ from beluga_core.cli.plan_view import print_plan
 from beluga_core.config.load import load_config, with_config_line
 from beluga_core.config.tiny import tiny_config
 from beluga_core.core.errors import BelugaError
-from beluga_core.execution.executors.base import EXECUTORS
+from beluga_core.execution.executors.base import EXECUTORS, check_executor_options
 from beluga_core.orchestration.coordinator import run_plan
 from beluga_core.orchestration.plan_summary import dry_run_summary
 from beluga_core.orchestration.preflight import method_footprints, require_hub_names
@@ -69,6 +69,7 @@ def run(
     path = config.resolve()
     try:
         EXECUTORS.require(cfg.executor.name, field="executor.name")
+        check_executor_options(cfg.executor)
         if cfg.grid.enabled:
             check_criterion(cfg.grid.criterion)
     except BelugaError as exc:

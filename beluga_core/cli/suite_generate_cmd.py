@@ -19,27 +19,27 @@ def parse_options(values: list[str], names: list[str],
                   defaults: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """``[GENERATOR.]KEY=VALUE`` → per generator its options (values read as JSON where they parse, else text).
     A key without a generator goes to every generator that takes it; one that none takes is an error."""
-    from beluga_core.core.errors import BelugaError
+    from beluga_core.core.errors import BelugaError, did_you_mean
 
     out: dict[str, dict[str, Any]] = {n: {} for n in names}
     for text in values:
         key, sep, raw = text.partition("=")
         if not sep or not key:
             raise BelugaError(f"--option {text!r}: expected [GENERATOR.]KEY=VALUE, e.g. "
-                              "context.functions='[\"add_typos\"]' or k=0.5", field="option")
+                              "context.functions='[\"add_typos\"]' or k=0.5", field="--option")
         try:
             value: Any = json.loads(raw)
         except json.JSONDecodeError:
             value = raw
         target, dot, name = key.rpartition(".")
         if dot and target not in out:
-            raise BelugaError(f"--option {text!r}: '{target}' is not one of the generators given "
-                              f"({', '.join(names)})", field="option")
+            raise BelugaError(f"'{target}' is not one of the generators given ({', '.join(names)})"
+                              f"{did_you_mean(target, names) or ''}", field=f"--option {key}")
         takers = [target] if dot else [n for n in names if key in defaults[n]]
         if not takers:
-            raise BelugaError(f"--option {text!r}: no generator given takes '{key}'; they take: "
+            raise BelugaError(f"no generator given takes '{key}'; they take: "
                               + "; ".join(f"{n}: {', '.join(sorted(defaults[n])) or 'nothing'}" for n in names),
-                              field="option")
+                              field=f"--option {key}")
         for n in takers:
             out[n][name if dot else key] = value
     return out
@@ -101,8 +101,13 @@ def generate_cmd(
     for g, cls in classes.items():
         try:
             gens.append((g, cls(options[g])))
+        except BelugaError as exc:   # its options' check: the field is options.KEY, given as --option NAME.KEY
+            if exc.field is None or not exc.field.startswith("options"):
+                raise
+            key = exc.field.removeprefix("options")
+            raise BelugaError(f"generator '{g}': {exc.message}", field=f"--option {g}{key}") from None
         except ValueError as exc:
-            raise BelugaError(f"generator '{g}': {exc}", field="option") from None
+            raise BelugaError(f"generator '{g}': {exc}", field=f"--option {g}") from None
     src = read_source(source)
     target, record = None, None
     if model is not None:

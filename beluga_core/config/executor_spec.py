@@ -104,7 +104,11 @@ class ExecutorSpec(Strict):
         "every 30 s; none for a job expected under a minute, nor where that interval exceeds the job. Not part "
         "of a job's identity: a resumed job stores the figures an "
         "uninterrupted one would."))
-    options: dict[str, Any] = Field(default_factory=dict, description="Executor-specific options.")
+    options: dict[str, Any] = Field(default_factory=dict, description=(
+        "The executor's options, its Options model (`beluga plugins show local`, `multi`, `ray`): every executor "
+        "takes max_retries, worker, folds_per_gpu and memory_margin; ray also address, num_cpus, num_gpus, "
+        "cpus_per_fold, gpus_per_fold, log_to_driver and runtime_env. Checked when `beluga run` starts, before "
+        "anything is planned or trained (the config loader does not load executors)."))
 
     @field_validator("workers", "pack", mode="before")
     @classmethod

@@ -26,8 +26,8 @@ from pydantic import Field, create_model
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.config.strict import Strict
 from beluga_core.config.training_spec import StageHParams, TrainingSpec
-from beluga_core.contracts.methods import TRAINING_KEYS, Method
-from beluga_core.contracts.options import Options, validate_options
+from beluga_core.contracts.methods import TRAINING_KEYS
+from beluga_core.contracts.options import Options, undeclared_options, validate_options
 from beluga_core.contracts.registries import METHODS, TASKS
 from beluga_core.core.errors import BelugaError, ConfigWarning
 
@@ -40,18 +40,11 @@ MethodTrainingKeys = create_model("MethodTrainingKeys", __base__=Options, **_TRA
 assert set(MethodTrainingKeys.model_fields) == set(TRAINING_KEYS), "the training keys and their model disagree"
 
 
-def _legacy_options(plugin: type[Method]) -> type[Options]:
-    """A plugin written before Options: its ``defaults`` as options of any type (only the names are checked)."""
-    fields: dict[str, Any] = {k: (Any, Field(v, description="(the plugin declares no Options)"))
-                              for k, v in plugin.defaults.items()}
-    return create_model(f"{plugin.__name__}Defaults", __base__=Options, **fields)
-
-
 @functools.cache
 def method_table(name: str) -> type[Options]:
     """The model of ``[method.NAME]``: the method's Options, and the training keys unless it reuses others'."""
     plugin = METHODS.get(name)
-    options = plugin.Options or _legacy_options(plugin)
+    options = plugin.Options or undeclared_options(plugin)
     if plugin.reuses:
         return options
     # The method's options first, then the training keys it does not declare itself (lora's learning_rate is its

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from beluga_core.contracts.options import DeclaresOptions, NoOptions, PluginOptions, checked_options
 from beluga_core.data.iid.relation_instances import RelationInstance
 from beluga_core.data.suite.suite_schema import Input
 
@@ -156,19 +157,21 @@ class TargetModel(Protocol):
         ...
 
 
-class Generator(ABC):
+class Generator(DeclaresOptions, ABC):
     """Base of every generator plugin: ``perturb`` is the one member to implement.
 
     ``family`` names the family level of the cases; ``perturbations`` the perturbation groups it can emit (for
-    the dry run's table); ``kinds`` the source kinds it understands; ``defaults`` its options (unknown option
-    names are an error); ``version`` is recorded in the suite header, so bump it when the output changes.
+    the dry run's table); ``kinds`` the source kinds it understands; ``Options`` its options, one strict pydantic
+    model (``self.options`` is the validated instance; ``self.option_values`` the values as a dict: the suite
+    header records them); ``version`` is recorded in the suite header, so bump it when the output changes.
     ``invariant``: emit an INV twin ``[original, perturbed]`` beside the MFT case of a label-preserving input.
+    A generator written before Options (a ``defaults`` dict) gets the dict as ``self.options``, its names checked.
     """
 
+    Options: ClassVar[type[PluginOptions] | None] = NoOptions
     family: ClassVar[str]
     perturbations: ClassVar[tuple[str, ...]] = ()
     kinds: ClassVar[tuple[SourceKind, ...]] = ("text", "text_pair", "relation")
-    defaults: ClassVar[dict[str, Any]] = {}
     version: ClassVar[str] = "1"
     invariant: ClassVar[bool] = True
     requires_model: ClassVar[bool] = False
@@ -183,11 +186,10 @@ class Generator(ABC):
     model: TargetModel | None = None
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
-        unknown = sorted(set(options or {}) - set(self.defaults))
-        if unknown:
-            takes = ", ".join(sorted(self.defaults)) or "no options"
-            raise ValueError(f"unknown option(s) {', '.join(unknown)}; it takes {takes}")
-        self.options: dict[str, Any] = {**self.defaults, **(options or {})}
+        given = dict(options or {})
+        # Validated by the one options check; its errors name the option as ``options.KEY``.
+        self.options: Any = checked_options(type(self), given, "options")
+        self.option_values: dict[str, Any] = {**self.defaults, **given}
 
     def prepare(self, source: Source, seed: int) -> None:
         """Read the whole source before the first ``perturb`` (statistics, choices over all instances)."""

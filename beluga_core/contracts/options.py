@@ -24,7 +24,8 @@ from beluga_core.core.errors import BelugaError, did_you_mean
 
 class Options(BaseModel):
     """Base of every plugin's options: strict (no coercion), unknown keys refused, frozen. Every field needs a
-    default (a plugin's table may be left out of a config) and a ``description`` (its help)."""
+    default (a plugin's table may be left out of a config); its ``description`` is its help (``beluga plugins
+    show``, the schema, the config reference), so give one."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
@@ -72,6 +73,23 @@ def with_defaults(options: type[Options], defaults: Mapping[str, Any], name: str
     return create_model(name, __base__=options, **fields)
 
 
+def undeclared_options(plugin: type[DeclaresOptions]) -> type[Options]:
+    """The options of a plugin written before Options: its ``defaults`` as options of any type, so that only their
+    names are checked (the registry warned when it loaded the plugin)."""
+    fields: dict[str, Any] = {k: (Any, FieldInfo(default=v, description="(the plugin declares no Options)"))
+                              for k, v in plugin.defaults.items()}
+    return create_model(f"{plugin.__name__}Defaults", __base__=Options, **fields)
+
+
+def checked_options(plugin: type[DeclaresOptions], values: Mapping[str, Any], where: str) -> Any:
+    """A plugin's options as it receives them: its ``Options`` instance, validated; for a plugin without Options
+    its ``defaults`` with ``values`` as a dict, the names checked. ``where`` names the table in errors."""
+    if plugin.Options is None:
+        validate_options(undeclared_options(plugin), values, where)
+        return {**plugin.defaults, **values}
+    return validate_options(plugin.Options, values, where)
+
+
 def option_defaults(options: type[Options]) -> dict[str, Any]:
     """The fields' defaults as one plain dict: what a plugin's ``defaults`` were before it declared ``Options``, and
     so what its jobs' ids hash when the config sets nothing."""
@@ -97,8 +115,12 @@ def problems(exc: ValidationError, fields: Mapping[str, Any]) -> list[tuple[str 
             continue
         inner = [str(p) for p in loc[1:] if isinstance(p, int)]
         at = f"item {inner[-1]}: " if inner else ""
-        got_txt = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
-        out.append((key, f"{at}{err.get('msg', 'invalid')}{got_txt}"))
+        # A boolean as the config writes it (TOML and JSON: true), not as Python does.
+        shown = json.dumps(got) if isinstance(got, bool) else repr(got)
+        got_txt = "" if isinstance(got, dict | list) or got is None else f" (got {shown})"
+        # pydantic prefixes a validator's own message with "Value error, ": the message is the plugin's.
+        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        out.append((key, f"{at}{message}{got_txt}"))
     return out
 
 
@@ -108,9 +130,12 @@ def validate_options(options: type[Options], values: Mapping[str, Any], where: s
     try:
         return options.model_validate(dict(values))
     except ValidationError as exc:
+        # A union's members each report: the first option's messages together (expected this, or that).
         found = problems(exc, options.model_fields)
-        key, message = found[0]
-        more = f" (and {len(found) - 1} more problem(s))" if len(found) > 1 else ""
+        key = found[0][0]
+        message = "; or ".join(dict.fromkeys(m for k, m in found if k == key))
+        others = len({k for k, _ in found} - {key})
+        more = f" (and {others} more option(s) with a problem)" if others else ""
         raise BelugaError(f"{message}{more}", field=where if key is None else f"{where}.{key}") from None
 
 

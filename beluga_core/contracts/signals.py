@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from beluga_core.contracts.options import DeclaresOptions, NoOptions, PluginOptions, checked_options
 from beluga_core.data.suite.suite_schema import Input
 
 InputKind = Literal["text", "pair", "perturbation", "labelled", "any"]
@@ -62,7 +63,7 @@ class ProbeCase:
     attributions: dict[int, InputAttribution] = field(default_factory=dict)
 
 
-class Signal(ABC):
+class Signal(DeclaresOptions, ABC):
     """Base of every ranking signal.
 
     Class variables: ``direction`` (+1 / −1, see the module), ``needs_attribution`` (the value reads
@@ -70,24 +71,24 @@ class Signal(ABC):
     ``METHOD:SIGNAL``), ``applies_to`` (the input kinds it is defined for: ``text``, ``pair`` (a text pair),
     ``perturbation`` (an INV/DIR case: an original and its perturbations), ``labelled`` (a gold label), ``any``),
     ``random_order`` (not a value per case: ``beluga rank`` orders the models at random per probe, never tying),
-    ``defaults`` (options). ``value`` returning None for a case leaves it out of that probe's mean.
+    ``Options`` (its options, one strict pydantic model: ``self.options`` is the validated instance,
+    ``self.option_values`` the values as a dict, stored with a ranking). ``value`` returning None for a case leaves
+    it out of that probe's mean. A signal written before Options (a ``defaults`` dict) gets the dict as
+    ``self.options``, its names checked.
     """
 
+    Options: ClassVar[type[PluginOptions] | None] = NoOptions
     direction: ClassVar[int] = 1
     needs_attribution: ClassVar[bool] = False
     applies_to: ClassVar[tuple[InputKind, ...]] = ("any",)
     random_order: ClassVar[bool] = False
-    defaults: ClassVar[dict[str, Any]] = {}
     description: ClassVar[str] = ""
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
-        unknown = sorted(set(options or {}) - set(self.defaults))
-        if unknown:
-            from beluga_core.core.errors import BelugaError
-
-            raise BelugaError(f"signal {type(self).__name__}: unknown option(s) {unknown}; "
-                              f"it takes {sorted(self.defaults) or 'none'}", field="signals")
-        self.options: dict[str, Any] = {**self.defaults, **(options or {})}
+        given = dict(options or {})
+        # Validated by the one options check; its errors name the option as ``options.KEY``.
+        self.options: Any = checked_options(type(self), given, "options")
+        self.option_values: dict[str, Any] = {**self.defaults, **given}
 
     @abstractmethod
     def value(self, case: ProbeCase) -> float | None:

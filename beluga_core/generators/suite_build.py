@@ -197,7 +197,8 @@ def _header(source: Source, generators: Sequence[tuple[str, Generator]], seed: i
                                                f"{', '.join(g for g, _ in generators)} (seed {seed})",
         levels=list(suite_levels), scoring_level=scoring, task=source.task, input_kind=input_kind,
         label_space=list(source.label_space), split_by=SPLIT_KEY,
-        source={"generators": [{"name": g, "version": gen.version, "options": gen.options} for g, gen in generators],
+        source={"generators": [{"name": g, "version": gen.version, "options": gen.option_values}
+                               for g, gen in generators],
                 "seed": seed, "from": source.name, "donors": source.donors_name, "model": against,
                 "instances": len(source.instances)})
 

@@ -77,10 +77,36 @@ def load_zoo(path: Path) -> Zoo:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise BelugaError(f"cannot parse the zoo file: {exc}", source=path) from None
     try:
-        return Zoo.model_validate(data)
+        zoo = Zoo.model_validate(data)
     except ValidationError as exc:
         raise BelugaError(format_validation_error(exc), source=path,
                           line=locate_key(text, tuple(exc.errors()[0].get("loc", ())))) from None
+    _check_plugin_options(zoo, text, path)
+    return zoo
+
+
+def _check_plugin_options(zoo: Zoo, text: str, path: Path) -> None:
+    """Each ``[signal_options.NAME]`` and ``[attribution_options.NAME]`` table checked by its plugin's Options
+    now, at its line, not when the ranking reaches it."""
+    from beluga_core.config.load import locate_key
+    from beluga_core.contracts.registries import ATTRIBUTIONS, SIGNALS
+
+    tables: list[tuple[str, str, dict[str, Any]]] = [
+        *(("signal_options", name, values) for name, values in zoo.signal_options.items()),
+        *(("attribution_options", name, values) for name, values in zoo.attribution_options.items())]
+    for table, name, values in tables:
+        try:
+            if table == "signal_options":
+                SIGNALS.get(name)(values)
+            else:
+                ATTRIBUTIONS.get(name)(values)
+        except BelugaError as exc:
+            # The plugin names the option options.KEY (a signal) or attributions.options.NAME.KEY (an estimator).
+            parts = (exc.field or "").split(".")
+            key = parts[1:] if parts[0] == "options" else parts[3:] if parts[:2] == ["attributions", "options"] else []
+            loc = (table, name, *key)
+            raise BelugaError(exc.message, source=path, line=locate_key(text, loc) or locate_key(text, loc[:2]),
+                              field=".".join(loc)) from None
 
 
 def _in_group(case: Any, group: str | None) -> bool:

@@ -108,8 +108,10 @@ def test_model_dependent_generators_need_a_model_and_pwws_needs_wordnet(monkeypa
                            "--dry-run", "--model", "store:nowhere.duckdb"], capture_output=True, text=True, env=ENV,
                           timeout=120, check=False)
     assert proc.returncode == 2 and "name the model after '#'" in proc.stdout + proc.stderr
-    for option, said in (("gradient=hessian", "gradient must be 'local' or 'expected', got 'hessian'"),
-                         ("samples=1", "samples must be an integer in [2, 1024], got 1")):
+    for option, said in (("gradient=hessian", "field '--option hotflip.gradient': generator 'hotflip': Input should "
+                                              "be 'local' or 'expected' (got 'hessian')"),
+                         ("samples=1", "field '--option hotflip.samples': generator 'hotflip': Input should be "
+                                       "greater than or equal to 2 (got 1)")):
         code, out, err = run_cli(capsys, "suite", "generate", "hotflip", "--source", "builtin:fewrel16#val",
                                  "--option", option, "--model", "store:nowhere.duckdb#iid/vanilla", "--dry-run")
         assert code == 2 and said in out + err, out + err

@@ -107,7 +107,19 @@ class Ranking:
 # ------------------------------------------------------------------------------------------------ signals
 
 def _signal(name: str, options: dict[str, dict[str, Any]]) -> Signal:
-    return SIGNALS.get(name)(options.get(name, {}))
+    try:
+        return SIGNALS.get(name)(options.get(name, {}))
+    except BelugaError as exc:   # its options' check (field options.KEY): the option as --option NAME.KEY gives it
+        if not (exc.field or "").startswith("options"):
+            raise
+        raise BelugaError(f"signal '{name}': {exc.message}",
+                          field=f"--option {name}{(exc.field or '').removeprefix('options')}") from None
+
+
+def check_signal_options(options: dict[str, dict[str, Any]]) -> None:
+    """Every signal's options given (``--option SIGNAL.KEY=VALUE``) checked by its Options before anything loads."""
+    for name in options:
+        _signal(name, options)
 
 
 def signal_specs(requested: Sequence[str] | None, methods: Sequence[str],
@@ -185,7 +197,8 @@ def rank_groups(level: str, groups: list[GroupData], specs: Sequence[SignalSpec]
     if n < 1 or bootstrap < 1:
         raise BelugaError("--n and --bootstrap must be at least 1")
     out = Ranking(level, n, bootstrap, seed, ties, groups, specs={s.name: s for s in specs},
-                  options={name: dict(p.options) for s in specs for name, _, p in s.parts if p.options})
+                  options={name: dict(p.option_values) for s in specs for name, _, p in s.parts
+                           if p.option_values})
     probes = {g.group: draw_probes(len(g.pool), n, bootstrap, seed, f"{level}\x1f{g.group}") for g in groups if g.pool}
     for spec in specs:
         if progress:

@@ -20,15 +20,15 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import Field, field_validator, model_validator
 
+from beluga_core.contracts.options import Options
 from beluga_core.contracts.signals import InputAttribution, InputKind, ProbeCase, Signal, Word
-from beluga_core.core.errors import BelugaError
 
 _SPECIAL = -1
-NORMALIZATIONS = ("l1", "none", "max")
 HANS_CONSTITUENT_TRIGGERS = ["unless", "if", "whether", "although", "though", "because", "since", "while",
                              "in case", "probably", "supposedly", "hopefully", "maybe", "perhaps"]
 
@@ -83,24 +83,6 @@ def _swapped(a: Sequence[Word], b: Sequence[Word]) -> tuple[list[Word], list[Wor
     return [a[i] for i in out_a if la[i] in in_b], [b[j] for j in out_b if lb[j] in in_a]
 
 
-def _invalid(signal: Signal, message: str) -> BelugaError:
-    return BelugaError(f"signal {type(signal).__name__}: {message}", field="signals")
-
-
-def _word_list(signal: Signal, name: str) -> list[str]:
-    value = signal.options[name]
-    if not isinstance(value, list | tuple) or not all(isinstance(w, str) for w in value):
-        raise _invalid(signal, f"option '{name}' must be a list of strings, got {value!r}")
-    return [w.lower() for w in value]
-
-
-def _positive_int(signal: Signal, name: str, minimum: int) -> int:
-    value = signal.options[name]
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _invalid(signal, f"option '{name}' must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 # --- outcome and probability signals --------------------------------------------------------------------------
 
 class Acc(Signal):
@@ -153,6 +135,12 @@ class RandomOrder(Signal):
 
 # --- attribution factors --------------------------------------------------------------------------------------
 
+class FactorOptions(Options):
+    normalize: Literal["l1", "none", "max"] = Field("l1", description=(
+        "How each input's word scores are scaled before the factor: by their absolute sum (l1), by the largest "
+        "absolute score (max), or not at all (none)."))
+
+
 class _Factor(Signal):
     """An attribution factor: a number read on input 0's attribution, normalised per input (option
     ``normalize``: ``l1`` (default), ``max`` or ``none``); no attribution of input 0 → None. Higher means more
@@ -160,14 +148,12 @@ class _Factor(Signal):
 
     direction: ClassVar[int] = -1
     needs_attribution: ClassVar[bool] = True
-    defaults: ClassVar[dict[str, Any]] = {"normalize": "l1"}
+    Options = FactorOptions
+    options: FactorOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        self.normalize: str = self.options["normalize"]
-        if self.normalize not in NORMALIZATIONS:
-            raise _invalid(self, f"option 'normalize' must be one of {', '.join(NORMALIZATIONS)}, "
-                                 f"got {self.normalize!r}")
+        self.normalize: str = self.options.normalize
 
     def value(self, case: ProbeCase) -> float | None:
         attribution = case.attributions.get(0)
@@ -212,6 +198,11 @@ class SumDiff(_PairFactor):
         return sum(w.score for w in a) - sum(w.score for w in b)
 
 
+class IndexDiffOptions(FactorOptions):
+    variant: Literal["signed", "abs"] = Field("signed", description=(
+        "signed: the sum of the shared words' differences; abs: the sum of their absolute differences."))
+
+
 class IndexDiff(_PairFactor):
     """Attention to the words a pair shares (the lexical-overlap heuristic): over the lower-cased words that
     occur in both a and b, the summed score of their occurrences in a minus that in b; option ``variant``
@@ -219,13 +210,12 @@ class IndexDiff(_PairFactor):
     words open: every occurrence counts. A pair sharing no word gets 0 (the empty sum); a single text None."""
 
     description: ClassVar[str] = "attribution on words shared by a and b: their score in a minus in b"
-    defaults: ClassVar[dict[str, Any]] = {**_Factor.defaults, "variant": "signed"}
+    Options = IndexDiffOptions
+    options: IndexDiffOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        self.variant: str = self.options["variant"]
-        if self.variant not in ("signed", "abs"):
-            raise _invalid(self, f"option 'variant' must be 'signed' or 'abs', got {self.variant!r}")
+        self.variant: str = self.options.variant
 
     def pair_factor(self, words: list[Word], a: list[Word], b: list[Word]) -> float | None:
         in_b = set(_lower(b))
@@ -279,6 +269,31 @@ class SwapMaxDiff(_PairFactor):
         return top_a - top_b
 
 
+class WindowOptions(FactorOptions):
+    """The feature word is required: ``words``, ``regex`` or both."""
+
+    words: list[str] = Field(default_factory=list, description=(
+        "Feature words (lower-cased on reading); this, regex or both is required."))
+    regex: str = Field("", description=(
+        "A feature word fully matches this regular expression ((?i): any case); this, words or both is required."))
+    half_width: int = Field(2, ge=0, description="Words either side of the feature word in the window.")
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _has_feature(self) -> WindowOptions:
+        if not self.words and not self.regex:
+            raise ValueError("give the feature word: option 'words' (a list) or 'regex' (or both)")
+        return self
+
+
 class Window(_Factor):
     """MSGS window factor: minus the summed score of the ``half_width`` (default 2) words either side of the
     feature word and itself, among input 0's non-special words, the window clipped to the sequence. The feature
@@ -289,21 +304,14 @@ class Window(_Factor):
 
     applies_to: ClassVar[tuple[InputKind, ...]] = ("text", "pair")
     description: ClassVar[str] = "minus the attribution in a window around an MSGS feature word"
-    defaults: ClassVar[dict[str, Any]] = {**_Factor.defaults, "words": [], "regex": "", "half_width": 2}
+    Options = WindowOptions
+    options: WindowOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        self.words = set(_word_list(self, "words"))
-        self.half_width = _positive_int(self, "half_width", 0)
-        regex = self.options["regex"]
-        if not isinstance(regex, str):
-            raise _invalid(self, f"option 'regex' must be a string, got {regex!r}")
-        if not self.words and not regex:
-            raise _invalid(self, "give the feature word: option 'words' (a list) or 'regex' (or both)")
-        try:
-            self.regex = re.compile(regex) if regex else None
-        except re.error as exc:
-            raise _invalid(self, f"option 'regex' {regex!r} is not a regular expression: {exc}") from exc
+        self.words = {w.lower() for w in self.options.words}
+        self.half_width = self.options.half_width
+        self.regex = re.compile(self.options.regex) if self.options.regex else None
 
     def _is_feature(self, text: str) -> bool:
         return text.lower() in self.words or (self.regex is not None and self.regex.fullmatch(text) is not None)
@@ -317,6 +325,11 @@ class Window(_Factor):
         return -sum(w.score for w in window)
 
 
+class ConstOptions(FactorOptions):
+    words: list[str] = Field(default_factory=lambda: list(HANS_CONSTITUENT_TRIGGERS), description=(
+        "The trigger words and phrases (a phrase matches consecutive words; lower-cased on reading)."))
+
+
 class Const(_Factor):
     """HANS constituent heuristic: the summed score of the trigger words in text a (segment 0) — by default the
     HANS constituent triggers (subordinating conjunctions and adverbs such as "unless", "if", "in case",
@@ -325,11 +338,12 @@ class Const(_Factor):
 
     applies_to: ClassVar[tuple[InputKind, ...]] = ("pair", "text")
     description: ClassVar[str] = "attribution of the HANS constituent trigger words in text a"
-    defaults: ClassVar[dict[str, Any]] = {**_Factor.defaults, "words": HANS_CONSTITUENT_TRIGGERS}
+    Options = ConstOptions
+    options: ConstOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        self.triggers = [tuple(entry.split()) for entry in _word_list(self, "words") if entry.split()]
+        self.triggers = [tuple(entry.lower().split()) for entry in self.options.words if entry.split()]
 
     def factor(self, words: list[Word]) -> float | None:
         a = [w for w in words if w.segment == 0]
@@ -340,6 +354,11 @@ class Const(_Factor):
                 if tuple(texts[i:i + len(trigger)]) == trigger:
                     covered.update(range(i, i + len(trigger)))
         return sum(a[i].score for i in sorted(covered)) if covered else None
+
+
+class PerturbationFocusOptions(FactorOptions):
+    max_perturbations: int = Field(4, ge=1, description=(
+        "Perturbed inputs read at most (runs attribute at most this many)."))
 
 
 class PerturbationFocus(_Factor):
@@ -353,11 +372,12 @@ class PerturbationFocus(_Factor):
 
     applies_to: ClassVar[tuple[InputKind, ...]] = ("perturbation",)
     description: ClassVar[str] = "attribution mass on the words a perturbation changed (INV/DIR cases)"
-    defaults: ClassVar[dict[str, Any]] = {**_Factor.defaults, "max_perturbations": 4}
+    Options = PerturbationFocusOptions
+    options: PerturbationFocusOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        self.max_perturbations = _positive_int(self, "max_perturbations", 1)
+        self.max_perturbations = self.options.max_perturbations
 
     def value(self, case: ProbeCase) -> float | None:
         original = case.attributions.get(0)

@@ -17,13 +17,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
+
+from pydantic import Field
 
 from beluga_core.config.executor_spec import ExecutorSpec
-from beluga_core.core.errors import BelugaError
+from beluga_core.contracts.options import DeclaresOptions, Options, PluginOptions, checked_options
 from beluga_core.core.registry import Registry
 from beluga_core.execution.scheduling import Backend, FailureFn, Progress, ResultFn, dispatch
 from beluga_core.execution.sizing import (
+    DEFAULT_MARGIN,
     NothingToMeasure,
     PackMemory,
     PackSize,
@@ -37,24 +40,36 @@ from beluga_core.planning.jobs import Job
 from beluga_core.planning.pack_groups import AUTO_PACK, Packs, form_packs, why_not_packed
 from beluga_core.planning.plan import Plan
 
-__all__ = ["EXECUTORS", "Executor", "Progress", "ResultFn"]
+__all__ = ["EXECUTORS", "Executor", "ExecutorOptions", "Progress", "ResultFn", "check_executor_options"]
 
 
-class Executor(ABC):
-    """Base of executor plugins; ``spec`` is the config's ``[executor]`` table."""
+class ExecutorOptions(Options):
+    """``[executor.options]`` every executor understands (the dispatch loop's and the sizing's); an executor's own
+    Options derive from this model."""
 
+    max_retries: int = Field(2, ge=0, description="Re-runs of a job whose worker process (or node) was lost.")
+    worker: str | None = Field(None, pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description=(
+        "module:Class of a subclass of beluga's Worker that runs the jobs (e.g. one that injects faults, to test "
+        "how an executor survives them)."))
+    folds_per_gpu: int | None = Field(None, ge=1, description=(
+        "Workers per GPU (not set: workers = \"auto\" sizes them by the GPU's free memory; 1 each otherwise)."))
+    memory_margin: float = Field(DEFAULT_MARGIN, ge=0, lt=1, description=(
+        "The fraction of a device's free memory that sizing workers and packs keeps free."))
+
+
+class Executor(DeclaresOptions, ABC):
+    """Base of executor plugins; ``spec`` is the config's ``[executor]`` table, ``self.options`` its
+    ``[executor.options]`` validated by the executor's ``Options`` (``ExecutorOptions`` or a subclass)."""
+
+    Options: ClassVar[type[PluginOptions] | None] = ExecutorOptions
     # Whether its backend trains packs (``Backend.submit_pack``): without, ``[executor] pack`` trains every job alone.
     trains_packs: ClassVar[bool] = False
 
     def __init__(self, spec: ExecutorSpec) -> None:
         self.spec = spec
-        try:
-            self.max_retries = int(spec.options.get("max_retries", 2))
-        except (TypeError, ValueError):
-            raise BelugaError(f"executor option max_retries must be a whole number, got "
-                              f"{spec.options.get('max_retries')!r}", field="executor.options.max_retries") from None
-        if self.max_retries < 0:
-            raise BelugaError("executor option max_retries must be ≥ 0", field="executor.options.max_retries")
+        self.options: Any = checked_options(type(self), spec.options, "executor.options")
+        self.max_retries = int(self.options.max_retries if self.Options is not None
+                               else spec.options.get("max_retries", 2))
         self._workers: Workers | None = None
         self._pack_size: PackSize | None = None
 
@@ -127,3 +142,10 @@ class Executor(ABC):
 
 
 EXECUTORS: Registry[Executor] = Registry("executor", "beluga.executors", Executor)
+
+
+def check_executor_options(spec: ExecutorSpec) -> None:
+    """``[executor.options]`` against the executor's Options, or a ``BelugaError`` naming the field
+    (``executor.options.KEY``). ``beluga run`` calls it before it plans or trains anything: the config loader sits
+    below the executors in the layers and does not load them."""
+    checked_options(EXECUTORS.get(spec.name), spec.options, "executor.options")

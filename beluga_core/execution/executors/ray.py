@@ -40,10 +40,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import atomic_write
-from beluga_core.execution.executors.base import Executor
+from beluga_core.execution.executors.base import Executor, ExecutorOptions
 from beluga_core.execution.results import JobResult
 from beluga_core.execution.scheduling import (
     Backend,
@@ -241,10 +243,22 @@ class RayCluster(Backend):
             self.ray.shutdown()
 
 
+class RayOptions(ExecutorOptions):
+    address: str | None = Field(None, min_length=1, description=(
+        "The cluster to join: ray://HEAD:10001 or \"auto\" (not set: start a local Ray on this machine)."))
+    num_cpus: int | None = Field(None, ge=1, description="A local cluster's CPUs (not set: all).")
+    num_gpus: int | None = Field(None, ge=0, description="A local cluster's GPUs (not set: all).")
+    cpus_per_fold: float | None = Field(None, gt=0, description=(
+        "CPUs each fold asks for (not set: [executor] threads, else 1)."))
+    gpus_per_fold: float | None = Field(None, ge=0, description=(
+        "The GPU share each fold asks for (not set: 1 / folds_per_gpu on a cluster with GPUs, else 0)."))
+    log_to_driver: bool = Field(False, description="Workers' output is printed by the driver.")
+    runtime_env: dict[str, Any] | None = Field(None, description="Ray's runtime_env for the workers.")
+
+
 class RayExecutor(Executor):
-    def __init__(self, spec: ExecutorSpec) -> None:
-        super().__init__(spec)
-        self.options = dict(spec.options)
+    Options = RayOptions
+    options: RayOptions
 
     def size_workers(self, plan: Plan) -> Workers:
         why = ("Ray starts as many folds as its cluster's CPUs and GPUs fit, each asking for options.cpus_per_fold "
@@ -261,14 +275,13 @@ class RayExecutor(Executor):
         if ray.is_initialized():
             return ray, False
         opts = self.options
-        kwargs: dict[str, Any] = {"log_to_driver": bool(opts.get("log_to_driver", False))}
-        if opts.get("runtime_env"):
-            kwargs["runtime_env"] = opts["runtime_env"]
-        if opts.get("address"):
-            kwargs["address"] = opts["address"]
+        kwargs: dict[str, Any] = {"log_to_driver": opts.log_to_driver}
+        if opts.runtime_env:
+            kwargs["runtime_env"] = opts.runtime_env
+        if opts.address:
+            kwargs["address"] = opts.address
         else:
-            kwargs |= {"num_cpus": opts.get("num_cpus"), "num_gpus": opts.get("num_gpus"),
-                       "include_dashboard": False}
+            kwargs |= {"num_cpus": opts.num_cpus, "num_gpus": opts.num_gpus, "include_dashboard": False}
         ray.init(**kwargs)
         return ray, True
 
@@ -279,11 +292,12 @@ class RayExecutor(Executor):
         if self.spec.device == "cpu":
             gpus = 0.0
         else:
-            gpus = float(opts.get("gpus_per_fold", 1.0 / int(opts.get("folds_per_gpu", 1)) if cluster_gpus else 0))
+            share = 1.0 / (opts.folds_per_gpu or 1) if cluster_gpus else 0.0
+            gpus = float(opts.gpus_per_fold if opts.gpus_per_fold is not None else share)
         if self.spec.device.startswith("cuda") and gpus == 0:
             raise BelugaError(f"device '{self.spec.device}' but the Ray cluster has no GPU (or gpus_per_fold = 0)")
-        threads = self.spec.threads or int(opts.get("cpus_per_fold", 1))
-        cpus = float(opts.get("cpus_per_fold", threads))
+        threads = self.spec.threads or max(1, int(opts.cpus_per_fold or 1))
+        cpus = float(opts.cpus_per_fold if opts.cpus_per_fold is not None else threads)
         return cpus, gpus, ("cuda" if gpus > 0 else "cpu"), threads
 
     def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:

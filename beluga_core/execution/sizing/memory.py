@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from beluga_core.config.executor_spec import ExecutorSpec
-from beluga_core.core.errors import BelugaError
 
 MiB = 2 ** 20
 GiB = 2 ** 30
@@ -27,8 +26,5 @@ class NothingToMeasure(MemoryUnknown):
 
 def memory_margin(spec: ExecutorSpec) -> float:
     """``[executor.options] memory_margin``: the fraction of free memory that sizing keeps free."""
-    margin = spec.options.get("memory_margin", DEFAULT_MARGIN)
-    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 1:
-        raise BelugaError(f"executor option memory_margin must be a fraction in [0, 1), got {margin!r}",
-                          field="executor.options.memory_margin")
-    return float(margin)
+    # Checked by the executor's Options (a fraction in [0, 1)) before anything is sized.
+    return float(spec.options.get("memory_margin", DEFAULT_MARGIN))

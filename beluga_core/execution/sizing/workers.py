@@ -106,11 +106,9 @@ def plan_workers(spec: ExecutorSpec, cores: int | None = None, gpus: int | None 
         gpus = 0  # cpu, or one named cuda:N below
     elif gpus is None:
         gpus = gpu_count()
-    per_gpu_set = "folds_per_gpu" in spec.options
-    per_gpu = spec.options.get("folds_per_gpu", 1)
-    if isinstance(per_gpu, bool) or not isinstance(per_gpu, int) or per_gpu < 1:
-        raise BelugaError(f"executor option folds_per_gpu must be a whole number ≥ 1, got {per_gpu!r}",
-                          field="executor.options.folds_per_gpu")
+    # Checked by the executor's Options (a whole number ≥ 1) before anything is sized.
+    per_gpu_set = spec.options.get("folds_per_gpu") is not None
+    per_gpu = int(spec.options.get("folds_per_gpu") or 1)
     gpu_devices = [device] if device.startswith("cuda:") else [f"cuda:{i}" for i in range(gpus)]
     if spec.workers != "auto":
         n = spec.workers

@@ -42,9 +42,10 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import Field
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from beluga_core.contracts.generators import (
@@ -55,6 +56,7 @@ from beluga_core.contracts.generators import (
     TargetModel,
     WordGradients,
 )
+from beluga_core.contracts.options import Options
 from beluga_core.data.iid.relation_instances import MARKERS, mention_words
 
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS)
@@ -214,22 +216,26 @@ class _Attacker(Generator):
         return out
 
 
+class PWWSOptions(Options):
+    budget: int = Field(500, ge=2, description="Model queries per instance at most.")
+    synonyms: str | None = Field(None, description=(
+        "A JSON file {word: [synonyms]} used instead of WordNet."))
+
+
 class PWWS(_Attacker):
     """PWWS with WordNet synonyms (module docstring). Option ``synonyms``: a JSON file {word: [synonyms]} used
     instead of WordNet."""
 
     perturbations: ClassVar[tuple[str, ...]] = ("pwws",)
-    defaults: ClassVar[dict[str, Any]] = {"budget": 500, "synonyms": None}
+    Options = PWWSOptions
+    options: PWWSOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        budget = self.options["budget"]
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 2:
-            raise ValueError(f"budget must be an integer ≥ 2 (model queries per instance), got {budget!r}")
         self.table: dict[str, tuple[str, ...]] | None = None
 
     def prepare(self, source: Source, seed: int) -> None:
-        path = self.options["synonyms"]
+        path = self.options.synonyms
         if path:
             data = json.loads(Path(str(path)).read_text(encoding="utf-8"))
             if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
@@ -259,25 +265,28 @@ class PWWS(_Attacker):
         words = instance.input.split()
         keep = mention_words(words)
         attack = pwws(words, gold, lambda texts: model.probabilities(texts), self.synonyms,
-                      unk=model.unk_token, skip=lambda i, w: i in keep, budget=int(self.options["budget"]))
+                      unk=model.unk_token, skip=lambda i, w: i in keep, budget=self.options.budget)
         yield from self._done(attack, "pwws")
+
+
+class HotFlipOptions(Options):
+    beam: int = Field(10, ge=1, le=100, description="Candidates kept after each swap.")
+    max_words: int = Field(2, ge=1, le=10, description="Words swapped at most.")
+    same_pos: bool = Field(True, description="A replacement keeps the word's part of speech (WordNet).")
+    gradient: Literal["local", "expected"] = Field("local", description=(
+        "The first-order score: the gradient at the word itself, or its mean over sampled words."))
+    samples: int = Field(16, ge=2, le=1024, description="Words the expected gradient is averaged over.")
 
 
 class HotFlip(_Attacker):
     """Word-level HotFlip with first-order scores, a beam and at most ``max_words`` swaps (module docstring)."""
 
     perturbations: ClassVar[tuple[str, ...]] = ("hotflip",)
-    defaults: ClassVar[dict[str, Any]] = {"beam": 10, "max_words": 2, "same_pos": True, "gradient": "local",
-                                          "samples": 16}
+    Options = HotFlipOptions
+    options: HotFlipOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        for key, low, high in (("beam", 1, 100), ("max_words", 1, 10), ("samples", 2, 1024)):
-            v = self.options[key]
-            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
-                raise ValueError(f"{key} must be an integer in [{low}, {high}], got {v!r}")
-        if self.options["gradient"] not in ("local", "expected"):
-            raise ValueError(f"gradient must be 'local' or 'expected', got {self.options['gradient']!r}")
         self.wordnet: Any = None
         self.samples = np.zeros((0, 0))
 
@@ -291,9 +300,9 @@ class HotFlip(_Attacker):
         self.matrix = model.embeddings()
         self.candidates = self.matrix[self.candidate_ids]
         # The words the expected gradient is taken at: one seeded draw for the whole run.
-        k = min(int(self.options["samples"]), len(self.candidate_ids))
+        k = min(self.options.samples, len(self.candidate_ids))
         self.samples = self.matrix[np.random.default_rng(seed).choice(self.candidate_ids, size=k, replace=False)]
-        if self.options["same_pos"]:
+        if self.options.same_pos:
             from beluga_core.core.errors import BelugaError
             from beluga_core.generators.attacks.wordnet import load_wordnet
 
@@ -314,7 +323,7 @@ class HotFlip(_Attacker):
 
     def scores(self, wg: WordGradients, positions: list[int], label: str) -> np.ndarray:
         """The first-order loss change of every (position, candidate) pair [len(positions), candidates]."""
-        if self.options["gradient"] == "local":
+        if self.options.gradient == "local":
             current = self.matrix[[wg.ids[i][0] for i in positions]]
             return first_order_scores(wg.gradients[positions], current, self.candidates)
         losses, gradients = self.target.substituted_gradients(" ".join(wg.words), label, positions, self.samples)
@@ -330,7 +339,7 @@ class HotFlip(_Attacker):
         scores = self.scores(wg, positions, label)
         for row, i in enumerate(positions):
             scores[row, self.candidate_ids == wg.ids[i][0]] = -np.inf
-        beam = int(self.options["beam"])
+        beam = self.options.beam
         flat = np.argsort(-scores, axis=None, kind="stable")
         out: list[tuple[float, int, str]] = []
         for k in flat[:beam * 50]:
@@ -350,7 +359,7 @@ class HotFlip(_Attacker):
         model = self.target
         start = model.queries
         beam: list[tuple[tuple[str, ...], tuple[tuple[int, str, str], ...]]] = [(tuple(instance.input.split()), ())]
-        for _ in range(int(self.options["max_words"])):
+        for _ in range(self.options.max_words):
             candidates: dict[tuple[str, ...], tuple[tuple[int, str, str], ...]] = {}
             grads = model.word_gradients([" ".join(words) for words, _ in beam], instance.label)
             for (words, changed), wg in zip(beam, grads, strict=True):
@@ -368,7 +377,7 @@ class HotFlip(_Attacker):
                 k = min(wins, key=lambda j: (gold_p[j], j))
                 yield from self._done(Attack(texts[k], model.queries - start, candidates[texts[k]]), "hotflip")
                 return
-            keep = np.argsort(gold_p, kind="stable")[:int(self.options["beam"])]
+            keep = np.argsort(gold_p, kind="stable")[:self.options.beam]
             beam = [(texts[k], candidates[texts[k]]) for k in keep]
 
     def report(self) -> list[tuple[str, str, float]]:

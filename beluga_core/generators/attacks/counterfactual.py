@@ -30,12 +30,14 @@ solve from the names alone, so a model relying on names does worse on them.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
+from pydantic import Field, PositiveInt
 
 from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance, TargetModel
+from beluga_core.contracts.options import Options
 from beluga_core.contracts.registries import ATTRIBUTIONS
 from beluga_core.core.errors import BelugaError
 from beluga_core.data.iid.relation_instances import NA_LABEL, mention_words
@@ -55,18 +57,34 @@ def select_tokens(tokens: Sequence[str], word_of: Sequence[int], scores: np.ndar
     return sorted(candidates, key=lambda i: (-float(scores[i]), i))[:k]
 
 
-def masked_variants(model: TargetModel, instance: SourceInstance, ks: Sequence[int],
-                    options: dict[str, Any]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+class MaskingOptions(Options):
+    """The options of the generators that mask a model's most important tokens (ig-contrast, cda)."""
+
+    k: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = Field(
+        default_factory=lambda: [1, 2], description="How many top tokens are masked: one k or a list of them.")
+    threshold: float = Field(0.2, ge=0, le=1, description=(
+        "A token is a candidate only with an attribution ≥ this (on min–max normalised scores)."))
+    na_label: str = Field(NA_LABEL, min_length=1, description=(
+        "The label of masked relation cases (no relation evidence left)."))
+    attribution: str = Field("ig-diagnose", min_length=1, description=(
+        "The attribution plugin that scores the tokens, towards the gold label."))
+
+    @property
+    def ks(self) -> list[int]:
+        return sorted({self.k} if isinstance(self.k, int) else set(self.k))
+
+
+def masked_variants(model: TargetModel, instance: SourceInstance, ks: Sequence[int], options: MaskingOptions,
+                    attribution_options: Mapping[str, Any]) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """Per k in ``ks``: ``instance``'s text with the words of its top-k candidate tokens deleted (attributed
-    towards its gold label by ``options["attribution"]`` with ``options.get("attribution_options")``), and a
-    note of the masked tokens and their scores; a k with no candidate above the threshold yields nothing."""
+    towards its gold label by ``options.attribution`` with ``attribution_options``), and a note of the masked
+    tokens and their scores; a k with no candidate above the threshold yields nothing."""
     assert isinstance(instance.input, str)
-    ts = model.attribute(instance.input, instance.label, str(options["attribution"]),
-                         dict(options.get("attribution_options") or {}))
+    ts = model.attribute(instance.input, instance.label, options.attribution, dict(attribution_options))
     words = instance.input.split()
     keep = mention_words(words)
     for k in ks:
-        chosen = select_tokens(ts.tokens, ts.word_of, ts.scores, k=k, threshold=float(options["threshold"]),
+        chosen = select_tokens(ts.tokens, ts.word_of, ts.scores, k=k, threshold=options.threshold,
                                keep_words=keep)
         if not chosen:
             continue
@@ -76,32 +94,18 @@ def masked_variants(model: TargetModel, instance: SourceInstance, ks: Sequence[i
                           "scores": [round(float(ts.scores[i]), 4) for i in chosen]}
 
 
-def _ks(value: Any) -> list[int]:
-    ks = [value] if isinstance(value, int) and not isinstance(value, bool) else value
-    if not isinstance(ks, list) or not ks or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1
-                                                     for k in ks):
-        raise ValueError(f"k must be a positive integer or a list of them, got {value!r}")
-    return sorted(set(ks))
-
-
-def _threshold(value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValueError(f"threshold must be in [0, 1] (on min–max normalised scores), got {value!r}")
-
-
 class IGContrast(Generator):
     family: ClassVar[str] = "counterfactual"
     perturbations: ClassVar[tuple[str, ...]] = ("contrast-k1", "contrast-k2")
     kinds = ("text", "relation")
     invariant: ClassVar[bool] = False
     requires_model: ClassVar[bool] = True
-    defaults: ClassVar[dict[str, Any]] = {"k": [1, 2], "threshold": 0.2, "na_label": NA_LABEL,
-                                          "attribution": "ig-diagnose"}
+    Options = MaskingOptions
+    options: MaskingOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        self.ks: list[int] = _ks(self.options["k"])
-        _threshold(self.options["threshold"])
+        self.ks = self.options.ks
         self.relation = False
         self.predicted: dict[str, int] = {}
         self.counts = {"correct": 0, "masked": 0, "no candidate": 0}
@@ -109,8 +113,8 @@ class IGContrast(Generator):
     def prepare(self, source: Source, seed: int) -> None:
         model = self.target
         self.relation = source.kind == "relation"
-        if self.relation and self.options["na_label"] not in source.label_space:
-            raise ValueError(f"counterfactual relation cases are labelled '{self.options['na_label']}', which is not "
+        if self.relation and self.options.na_label not in source.label_space:
+            raise ValueError(f"counterfactual relation cases are labelled '{self.options.na_label}', which is not "
                              f"in the source's label space (give na_label=…)")
         self.predicted = predicted_classes(model, source.instances)
 
@@ -118,14 +122,14 @@ class IGContrast(Generator):
         model = self.target
         if instance.label not in model.labels or self.predicted.get(instance.id) != model.labels.index(instance.label):
             return
-        if self.relation and instance.label == self.options["na_label"]:
+        if self.relation and instance.label == self.options.na_label:
             return
         self.counts["correct"] += 1
         made = False
-        for k, masked, note in masked_variants(model, instance, self.ks, self.options):
+        for k, masked, note in masked_variants(model, instance, self.ks, self.options, {}):
             made = True
             if self.relation:
-                yield Perturbed(f"contrast-k{k}", masked, label=str(self.options["na_label"]), note=note,
+                yield Perturbed(f"contrast-k{k}", masked, label=self.options.na_label, note=note,
                                 dir_twin=True)
             else:
                 yield Perturbed(f"contrast-k{k}", masked, note=note, dir_twin=True, mft=False)
@@ -133,6 +137,14 @@ class IGContrast(Generator):
 
     def report(self) -> list[tuple[str, str, float]]:
         return [(f"instances {what}", "count", float(n)) for what, n in self.counts.items()]
+
+
+class CDAOptions(MaskingOptions):
+    k: PositiveInt | Annotated[list[PositiveInt], Field(min_length=1)] = Field(
+        1, description="How many top tokens are masked: one k or a list of them.")
+    attribution_options: dict[str, Any] = Field(default_factory=dict, description=(
+        "The attribution plugin's options, e.g. {\"steps\": 2} (checked by its Options)."))
+    only_correct: bool = Field(False, description="Twin only the training sentences the model classifies right.")
 
 
 class CounterfactualAugmentation(Generator):
@@ -147,50 +159,46 @@ class CounterfactualAugmentation(Generator):
     invariant: ClassVar[bool] = False
     requires_model: ClassVar[bool] = True
     training_data: ClassVar[bool] = True
-    defaults: ClassVar[dict[str, Any]] = {"k": 1, "threshold": 0.2, "na_label": NA_LABEL,
-                                          "attribution": "ig-diagnose", "attribution_options": {},
-                                          "only_correct": False}
+    Options = CDAOptions
+    options: CDAOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        self.ks: list[int] = _ks(self.options["k"])
-        _threshold(self.options["threshold"])
-        if not isinstance(self.options["attribution_options"], dict):
-            raise ValueError("attribution_options must be a table of the attribution's options, e.g. "
-                             f"{{\"steps\": 2}}, got {self.options['attribution_options']!r}")
+        self.ks = self.options.ks
         try:   # unknown attribution or options: said now, not at the first sentence
-            ATTRIBUTIONS.get(str(self.options["attribution"]))(dict(self.options["attribution_options"]))
-        except BelugaError as exc:   # the option's key with it: "attribution_options.steps: ..."
-            key = exc.field.split(".")[3:] if exc.field and exc.field.startswith("attributions.options.") else []
-            raise ValueError(f"attribution_options.{'.'.join(key)}: {exc.message}" if key else exc.message) from None
-        if not isinstance(self.options["only_correct"], bool):
-            raise ValueError(f"only_correct must be true or false, got {self.options['only_correct']!r}")
+            ATTRIBUTIONS.get(self.options.attribution)(dict(self.options.attribution_options))
+        except BelugaError as exc:   # the option's key with it: "options.attribution_options.steps"
+            if exc.field and exc.field.startswith("attributions.options."):
+                raise BelugaError(exc.message, field=".".join(["options", "attribution_options",
+                                                               *exc.field.split(".")[3:]])) from None
+            raise BelugaError(exc.message, field="options.attribution") from None
         self.predicted: dict[str, int] | None = None
         self.counts = {"twinned": 0, "no candidate": 0, "skipped (NA)": 0, "skipped (misclassified)": 0}
 
     def prepare(self, source: Source, seed: int) -> None:
         model = self.target
-        if self.options["na_label"] not in source.label_space:
-            raise ValueError(f"CDA twins are labelled '{self.options['na_label']}', which is not in the source's "
+        if self.options.na_label not in source.label_space:
+            raise ValueError(f"CDA twins are labelled '{self.options.na_label}', which is not in the source's "
                              "label space (give na_label=…)")
         missing = sorted({x.label for x in source.instances} - set(model.labels))
         if missing:
             raise ValueError(f"the model has no class for the source's label(s) {', '.join(missing)}: its "
                              "attributions are towards the gold label")
-        self.predicted = predicted_classes(model, source.instances) if self.options["only_correct"] else None
+        self.predicted = predicted_classes(model, source.instances) if self.options.only_correct else None
 
     def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
         model = self.target
-        if instance.label == self.options["na_label"]:
+        if instance.label == self.options.na_label:
             self.counts["skipped (NA)"] += 1      # no relation evidence to remove
             return
         if self.predicted is not None and self.predicted.get(instance.id) != model.labels.index(instance.label):
             self.counts["skipped (misclassified)"] += 1
             return
         made = False
-        for k, masked, note in masked_variants(model, instance, self.ks, self.options):
+        for k, masked, note in masked_variants(model, instance, self.ks, self.options,
+                                                self.options.attribution_options):
             made = True
-            yield Perturbed(f"cda-k{k}", masked, label=str(self.options["na_label"]), note=note)
+            yield Perturbed(f"cda-k{k}", masked, label=self.options.na_label, note=note)
         self.counts["twinned" if made else "no candidate"] += 1
 
     def report(self) -> list[tuple[str, str, float]]:

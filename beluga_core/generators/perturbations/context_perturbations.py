@@ -19,25 +19,33 @@ import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
+
+from pydantic import Field
 
 from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
+from beluga_core.contracts.options import Options
 from beluga_core.data.iid.cues import context_words, tfidf_rules
 from beluga_core.data.iid.relation_instances import Entity, RelationInstance
 from beluga_core.generators.perturbations.perturb import CONTEXT_FUNCTIONS
 
+ContextFunction = Literal["punctuation", "strip_punctuation", "change_location", "change_names", "change_number",
+                          "contractions", "add_typos"]
+assert get_args(ContextFunction) == tuple(CONTEXT_FUNCTIONS), "the context functions and their names disagree"
+
+
+class ContextOptions(Options):
+    functions: list[ContextFunction] = Field(default_factory=lambda: list(get_args(ContextFunction)), min_length=1,
+                                             description="The context perturbations applied, each a group of its own.")
+    skip_years: bool = Field(True, description="change_number leaves numbers that read as years alone.")
+
 
 class Context(Generator):
+    Options = ContextOptions
+    options: ContextOptions
     family: ClassVar[str] = "context"
     perturbations: ClassVar[tuple[str, ...]] = tuple(CONTEXT_FUNCTIONS)
     kinds = ("relation", "text")
-    defaults: ClassVar[dict[str, Any]] = {"functions": list(CONTEXT_FUNCTIONS), "skip_years": True}
-
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        super().__init__(options)
-        functions = self.options["functions"]
-        if not isinstance(functions, list) or not functions or set(functions) - set(CONTEXT_FUNCTIONS):
-            raise ValueError(f"functions must be a non-empty list of {', '.join(CONTEXT_FUNCTIONS)}, got {functions!r}")
 
     def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
         if not isinstance(instance.input, str):
@@ -49,9 +57,9 @@ class Context(Generator):
         start, end = r.context_span() if r is not None else (0, len(tokens))
         segment = tokens[start:end]
         for name in CONTEXT_FUNCTIONS:
-            if name not in self.options["functions"]:
+            if name not in self.options.functions:
                 continue
-            kwargs: dict[str, Any] = {"skip_years": bool(self.options["skip_years"])} if name == "change_number" else {}
+            kwargs: dict[str, Any] = {"skip_years": self.options.skip_years} if name == "change_number" else {}
             change = CONTEXT_FUNCTIONS[name](segment, random.Random(f"{seed}\x1f{name}"), **kwargs)
             if change is None or tuple(change.tokens) == tuple(segment):
                 continue
@@ -74,22 +82,26 @@ def _with_context(r: RelationInstance, start: int, end: int, segment: tuple[str,
     return r.with_tokens(tokens, moved(r.head), moved(r.tail))
 
 
+class CueRemovalOptions(Options):
+    num_rules: int = Field(5, ge=1, description="Cue words learnt per relation (TF-IDF over the donors, D_train).")
+    rules: str | None = Field(None, description=(
+        "A JSON file {relation: [words]} of the cue words to remove, instead of learning them."))
+
+
 class CueRemoval(Generator):
+    Options = CueRemovalOptions
+    options: CueRemovalOptions
     family: ClassVar[str] = "selection-bias"
     perturbations: ClassVar[tuple[str, ...]] = ("cue removal",)
     kinds = ("relation",)
-    defaults: ClassVar[dict[str, Any]] = {"num_rules": 5, "rules": None}
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        n = self.options["num_rules"]
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"num_rules must be a positive integer, got {n!r}")
         self.rules: dict[str, set[str]] = {}
         self.scores: dict[str, list[tuple[str, float]]] = {}
 
     def prepare(self, source: Source, seed: int) -> None:
-        path = self.options["rules"]
+        path = self.options.rules
         if path:
             data = json.loads(Path(str(path)).read_text(encoding="utf-8"))
             if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
@@ -100,7 +112,7 @@ class CueRemoval(Generator):
         if not donors:
             raise ValueError("cue-removal learns its rules from the source's donors (D_train); this source has none "
                              "— give a rules file (--option cue-removal.rules=FILE)")
-        self.scores = tfidf_rules(donors, int(self.options["num_rules"]))
+        self.scores = tfidf_rules(donors, self.options.num_rules)
         self.rules = {r: {w for w, _ in words} for r, words in self.scores.items()}
 
     def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:

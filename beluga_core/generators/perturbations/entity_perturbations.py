@@ -28,9 +28,12 @@ import math
 import random
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args
+
+from pydantic import Field, field_validator
 
 from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance
+from beluga_core.contracts.options import Options
 from beluga_core.data.iid.entity_types import EntityTypes, fewrel16_entity_types
 from beluga_core.data.iid.relation_instances import Entity, RelationInstance, Span
 from beluga_core.generators.perturbations.perturb import Change, change_location, change_names, change_number, lexicons
@@ -106,32 +109,43 @@ Origin = tuple[str, str]   # the donor's (relation, role)
 Choice = tuple[tuple[str, ...], str | None, str | None, str, Origin | None]
 
 
+Role = Literal["head", "tail"]
+Semantics = Literal["slot", "same-type-other-relation", "random-same-type", "unseen"]
+assert get_args(Role) == ROLES and get_args(Semantics) == SEMANTICS, "the roles and semantics and their names disagree"
+
+
+class EntitySwapOptions(Options):
+    roles: list[Role] = Field(default_factory=lambda: list(get_args(Role)), min_length=1,
+                              description="The entity slots swapped (relation sources).")
+    skip_years: bool = Field(True, description="A number that reads as a year is not swapped.")
+    semantics: Semantics | list[Semantics] = Field("slot", description=(
+        "Where the new entity comes from: slot (another instance's entity in the same slot of the same relation), "
+        "same-type-other-relation, random-same-type, unseen (a made-up name), or a list of distinct ones."))
+    family: str | None = Field(None, min_length=1, pattern=r"\S", description=(
+        "The family the cases are grouped under (not set: entity for slot, entity-SEMANTICS for the others)."))
+
+    @field_validator("semantics")
+    @classmethod
+    def _distinct(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list) and (not value or len(set(value)) < len(value)):
+            raise ValueError("expected one semantics or a non-empty list of distinct ones")
+        return value
+
+
 class EntitySwap(Generator):
+    Options = EntitySwapOptions
+    options: EntitySwapOptions
     family: ClassVar[str] = "entity"
     perturbations: ClassVar[tuple[str, ...]] = (
         "swap head", "swap tail", "swap person", "swap location", "swap number",
         *(f"swap {role} ({s})" for s in SEMANTICS[1:] for role in ROLES))
     kinds = ("relation", "text")
-    defaults: ClassVar[dict[str, Any]] = {"roles": ["head", "tail"], "skip_years": True, "semantics": "slot",
-                                          "family": None}
     version: ClassVar[str] = "2"
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
-        roles = self.options["roles"]
-        if not isinstance(roles, list) or not roles or set(roles) - set(ROLES):
-            raise ValueError(f"roles must be a non-empty list of {', '.join(ROLES)}, got {roles!r}")
-        semantics = self.options["semantics"]
-        chosen = [semantics] if isinstance(semantics, str) else semantics
-        if (not isinstance(chosen, list) or not chosen or not all(isinstance(x, str) for x in chosen)
-                or set(chosen) - set(SEMANTICS) or len(set(chosen)) < len(chosen)):
-            raise ValueError(f"semantics must be one of {', '.join(SEMANTICS)} or a list of distinct ones, got "
-                             f"{semantics!r}")
-        self.semantics: tuple[str, ...] = tuple(chosen)
-        family = self.options["family"]
-        if family is not None and (not isinstance(family, str) or not family.strip()):
-            raise ValueError(f"family must be a family name (or null: entity for slot, entity-SEMANTICS for the "
-                             f"others), got {family!r}")
+        semantics = self.options.semantics
+        self.semantics: tuple[str, ...] = (semantics,) if isinstance(semantics, str) else tuple(semantics)
         self.types: EntityTypes = fewrel16_entity_types()
         self._by_type: dict[str, list[Donor]] = {}
         self._by_slot: dict[tuple[str, str], list[Donor]] = {}
@@ -185,7 +199,7 @@ class EntitySwap(Generator):
         for semantics in self.semantics:
             stream = rng if semantics == "slot" else random.Random(f"{key}\x1f{semantics}")
             for role in ROLES:
-                if role not in self.options["roles"]:
+                if role not in self.options.roles:
                     continue
                 entity = r.head if role == "head" else r.tail
                 self._tried[(semantics, r.relation, role)] += 1
@@ -198,7 +212,7 @@ class EntitySwap(Generator):
                 out = replace_spans(r, {role: (words, eid, etype)})
                 self._swapped[(semantics, r.relation, role)] += 1
                 perturbation = f"swap {role}" if semantics == "slot" else f"swap {role} ({semantics})"
-                family = self.options["family"] or ("entity" if semantics == "slot" else f"entity-{semantics}")
+                family = self.options.family or ("entity" if semantics == "slot" else f"entity-{semantics}")
                 donor = None if origin is None else {"id": eid, "relation": origin[0], "role": origin[1]}
                 yield Perturbed(perturbation, out.marked_text(),
                                 note={"from": " ".join(old), "to": " ".join(words), "type": how,
@@ -226,7 +240,7 @@ class EntitySwap(Generator):
         elif cls == "GPE":
             change = change_location(old, rng)
         elif cls == "NUMBER":
-            change = change_number(old, rng, skip_years=bool(self.options["skip_years"]))
+            change = change_number(old, rng, skip_years=self.options.skip_years)
         if change is None:
             return None
         return change.tokens, None, entity.type, f"lexicon {cls}", None
@@ -297,7 +311,7 @@ class EntitySwap(Generator):
         for name, fn in (("swap person", change_names), ("swap location", change_location),
                          ("swap number", change_number)):
             sub = random.Random(f"{seed}\x1f{name}")
-            kwargs: dict[str, Any] = {"skip_years": bool(self.options["skip_years"])} if fn is change_number else {}
+            kwargs: dict[str, Any] = {"skip_years": self.options.skip_years} if fn is change_number else {}
             change = fn(tokens, sub, **kwargs)
             if change is not None:
                 yield Perturbed(name, " ".join(change.tokens), note=dict(change.note))
@@ -377,9 +391,15 @@ class MaskedEntity(_RelationOnly):
         yield Perturbed("masked entity", masked_entity(self.relation(instance)).marked_text())
 
 
+class MaskedTrainingOptions(Options):
+    keep_origin: bool = Field(True, description="The training suite keeps every original beside the masked copies.")
+
+
 class _MaskedTraining(_RelationOnly):
     """Training suites: every original (``keep_origin``) plus masked copies of the instances ``prepare`` chose."""
 
+    Options = MaskedTrainingOptions
+    options: MaskedTrainingOptions
     family: ClassVar[str] = "entity-masking"
     perturbations: ClassVar[tuple[str, ...]] = ("original", "masked entity")
     invariant: ClassVar[bool] = False
@@ -389,25 +409,24 @@ class _MaskedTraining(_RelationOnly):
         self.chosen: set[str] = set()
 
     def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
-        if self.options["keep_origin"]:
+        if self.options.keep_origin:
             yield Perturbed("original", instance.input)
         if instance.id in self.chosen:
             yield Perturbed("masked entity", masked_entity(self.relation(instance)).marked_text())
 
 
-class MaskedEntityK(_MaskedTraining):
-    defaults: ClassVar[dict[str, Any]] = {"k": 0.5, "keep_origin": True}
+class MaskedEntityKOptions(MaskedTrainingOptions):
+    k: float = Field(0.5, ge=0, le=1, description="The share of the instances masked (ME(k)).")
 
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        super().__init__(options)
-        k = self.options["k"]
-        if isinstance(k, bool) or not isinstance(k, int | float) or not 0 <= k <= 1:
-            raise ValueError(f"k must be a share in [0, 1], got {k!r}")
+
+class MaskedEntityK(_MaskedTraining):
+    Options = MaskedEntityKOptions
+    options: MaskedEntityKOptions
 
     def prepare(self, source: Source, seed: int) -> None:
         ids = sorted(i.id for i in source.instances)
         random.Random(f"{seed}\x1fmasked-entity-k").shuffle(ids)
-        self.chosen = set(ids[:math.floor(len(ids) * float(self.options["k"]))])
+        self.chosen = set(ids[:math.floor(len(ids) * self.options.k)])
 
 
 def pair_key(r: RelationInstance) -> tuple[str, str]:
@@ -428,7 +447,6 @@ def masked_per_pair(counts: dict[tuple[str, str], int]) -> dict[tuple[str, str],
 
 
 class MaskedEntityFrequency(_MaskedTraining):
-    defaults: ClassVar[dict[str, Any]] = {"keep_origin": True}
 
     def prepare(self, source: Source, seed: int) -> None:
         by_pair: dict[tuple[str, str], list[str]] = defaultdict(list)

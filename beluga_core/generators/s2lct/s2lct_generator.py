@@ -18,9 +18,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
 
 from beluga_core.contracts.generators import Generator, Perturbed, Source, SourceInstance, SourceKind
+from beluga_core.contracts.options import Options
 from beluga_core.generators.s2lct.capabilities import (
     Capability,
     CapabilitySpec,
@@ -36,6 +39,25 @@ LEVELS = ("capability", "lc", "origin")
 SEED, EXPANDED = "seed", "expanded"
 
 
+class S2LCTOptions(Options):
+    spec: str = Field("builtin:s2lct-sentiment", min_length=1, description=(
+        "The capability spec: builtin:NAME or a TOML file (beluga_core.generators.s2lct.capabilities)."))
+    seeds: int = Field(10, ge=0, description="Seed sentences drawn per capability (0: every qualifying sentence).")
+    lexicon: str = Field("vader", min_length=1, description="The word lexicon the search rules read.")
+    only: list[str] = Field(default_factory=list, description="Only these capabilities (ids or names; empty: all).")
+    expand: bool = Field(False, description=(
+        "Phase 2: expand every case by grammar-guided insertion (needs parser, grammar and mlm)."))
+    parser: str | None = Field(None, description="The constituency parser: benepar:MODEL or trees:FILE.")
+    grammar: str | None = Field(None, description="The reference grammar: nltk-treebank or a file of bracketed trees.")
+    mlm: str | None = Field(None, description="The masked language model that fills insertions (a local folder).")
+    masked: int = Field(10, ge=1, description="Masked sentences per seed at most.")
+    top: int = Field(5, ge=1, description="Grammar productions tried per node.")
+    suggestions: int = Field(60, ge=1, description="Fills the masked language model suggests per masked sentence.")
+    keep: int = Field(20, ge=1, description="Expansions kept per seed at most.")
+    selection: Literal["confidence", "random"] = Field("confidence", description=(
+        "Which valid expansions are kept: the language model's most confident or a seeded random draw."))
+
+
 class S2LCT(Generator):
     """Capability test cases from a labelled corpus by search rules and templates (S²LCT, Lee et al.)."""
 
@@ -45,39 +67,20 @@ class S2LCT(Generator):
     scoring_level = "lc"
     invariant = False
     version = "1"
-    defaults: ClassVar[dict[str, Any]] = {
-        "spec": "builtin:s2lct-sentiment",
-        "seeds": 10,
-        "lexicon": "vader",
-        "only": [],
-        "expand": False,
-        "parser": None,
-        "grammar": None,
-        "mlm": None,
-        "masked": 10,
-        "top": 5,
-        "suggestions": 60,
-        "keep": 20,
-        "selection": "confidence",
-    }
+    Options = S2LCTOptions
+    options: S2LCTOptions
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         super().__init__(options)
         o = self.options
-        if not isinstance(o["seeds"], int) or isinstance(o["seeds"], bool) or o["seeds"] < 0:
-            raise ValueError(f"seeds must be a whole number ≥ 0 (0: every qualifying sentence), got {o['seeds']!r}")
-        if not isinstance(o["only"], list) or not all(isinstance(x, str) for x in o["only"]):
-            raise ValueError(f"only must be a list of capability ids or names, got {o['only']!r}")
-        if o["selection"] not in ("confidence", "random"):
-            raise ValueError(f"selection must be 'confidence' or 'random', got {o['selection']!r}")
-        if o["expand"] and not all(o[k] for k in ("parser", "grammar", "mlm")):
-            missing = [k for k in ("parser", "grammar", "mlm") if not o[k]]
+        if o.expand and not all((o.parser, o.grammar, o.mlm)):
+            missing = [k for k in ("parser", "grammar", "mlm") if not getattr(o, k)]
             raise ValueError(f"expand needs {', '.join(missing)}: a parser (benepar:MODEL or trees:FILE), a reference "
                              "grammar (nltk-treebank or a file of bracketed trees) and a masked language model (a hub "
                              "name or a local folder); none is shipped, so expansion runs only where you supply them")
         self.spec: CapabilitySpec
-        self.spec, self.spec_name = load_spec(o["spec"])
-        wanted = set(o["only"])
+        self.spec, self.spec_name = load_spec(o.spec)
+        wanted = set(o.only)
         known = {c.id for c in self.spec.lc} | {c.name for c in self.spec.lc}
         if wanted - known:
             raise ValueError(f"only: {sorted(wanted - known)} are not capabilities of {self.spec_name}; it has "
@@ -98,7 +101,7 @@ class S2LCT(Generator):
             raise ValueError(f"the spec {self.spec_name} labels sentences {self.spec.label_space}; {source.name} has "
                              f"{list(source.label_space)} (for SST with a neutral class: builtin:sst3)")
         self._seed = seed
-        lexicon = load_lexicon(self.options["lexicon"])
+        lexicon = load_lexicon(self.options.lexicon)
         texts: dict[str, SourceInstance] = {}
         for inst in source.instances:        # a text source (``kinds``): every input is one string
             texts.setdefault(str(inst.input), inst)   # a corpus sentence that occurs twice is one seed
@@ -107,7 +110,7 @@ class S2LCT(Generator):
             match = matcher(c.search, lexicon)
             found = [inst for inst in unique if match(str(inst.input), inst.label)]
             self._found[c.id] = len(found)
-            n = self.options["seeds"]
+            n = self.options.seeds
             if n and n < len(found):
                 keep = sorted(random.Random(f"{seed}\x1fs2lct\x1f{c.id}").sample(range(len(found)), n))
                 found = [found[i] for i in keep]
@@ -119,7 +122,7 @@ class S2LCT(Generator):
                         in_pool = matcher(pool.search, lexicon)
                         self._pools[(c.id, label, name)] = [(inst.id, str(inst.input)) for inst in unique
                                                             if in_pool(str(inst.input), inst.label)]
-        if self.options["expand"]:
+        if self.options.expand:
             self._expander = self._make_expander(lexicon)
 
     def perturb(self, instance: SourceInstance, rng: random.Random) -> Iterator[Perturbed]:
@@ -157,7 +160,8 @@ class S2LCT(Generator):
         from beluga_core.generators.s2lct.grammar import load_grammar
 
         o = self.options
-        parser, grammar, filler = load_parser(o["parser"]), load_grammar(o["grammar"]), MaskedLMFiller(o["mlm"])
+        assert o.parser and o.grammar and o.mlm   # __init__ refuses expand without them
+        parser, grammar, filler = load_parser(o.parser), load_grammar(o.grammar), MaskedLMFiller(o.mlm)
 
         def expand(made: Made, c: Capability, rng: random.Random) -> list[tuple[str, dict[str, Any]]]:
             recheck_rules = matcher(c.search, lexicon, check_label=False)
@@ -168,8 +172,8 @@ class S2LCT(Generator):
             out = []
             try:
                 expanded = expand_seed(tokens(made.text), parser, grammar, filler, rng=rng, tags_of=lexicon.penn_tags,
-                                       is_neutral=neutral, recheck=recheck, top=o["top"], k=o["masked"],
-                                       suggestions=o["suggestions"], keep=o["keep"], selection=o["selection"])
+                                       is_neutral=neutral, recheck=recheck, top=o.top, k=o.masked,
+                                       suggestions=o.suggestions, keep=o.keep, selection=o.selection)
             except TreeNotFound:
                 # A trees:FILE parser holds parses of some sentences only: the others keep their seed alone.
                 self._untreed[c.id] += 1
@@ -187,7 +191,7 @@ class S2LCT(Generator):
                 **({"maps_to": {"functionality": mapped}, "maps_from": "lc"} if mapped else {})}
 
     def notes(self) -> list[str]:
-        if self.options["expand"]:
+        if self.options.expand:
             return []
         return ["s2lct: phase 1 only (search rules and templates, offline), so every case has origin = seed. "
                 "Expansion (origin = expanded; the store's expansion_flips view counts pass-to-fail from it) "
@@ -201,7 +205,7 @@ class S2LCT(Generator):
         for c in self.capabilities:
             rows.append(("sentences found", c.id, float(self._found[c.id])))
             rows.append(("seeds drawn", c.id, float(chosen[c.id])))
-            if self.options["expand"]:
+            if self.options.expand:
                 rows.append(("expansions", c.id, float(self._expanded[c.id])))
                 rows.append(("seeds without a parse", c.id, float(self._untreed[c.id])))
         return rows

@@ -202,7 +202,7 @@ CONFIG_ERRORS = {
     "lora rank not a whole number": (
         GOOD_CONFIG + "[method.lora]\nr = 8.0\n", ["line 10", "field 'method.lora.r'", "valid integer", "(got 8.0)"]),
     "lora rank a boolean": (
-        GOOD_CONFIG + "[method.lora]\nr = true\n", ["line 10", "field 'method.lora.r'", "valid integer", "(got True)"]),
+        GOOD_CONFIG + "[method.lora]\nr = true\n", ["line 10", "field 'method.lora.r'", "valid integer", "(got true)"]),
     "lora rank 0": (
         GOOD_CONFIG + "[method.lora]\nr = 0\n",
         ["line 10", "field 'method.lora.r'", "greater than or equal to 1", "(got 0)"]),
@@ -218,6 +218,16 @@ CONFIG_ERRORS = {
         GOOD_CONFIG.replace('name = "sentiment"', 'name = "classification"').replace(
             'iid = "builtin:sst2"', 'iid = "builtin:sst2"\noptions = { text_fild = "sentence" }'),
         ["line 7", "field 'tasks.0.options.text_fild'", "did you mean 'text_field'?"]),
+    # Issue 58: one test per plugin kind (method and task above; generator and signal below, with the CLI and zoo).
+    "a misspelt attribution option": (
+        GOOD_CONFIG + '[attributions]\nmethods = ["ig"]\n[attributions.options.ig]\nstep = 8\n',
+        ["line 12", "field 'attributions.options.ig.step'", "unknown option; did you mean 'steps'?"]),
+    "an executor option of the wrong type": (
+        GOOD_CONFIG + '[executor]\nname = "multi"\n[executor.options]\nmax_retries = "two"\n',
+        ["line 12", "field 'executor.options.max_retries'", "Input should be a valid integer (got 'two')"]),
+    "a misspelt executor option": (
+        GOOD_CONFIG + '[executor]\nname = "ray"\n[executor.options]\ngpu_per_fold = 1\n',
+        ["line 12", "field 'executor.options.gpu_per_fold'", "did you mean 'gpus_per_fold'?"]),
     "a grid axis no option of the method has": (
         GOOD_CONFIG + "[grid.methods.irm]\npenalty = [1.0]\n",
         ["line 10", "field 'grid.methods.irm.penalty'", "did you mean 'penalty_weight'?"]),
@@ -272,6 +282,31 @@ def test_malformed_config(name: str, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2 and str(path) in err
     for fragment in expected:
         assert fragment in err, (fragment, err)
+
+
+def test_a_bad_generator_option_names_the_option_as_given(capsys: pytest.CaptureFixture[str]) -> None:
+    # A generator's options come from the command line (--option NAME.KEY=VALUE): the error names that option.
+    code, err = run_cli(["suite", "generate", "context", "--source", "builtin:sst2", "--dry-run",
+                         "--option", "context.skip_year=false"], capsys)
+    assert code == 2 and "field '--option context.skip_year'" in err and "did you mean 'skip_years'?" in err
+    code, err = run_cli(["suite", "generate", "masked-entity-k", "--source", "builtin:fewrel16#val", "--dry-run",
+                         "--option", "k=1.5"], capsys)
+    assert code == 2 and "field '--option masked-entity-k.k'" in err and "less than or equal to 1 (got 1.5)" in err
+
+
+def test_a_bad_signal_option_in_a_zoo_file_names_its_line_and_field(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    zoo = tmp_path / "zoo.toml"
+    zoo.write_text('probe = "builtin:sst2-phenomena"\n\n[signal_options.window]\nwords = ["not"]\nhalf_width = -1\n'
+                   '\n[[models]]\nname = "a"\npath = "a"\ntruth = 0.5\n\n[[models]]\nname = "b"\npath = "b"\n'
+                   'truth = 0.6\n')
+    code, err = run_cli(["rank", "--zoo", str(zoo)], capsys)
+    assert code == 2 and f"{zoo}, line 5, field 'signal_options.window.half_width'" in err
+    assert "greater than or equal to 0 (got -1)" in err
+    # On the command line, the option as given, before any model loads.
+    zoo.write_text(zoo.read_text().replace("half_width = -1", "half_width = 1"))
+    code, err = run_cli(["rank", "--zoo", str(zoo), "--option", "window.normalise=\"l1\""], capsys)
+    assert code == 2 and "field '--option window.normalise'" in err and "did you mean 'normalize'?" in err, err
 
 
 def test_missing_config_and_store(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

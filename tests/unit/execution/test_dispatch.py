@@ -201,8 +201,9 @@ def test_the_backend_is_closed_by_executors_also_after_an_error(tmp_path: Any) -
     assert backend.closed
 
 
-@pytest.mark.parametrize(("value", "message"), [("two", "must be a whole number, got 'two'"),
-                                                (-1, "must be ≥ 0")])
+@pytest.mark.parametrize(("value", "message"), [
+    ("two", "field 'executor.options.max_retries': Input should be a valid integer \\(got 'two'\\)"),
+    (-1, "field 'executor.options.max_retries': Input should be greater than or equal to 0 \\(got -1\\)")])
 def test_max_retries_must_be_a_count(value: Any, message: str) -> None:
     from beluga_core.api.executors import Executor, ExecutorSpec
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.execution import sizing
+from beluga_core.execution.executors.base import check_executor_options
 from beluga_core.execution.scheduling import critical_path_order, order_jobs
 from beluga_core.execution.sizing import (
     CONTEXT_BYTES,
@@ -137,10 +138,10 @@ def test_auto_on_gpus_fits_cores_and_measured_memory() -> None:
     one = plan_workers(ExecutorSpec(name="multi", device="cuda:1"), cores=16, gpus=2,
                        memory=lambda: WorkerMemory((80 * GiB, GiB), 2 * GiB, "x"))
     assert one.slots == (Slot("cuda:1", 16),)
-    for margin in (1, -0.1, "10 %"):
-        with pytest.raises(BelugaError, match="memory_margin must be a fraction in"):
-            plan_workers(ExecutorSpec(name="multi", options={"memory_margin": margin}), cores=2, gpus=1,
-                         memory=_unmeasurable)
+    # A bad margin never reaches sizing: the executor's Options refuse it when the run starts.
+    for margin, said in ((1, "less than 1"), (-0.1, "greater than or equal to 0"), ("10 %", "valid number")):
+        with pytest.raises(BelugaError, match=f"field 'executor.options.memory_margin': Input should be .*{said}"):
+            check_executor_options(ExecutorSpec(name="multi", options={"memory_margin": margin}))
     with pytest.raises(BelugaError, match="device 'cuda:2', but this machine has 2 GPU"):
         plan_workers(ExecutorSpec(name="multi", device="cuda:2"), cores=2, memory=lambda: measured)
 
@@ -156,9 +157,8 @@ def test_auto_on_gpus_without_a_measure_or_with_folds_per_gpu() -> None:
                          memory=_unmeasurable)
     assert [s.device for s in fixed.slots] == ["cuda:0", "cuda:1"] * 3 and fixed.slots[0].threads == 2
     for bad in ("x", 0, 1.5, True):
-        with pytest.raises(BelugaError, match=rf"folds_per_gpu must be a whole number ≥ 1, got {bad!r}"):
-            plan_workers(ExecutorSpec(name="multi", options={"folds_per_gpu": bad}), cores=2, gpus=1,
-                         memory=_unmeasurable)
+        with pytest.raises(BelugaError, match=rf"field 'executor.options.folds_per_gpu': .*\(got {bad!r}\)"):
+            check_executor_options(ExecutorSpec(name="multi", options={"folds_per_gpu": bad}))
 
 
 def test_workers_setting_is_auto_by_default_or_a_whole_number() -> None:

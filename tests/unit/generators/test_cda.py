@@ -94,11 +94,14 @@ def test_cda_options_k_only_correct_and_a_cheaper_attribution() -> None:
                    ("cda-k2", "[E1] Acme [/E1] was by [E2] Jo [/E2] in")]
     assert {x[3]["steps"] for x in model.attributed} == {2}
     assert dict((what, v) for _, what, _, v in made.reports)["instances skipped (misclassified)"] == 2
-    for bad, said in (({"k": 0}, r"k must be a positive integer"), ({"threshold": 2}, r"threshold must be in \[0, 1\]"),
-                      ({"attribution": "no-such-estimator"}, "no-such-estimator"),
-                      ({"attribution_options": {"steps": 1}}, "steps must be ≥ 2 with rule riemann_trapezoid"),
-                      ({"only_correct": "yes"}, "only_correct must be true or false")):
-        with pytest.raises((ValueError, BelugaError), match=said):
+    for bad, said in (({"k": 0}, r"field 'options.k': Input should be greater than 0 \(got 0\); or Input should "
+                                 r"be a valid list"),
+                      ({"threshold": 2}, r"field 'options.threshold': Input should be less than or equal to 1"),
+                      ({"attribution": "no-such-estimator"}, "field 'options.attribution': .*no-such-estimator"),
+                      ({"attribution_options": {"steps": 1}}, "field 'options.attribution_options': steps "
+                                                              "must be ≥ 2 with rule riemann_trapezoid"),
+                      ({"only_correct": "yes"}, r"field 'options.only_correct': Input should be a valid boolean")):
+        with pytest.raises(BelugaError, match=said):
             CounterfactualAugmentation(bad)
     with pytest.raises(BelugaError, match=r"'nope'.*not in the source's label space"):
         generate(Source("train", "relation", _instances(), LABELS),

@@ -227,7 +227,8 @@ def test_semantics_through_the_cli_and_its_mistakes(tmp_path: Path, capsys: pyte
     assert {c["groups"]["family"] for c in cases} == {"entity-unseen", "entity-same-type-other-relation"}
     code, _, err = run_cli(capsys, "suite", "generate", "entity-swap", "--source", data, "--out", out,
                            "--option", "semantics=typed")
-    assert code == 2 and "semantics must be one of slot, same-type-other-relation" in " ".join(err.split())
+    assert code == 2 and "field '--option entity-swap.semantics'" in err
+    assert "Input should be 'slot', 'same-type-other-relation', 'random-same-type' or 'unseen' (got 'typed')" in err
     code, _, err = run_cli(capsys, "suite", "generate", "entity-swap", "--source", "builtin:sst2#val", "--limit", "5",
                            "--out", out, "--option", "semantics=unseen")
     assert code == 2 and "need relation instances" in " ".join(err.split())

@@ -212,7 +212,7 @@ def test_generate_cli_dry_run_audit_and_mistakes(tmp_path: Path, capsys: pytest.
         (["context", "--source", "builtin:fewrel16#dev", "--dry-run"], "parts pool, train, val"),
         (["context", "--source", "builtin:sst2", "--dry-run", "--option", "k=1"], "no generator given takes 'k'"),
         (["context", "--source", "builtin:sst2", "--dry-run", "--option", "functions=[\"nope\"]"],
-         "functions must be a non-empty list"),
+         "field '--option context.functions': generator 'context': item 0: Input should be 'punctuation', "),
         (["context", "--source", str(tmp_path / "missing.json"), "--dry-run"], "no such file"),
         (["context", "--source", "builtin:sst2", "--out", str(tmp_path / "x.txt")], "must end in .jsonl"),
     ]:
