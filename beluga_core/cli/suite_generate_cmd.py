@@ -45,6 +45,32 @@ def parse_options(values: list[str], names: list[str],
     return out
 
 
+def read_options_file(path: Path, names: list[str]) -> tuple[dict[str, dict[str, Any]], str]:
+    """``--options FILE``: a TOML file with a table of options per generator (``[context] skip_years = false``);
+    returns them and the file's text (for the line of an option a generator refuses)."""
+    import tomllib
+
+    from beluga_core.config.load import locate_key
+    from beluga_core.core.errors import BelugaError, did_you_mean
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except FileNotFoundError:
+        raise BelugaError("options file not found", source=path, field="--options") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BelugaError(f"cannot parse the options file: {exc}", source=path, field="--options") from None
+    for name, table in data.items():
+        if name not in names:
+            raise BelugaError(f"[{name}] is not one of the generators given ({', '.join(names)})"
+                              f"{did_you_mean(name, names) or ''}", source=path, line=locate_key(text, (name,)),
+                              field=name)
+        if not isinstance(table, dict):
+            raise BelugaError(f"expected a table [{name}] of the generator's options", source=path,
+                              line=locate_key(text, (name,)), field=name)
+    return {name: dict(table) for name, table in data.items()}, text
+
+
 def generate_cmd(
     generator: Annotated[list[str], typer.Argument(
         help="Generator plugin(s) (`beluga plugins list`), e.g. entity-swap context only-entity masked-entity "
@@ -56,7 +82,10 @@ def generate_cmd(
     out: Annotated[Path | None, typer.Option("--out", help="Suite file to write (.jsonl or .jsonl.gz).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of every random choice.")] = 0,
     option: Annotated[list[str] | None, typer.Option(
-        "--option", help="[GENERATOR.]KEY=VALUE (repeatable); VALUE is JSON where it parses.")] = None,
+        "--option", help="[GENERATOR.]KEY=VALUE (repeatable); VALUE is JSON where it parses. Over --options'.")] = None,
+    options_file: Annotated[Path | None, typer.Option("--options", help=(
+        "A TOML file of the generators' options, a table per generator ([context] skip_years = false); "
+        "`beluga plugins show NAME` lists a generator's."))] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help=(
         "Only the source's first N instances (a source ordered by label, as FewRel's, then gives few labels: "
         "--sample draws across it)."))] = None,
@@ -97,14 +126,22 @@ def generate_cmd(
         raise BelugaError(f"a generator is named twice: {generator}", field="generator")
     classes = {g: GENERATORS.get(g) for g in generator}
     options = parse_options(option or [], generator, {g: dict(c.defaults) for g, c in classes.items()})
+    from_file, text = read_options_file(options_file, generator) if options_file is not None else ({}, "")
     gens = []
     for g, cls in classes.items():
         try:
-            gens.append((g, cls(options[g])))
+            gens.append((g, cls({**from_file.get(g, {}), **options[g]})))
         except BelugaError as exc:   # its options' check: the field is options.KEY, given as --option NAME.KEY
             if exc.field is None or not exc.field.startswith("options"):
                 raise
             key = exc.field.removeprefix("options")
+            if options_file is not None and key.lstrip(".").split(".")[0] in from_file.get(g, {}) \
+                    and key.lstrip(".").split(".")[0] not in options[g]:
+                from beluga_core.config.load import locate_key
+
+                loc = (g, *key.lstrip(".").split("."))
+                raise BelugaError(exc.message, source=options_file, line=locate_key(text, loc[:2]),
+                                  field=".".join(loc)) from None
             raise BelugaError(f"generator '{g}': {exc.message}", field=f"--option {g}{key}") from None
         except ValueError as exc:
             raise BelugaError(f"generator '{g}': {exc}", field=f"--option {g}") from None

@@ -284,8 +284,18 @@ def test_malformed_config(name: str, tmp_path: Path, capsys: pytest.CaptureFixtu
         assert fragment in err, (fragment, err)
 
 
-def test_a_bad_generator_option_names_the_option_as_given(capsys: pytest.CaptureFixture[str]) -> None:
-    # A generator's options come from the command line (--option NAME.KEY=VALUE): the error names that option.
+def test_a_bad_generator_option_names_the_option_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # From an options file (--options FILE): the file, the line and the field.
+    options = tmp_path / "options.toml"
+    options.write_text("[context]\nskip_years = false\nfunctions = [\"add_typos\", \"nope\"]\n")
+    code, err = run_cli(["suite", "generate", "context", "--source", "builtin:sst2", "--dry-run", "--limit", "5",
+                         "--options", str(options)], capsys)
+    assert code == 2 and f"{options}, line 3, field 'context.functions': item 1: Input should be 'punctuation'" in err
+    options.write_text("[contxt]\nskip_years = false\n")
+    code, err = run_cli(["suite", "generate", "context", "--source", "builtin:sst2", "--dry-run", "--limit", "5",
+                         "--options", str(options)], capsys)
+    assert code == 2 and f"{options}, line 1, field 'contxt'" in err and "did you mean 'context'?" in err
+    # From the command line (--option NAME.KEY=VALUE): the option as given.
     code, err = run_cli(["suite", "generate", "context", "--source", "builtin:sst2", "--dry-run",
                          "--option", "context.skip_year=false"], capsys)
     assert code == 2 and "field '--option context.skip_year'" in err and "did you mean 'skip_years'?" in err

@@ -6,6 +6,7 @@ by `beluga run`."""
 from __future__ import annotations
 
 import gzip
+import json
 import math
 import random
 from collections import Counter
@@ -218,3 +219,16 @@ def test_generate_cli_dry_run_audit_and_mistakes(tmp_path: Path, capsys: pytest.
     ]:
         code, _, err = run_cli(capsys, "suite", "generate", *args)
         assert code == 2 and fragment in " ".join(err.split()), (args, err)
+
+
+def test_an_options_file_sets_a_generators_options_and_the_command_line_wins(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    options = tmp_path / "options.toml"
+    options.write_text('[context]\nskip_years = false\nfunctions = ["add_typos", "contractions"]\n')
+    out = tmp_path / "s.jsonl"
+    code, _, err = run_cli(capsys, "suite", "generate", "context", "--source", "builtin:sst2#val", "--limit", "20",
+                           "--options", str(options), "--option", 'context.functions=["add_typos"]', "--out", out)
+    assert code == 0, err
+    header = json.loads(out.read_text(encoding="utf-8").splitlines()[0])
+    # The file's skip_years, the command line's functions: what the header records, as given.
+    assert header["source"]["generators"][0]["options"] == {"functions": ["add_typos"], "skip_years": False}
