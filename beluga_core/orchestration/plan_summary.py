@@ -29,9 +29,9 @@ from beluga_core.orchestration.pricing import Pricing, price
 from beluga_core.orchestration.selection.select import replay_choices
 from beluga_core.planning.estimate import (
     Rates,
+    fold_rows,
     seconds,
     stored_probability_bytes,
-    suite_rows,
     training_examples,
 )
 from beluga_core.planning.grid_cost import GridCost, grid_costs
@@ -313,8 +313,7 @@ def _only(plan: Plan, tp: TaskPlan, rates: Rates) -> OnlyCost | None:
     if not only:
         return None
     n_inputs = {c.id: len(c.inputs) for c in tp.suite.cases}
-    n_rows = suite_rows(tp.suite)
-    train = sum(training_examples(plan.config, s, sum(n_rows[c] for c in s.fold.train_ids)) for s in only)
+    train = sum(training_examples(plan.config, s, fold_rows(tp.suite, s.fold.train_ids)) for s in only)
     only_eval = sum(n_inputs[c] for s in only for c in s.fold.eval_ids)
     return OnlyCost(sorted({f"{ONLY_PREFIX}{s.fold.trained_level}" for s in only}), len(only),
                     seconds(rates, train, only_eval))
@@ -418,25 +417,20 @@ def _checkpoints(plan: Plan, tp: TaskPlan, rates: Rates, n_classes: int, slots: 
     interval = cfg.executor.checkpoint_interval
     if interval.mode == "off":
         return Checkpoints(str(interval), off=True)
-    n_rows = suite_rows(tp.suite)
     params = parameter_count(tp.model, cfg.model.config_overrides, max(2, n_classes))
     # What a save writes, so that "auto" plans no more saves than their cost justifies (checkpoints.auto_interval).
     size = checkpoint_bytes(params) if params is not None else None
     groups: dict[tuple[str, str], list[str]] = {}
-    suite_inputs: dict[int, int] = {}   # per training-id tuple (folds share them): its suite training rows
     for spec in [*tp.jobs, *tp.grid_jobs, *tp.pending]:
         hparams = spec.hparams if isinstance(spec, Job) else {}
         if not checkpointable(METHODS.get(spec.method)(hparams.get("method", {})), hparams):
             what = f"off: method {spec.method} does not say what its state is (Method.state_attributes)"
         else:
-            ids = spec.fold.train_ids
-            if id(ids) not in suite_inputs:
-                suite_inputs[id(ids)] = sum(map(n_rows.__getitem__, ids))
             # An IID model on all of D_train (iid_train = 0): the plan does not know its size, so "auto" is decided
             # at run time from the measured step rate, as for every job.
             unknown = isinstance(spec, Job) and spec.is_iid_model and cfg.sizes.iid_train == 0
-            what = describe_interval(interval, None if unknown else
-                                     seconds(rates, training_examples(cfg, spec, suite_inputs[id(ids)]), 0), size)
+            examples = training_examples(cfg, spec, fold_rows(tp.suite, spec.fold.train_ids))
+            what = describe_interval(interval, None if unknown else seconds(rates, examples, 0), size)
         groups.setdefault((spec.config, spec.method), []).append(what)
     rows = [CheckpointRow(config, method, len(whats), Counter(whats).most_common())
             for (config, method), whats in groups.items()]

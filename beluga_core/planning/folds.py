@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from itertools import compress
+
+import numpy as np
+
 from beluga_core.core.constants import FIXED_SCENARIOS, ONLY_PREFIX, SEEN, only_scenario
 from beluga_core.data.splits import SuiteSplit, group_ids, sample_indices
 from beluga_core.data.suite.suite_files import Suite
@@ -45,9 +49,10 @@ def make_folds(suite: Suite, split: SuiteSplit, scenarios: list[str], groups_per
         skipped[level] = [g for g in all_groups if g not in test_by_group]
         # Each case's group looked up once, not once per fold (the full benchmark has ~100 folds per suite). A
         # case with no group at a crossing level trains in every fold of it and is held out by none.
-        train_groups = _groups(suite, split.train, level)
+        train_groups = np.array(_groups(suite, split.train, level), dtype=object)
         for group in _sampled(sorted(test_by_group), groups_per_level, seed, level):
-            train = tuple(c for c, g in zip(split.train, train_groups, strict=True) if g != group)
+            # One comparison over the array per fold (the full benchmark: ~4 M cases × folds compared in Python).
+            train = tuple(compress(split.train, (train_groups != group).tolist()))
             folds.append(Fold(level, group, train, tuple(test_by_group[group])))
     return folds, skipped
 
