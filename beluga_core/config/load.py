@@ -225,8 +225,10 @@ def _resolve_references(cfg: BenchmarkConfig, text: str, path: Path) -> Benchmar
     return cfg.model_copy(update={"tasks": tasks, "model": model})
 
 
-_TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
+# A table header, and a key: bare or quoted parts (a quoted one may hold a colon, as a module:Class method's table),
+# dotted or not (``method.lora.r = 4`` sets lora's r as its table would).
+_TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"': /]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"'.:/ ]+?)\s*=")
 
 
 def locate_key(text: str, loc: tuple[Any, ...]) -> int | None:
@@ -256,8 +258,9 @@ def locate_key(text: str, loc: tuple[Any, ...]) -> int | None:
         km = _KEY.match(raw)
         if not km:
             continue
-        key = km.group(1).strip("\"'")
-        full = [*table, key]
+        parts = [p.strip().strip("\"'") for p in km.group(1).split(".")]
+        key = parts[0]
+        full = [*table, *parts]
         if table and index_in_loc is not None and len(table) == 1 \
                 and array_counts.get(table[0], 0) != index_in_loc:
             continue
