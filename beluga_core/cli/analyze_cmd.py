@@ -114,7 +114,10 @@ def analyze(
     if not store.exists():
         raise BelugaError("no such result store", source=store)
     from beluga_core.analysis.refresh import refresh
+    from beluga_core.analysis.report.renderers.terminal import render_terminal
+    from beluga_core.analysis.report.sections.curves import curve_sections
     from beluga_core.analysis.significance.comparison_tests import parse_config_method
+    from beluga_core.analysis.sweeps.curves import read_curves
     from beluga_core.store.opened import open_handle
 
     console = Console()
@@ -140,6 +143,7 @@ def analyze(
         names = [d[0] for d in cur.description]
         seed_rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
         crossing = {(t, lv) for t, lv in con.execute("SELECT DISTINCT task, level FROM crossing_levels").fetchall()}
+        curves = read_curves(opened)
         pair_rows: list[dict] = []
         if pairs:
             (a, b), = pairs
@@ -173,3 +177,5 @@ def analyze(
         (a, b), = pairs
         base = "its G_standard" if pair_rows and pair_rows[0]["base_scenario"] else "the same scenario"
         _print_rows(console, f"{a[0]}/{a[1]} against {b[0]}/{b[1]} ({base})", pair_rows)
+    # A sweep's curves and per-point verdicts (nothing without [sweep]): computed from the views, nothing cached.
+    render_terminal(curve_sections(curves, None), console)

@@ -19,6 +19,7 @@ from beluga_core.config.plugin_options import (
     warn_unused,
 )
 from beluga_core.config.schema import BenchmarkConfig, TaskSpec
+from beluga_core.config.sweep import check_sweep
 from beluga_core.contracts.registries import ATTRIBUTIONS, CONFIGURATIONS, METHODS, TASKS
 from beluga_core.core.constants import SEEN
 from beluga_core.core.errors import BelugaError
@@ -54,6 +55,11 @@ def parse_config(text: str, path: Path) -> BenchmarkConfig:
         raise BelugaError(f"{err.get('msg', 'invalid')}{got_txt}{more}", source=path,
                           line=locate_key(text, loc), field=field) from None
     _check_plugins(cfg, text, path)
+    try:
+        check_sweep(cfg)
+    except BelugaError as exc:
+        loc = tuple(exc.field.split(".")) if exc.field else ()
+        raise BelugaError(exc.message, source=path, line=locate_key(text, loc), field=exc.field) from None
     return _resolve_references(cfg, text, path)
 
 

@@ -289,6 +289,16 @@ class BenchmarkConfig(Strict):
         "Probe pools for few-shot ranking of models on held-out groups (beluga rank); off by default."))
     ensembles: list[EnsembleConfig] = Field(default_factory=list, description=(
         "Ensembles built from the run's models at the end of the run (beluga ensemble does the same afterwards)."))
+    # Values checked by config.sweep (numbers, one per point), which names the key: pydantic's message would not.
+    sweep: dict[str, list[Any]] = Field(default_factory=dict, json_schema_extra={
+        "additionalProperties": {"type": "array", "items": {"type": "number"}, "minItems": 2}}, description=(
+        "A sweep over a size-like setting (the guide 'Sweeps and learning curves'): its dotted key and values, e.g. "
+        "\"sizes.suite_train_per_group\" = [2, 8, 32]; each value is a point of its own in the store (variant "
+        "'suite_train_per_group-8'), and jobs that do not read the key (the IID model) are shared by every point. "
+        "Further keys are paired with the first, value by value (\"sizes.iid_mix\" = [16, 64, 256]). Sweepable: "
+        "sizes.iid_train, sizes.iid_mix, sizes.suite_train_per_group, sizes.suite_val_per_group, "
+        "sizes.iid_mix_of.NAME, training values (training.KEY, training.suite.KEY, training.iid.KEY, "
+        "training.configurations.NAME.KEY) and method options (method.NAME.OPTION)."))
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

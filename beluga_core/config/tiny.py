@@ -91,7 +91,11 @@ def tiny_config(cfg: BenchmarkConfig) -> tuple[BenchmarkConfig, list[str]]:
         "tasks": tasks, "model": model, "sizes": sizes, "training": training, "methods_hparams": methods_hparams,
         "grid": _one_point(cfg, tasks) if cfg.grid.enabled else cfg.grid,
         "attributions": _cheap_attributions(cfg), "fewshot": fewshot,
-        "store": cfg.store_spec.model_copy(update={"path": tiny_store_path(cfg.store_spec.path)})})
+        "store": cfg.store_spec.model_copy(update={"path": tiny_store_path(cfg.store_spec.path)}),
+        # A sweep's first two points, their values as set: a sweep's run and curves are checked, not its sizes.
+        "sweep": {k: v[:2] for k, v in cfg.sweep.items()}})
+    if len(next(iter(cfg.sweep.values()), [])) > 2:
+        notes.append(f"[sweep]: its first 2 of {len(next(iter(cfg.sweep.values())))} points, their values as set")
     layers = tiny.model.config_overrides.get("num_hidden_layers")
     notes.insert(0, f"tiny sizes: {sizes.iid_train} i.i.d. training examples ({sizes.iid_mix} mixed into a fold), "
                     f"{sizes.iid_test} D_test; {sizes.suite_train_per_group} / {sizes.suite_val_per_group} / "

@@ -420,7 +420,7 @@ def job_record(tp: TaskPlan, job: Job, **values: Any) -> ModelRecord | GridPoint
     fields: dict[str, Any] = {
         "task": job.task, "config": job.config, "method": job.method, "suite": tp.suite.header.name,
         "model_name": job.model, "seed": job.seed, "split_seed": tp.common["split"]["seed"], "split_id": tp.split_id,
-        "hparams": job.hparams, "parent_model_id": job.parent_id, "variant": tp.common.get("variant", ""),
+        "hparams": job.hparams, "parent_model_id": job.parent_id, "variant": tp.rows_variant,
         "settings": tp.settings(job),
     } | values
     if job.is_grid_point:

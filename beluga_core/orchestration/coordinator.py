@@ -66,6 +66,12 @@ def record_plan(plan: Plan, writer: StoreWriter) -> None:
             writer.record_case_specs(ep.name, [(cid, case_json(ep.suite.case(cid))) for cid in ep.case_ids])
             writer.set_task_head(tp.spec.name, ep.name, make_task(tp.spec, ep.suite).head_labels)
             writer.set_cross_maps(tp.spec.name, tp.suite.header.name, ep.name, ep.maps)
+    if plan.point is not None:
+        point = plan.point
+        writer.record_sweep_point(
+            {"variant": point.variant, "sweep": cfg.name, "base_variant": cfg.variant, "position": point.position,
+             "axis": point.axis, "value": point.value, "values": point.values, "capped": plan.capped},
+            [j.id for j in plan.jobs if not j.is_grid_point])
 
 
 def required_evaluations(plan: Plan) -> dict[str, dict[str, str]]:
@@ -288,7 +294,7 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
                       highlight=False, soft_wrap=True)
     build_ensembles(plan, store_path, run_id, console)
     refresh_after_run(store_path, console)
-    print_g_table(store_path, console, plan.config.variant)
+    print_g_table(store_path, console, plan.point.variant if plan.point is not None else plan.config.variant)
     if failed is not None:
         raise failed
     return store_path

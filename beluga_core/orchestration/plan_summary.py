@@ -279,7 +279,8 @@ def summarize_plan(plan: Plan, store: StoreState | None = None, workers: Workers
     return PlanSummary(tasks, store.rates, methods, sum(r.trainings for t in tasks for r in t.folds),
                        (cfg.grid.mode, cfg.grid.criterion) if cfg.grid.enabled else None, grid,
                        workers.line() if workers is not None else None,
-                       _packs(plan, packs) if packs is not None else None, str(plan.store_path()), cfg.variant,
+                       _packs(plan, packs) if packs is not None else None, str(plan.store_path()),
+                       plan.point.variant if plan.point is not None else cfg.variant,
                        _status(plan, store), warnings, bool(store.done), pricing)
 
 

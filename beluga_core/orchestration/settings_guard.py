@@ -34,7 +34,7 @@ _MEANING = {"eval": "the T_test cases it is scored on", "train": "the suite case
 def job_slot(tp: TaskPlan, job: Job) -> Slot:
     """The slot ``job``'s model (or grid point) takes in the store (reader.SLOT_COLUMNS / GRID_SLOT_COLUMNS)."""
     common = tp.common
-    key = (job.task, tp.suite.header.name, job.model, job.config, job.method, common.get("variant", ""))
+    key = (job.task, tp.suite.header.name, job.model, job.config, job.method, tp.rows_variant)
     if job.is_grid_point:
         rung = rung_of(job.hparams)
         return ("grid", *key, job.fold.heldout_level, job.fold.heldout_group, job.seed, common["split"]["seed"],

@@ -18,6 +18,7 @@ from typing import Any
 
 from beluga_core.config.load import with_config_line
 from beluga_core.config.schema import BenchmarkConfig, TaskSpec
+from beluga_core.config.sweep import SweepPoint
 from beluga_core.contracts.registries import CONFIGURATIONS, METHODS
 from beluga_core.core.constants import BASELINE_METHOD, SEEN
 from beluga_core.core.errors import BelugaError
@@ -104,6 +105,14 @@ class TaskPlan:
     starts: dict[str, StartModel] = field(default_factory=dict)
     # [grid] strategy = "halving": each search's points and the rung jobs made so far (phase 1 holds rung 0's).
     halving: list[HalvingSearch] = field(default_factory=list)
+    # A sweep point's variant (config.sweep): what its rows are stored under; not part of its jobs' ids, so that a
+    # job that does not read the swept keys is one job at every point.
+    row_variant: str | None = None
+
+    @property
+    def rows_variant(self) -> str:
+        """The variant the task's rows are stored under: a sweep point's, else the run's."""
+        return self.row_variant if self.row_variant is not None else str(self.common.get("variant", ""))
 
     def pool_of(self, job: Job | JobSpec) -> tuple[str, ...]:
         """The probe cases a model predicts for few-shot ranking: its held-out group's pool (a fold of a
@@ -232,6 +241,9 @@ class Plan:
     # What changed the config file's settings into ``config`` (``beluga run``'s --tiny notes, --variant, --store),
     # one line each: recorded with the run (``runs.config_changes``) beside ``config`` itself.
     config_changes: tuple[str, ...] = ()
+    # The sweep point this plan runs (config.sweep), with the groups whose T_train holds fewer cases than it asks.
+    point: SweepPoint | None = None
+    capped: dict[str, list[str]] = field(default_factory=dict)
 
     def for_workers(self) -> Plan:
         """The plan with each suite cut to the cases its jobs (and the folds still pending a grid search) read:

@@ -51,6 +51,7 @@ MIGRATIONS = (
     Migration(17, "deterministic_aggregates"),
     Migration(18, "replicate_key"),
     Migration(19, "honest_records"),
+    Migration(20, "sweeps"),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 

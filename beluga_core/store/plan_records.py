@@ -169,3 +169,17 @@ class PlanRecords:
             finally:
                 con.unregister("_beluga_specs")
         return int(inserted)
+
+    def record_sweep_point(self, point: Mapping[str, Any], model_ids: Iterable[str]) -> None:
+        """Record a sweep point (migration 20's sweep_points row: variant, sweep, base_variant, position, axis, value,
+        values, capped) and the models it is made of (point_models), adding to those recorded before."""
+        ids = sorted(set(model_ids))
+        with self.store.transaction() as con:
+            con.execute("DELETE FROM sweep_points WHERE variant = ?", [point["variant"]])
+            con.execute('INSERT INTO sweep_points (variant, sweep, base_variant, position, axis, value, "values", '
+                        "capped) VALUES (?, ?, ?, ?, ?, ?, ?::JSON, ?::JSON)",
+                        [point["variant"], point["sweep"], point["base_variant"], point["position"], point["axis"],
+                         float(point["value"]), canonical_json(point["values"]), canonical_json(point["capped"])])
+            if ids:
+                con.executemany("INSERT OR IGNORE INTO point_models VALUES (?, ?)",
+                                [[point["variant"], mid] for mid in ids])

@@ -98,7 +98,7 @@ def load_parts(con: duckdb.DuckDBPyConnection, cells: Iterable[Cell],
         outcomes = con.execute(expand_key_comparisons(f"""
             SELECT {_CELL_TEXT}, m.seed, s.case_id, s.grp, s.outcome, s.excluded, s.part
             FROM _beluga_cells k
-            JOIN models m ON m.status = 'done' AND same_cell(m, k) AND m.scenario = k.scenario
+            JOIN scored_models m ON m.status = 'done' AND same_cell(m, k) AND m.scenario = k.scenario
             JOIN ({SOURCES[source]}) s ON s.model_id = m.model_id""")).fetchall()
         iid = con.execute(expand_key_comparisons(f"""
             SELECT {_CELL_TEXT}, i.seed, p.example_idx, p.correct, p.gold, p.pred,

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from beluga_core.analysis.ranking.rank_inputs import grid_selected_on_seen
+from beluga_core.analysis.sweeps.curves import Curves, read_curves
 from beluga_core.core.errors import BelugaError, did_you_mean
 from beluga_core.store.connection import aggregate_row, table_names, utc_now
 from beluga_core.store.opened import StoreArg, held
@@ -103,6 +104,7 @@ class ReportData:
     failed: list[dict[str, Any]] = field(default_factory=list)               # the variant's failed jobs
     replicates: list[dict[str, Any]] = field(default_factory=list)           # replicate_summary (intervals)
     seed_scores: list[dict[str, Any]] = field(default_factory=list)          # g_scores per seed (figures)
+    curves: Curves = field(default_factory=Curves)    # every sweep's curves (all its points: every variant)
     # Configurations whose models start from a model of another store (config, model_id, selector, store).
     outside_starts: list[dict[str, Any]] = field(default_factory=list)
     # The runs recorded 'running', each judged running or interrupted (store.run_liveness: "Runs that died").
@@ -138,7 +140,7 @@ def _dicts(con: duckdb.DuckDBPyConnection, sql: str, variant: str | None = None)
 
 def store_variants(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The variants with a done model, the unnamed one ('') first."""
-    return [r[0] for r in con.execute("SELECT DISTINCT variant FROM models WHERE status = 'done' "
+    return [r[0] for r in con.execute("SELECT DISTINCT variant FROM scored_models WHERE status = 'done' "
                                       "ORDER BY variant <> '', variant").fetchall()]
 
 
@@ -253,6 +255,7 @@ def read_report_data(store: StoreArg, *, figures: bool = True, variant: str | No
                           failed=rows(FAILED_JOBS))
         data.outside_starts = rows(OUTSIDE_STARTS)
         data.unfinished = running_runs(con, path)
+        data.curves = read_curves(opened)
         if "replicate_summary" in table_names(con):
             data.replicates = rows("SELECT * FROM replicate_summary WHERE grp = '' ORDER BY ALL" if not figures
                                    else "SELECT * FROM replicate_summary ORDER BY ALL")

@@ -51,13 +51,13 @@ def suite_counts(con: duckdb.DuckDBPyConnection, pairs: Sequence[tuple[Arm, Arm]
             WITH a AS (
                 SELECT p.pair_id, p.task, o.suite, o.case_id, o.outcome
                 FROM _beluga_sig_suite_pairs p
-                JOIN models m ON m.status = 'done' AND {_same_key('m')}
+                JOIN scored_models m ON m.status = 'done' AND {_same_key('m')}
                              AND m.config = p.a_config AND m.method = p.a_method AND m.scenario = p.a_scenario
                 JOIN outcomes o ON o.model_id = m.model_id
             ), b AS (
                 SELECT p.pair_id, o.suite, o.case_id, o.outcome
                 FROM _beluga_sig_suite_pairs p
-                JOIN models m ON m.status = 'done' AND {_same_key('m')}
+                JOIN scored_models m ON m.status = 'done' AND {_same_key('m')}
                              AND m.config = p.b_config AND m.method = p.b_method AND m.scenario = p.b_scenario
                 JOIN outcomes o ON o.model_id = m.model_id
             )

@@ -17,6 +17,7 @@ from beluga_core.analysis.report.section import Figure, Section
 from beluga_core.analysis.report.sections import (
     attributions,
     cross,
+    curves,
     degeneracy,
     fewshot,
     g_table,
@@ -64,7 +65,8 @@ class Report:
 # The report's sections in order. Tests add one here (monkeypatch) to see it in every format.
 SECTIONS: list[Entry] = [
     Entry(status.build, terminal=True), Entry(g_table.build, terminal=True), Entry(worst_groups.build),
-    Entry(heatmaps.build), Entry(seeds.build), Entry(cross.build_cross, terminal=True),
+    Entry(heatmaps.build), Entry(seeds.build), Entry(curves.build, terminal=True),
+    Entry(cross.build_cross, terminal=True),
     Entry(cross.build_alignment_section), Entry(cross.build_only, terminal=True), Entry(regression.build),
     Entry(fewshot.build), Entry(attributions.build), Entry(degeneracy.build, terminal=True),
     Entry(halving.build), Entry(scoring_groups.build)]

@@ -12,6 +12,16 @@
 -- held-out group otherwise). Only models with status 'done' count. Key columns may be NULL (e.g. seed of an
 -- external evaluation): joins compare replicate_key (migration 18), which matches NULL with NULL.
 
+-- Every model row once under its own variant, and again under every other sweep point it belongs to (point_models,
+-- migration 20): a job that does not read a sweep's keys (the IID model of a suite-size sweep) is one model, trained
+-- once, that counts at every point. Without sweeps, the models table itself. The score views below read it.
+CREATE OR REPLACE VIEW scored_models AS
+SELECT * FROM models
+UNION ALL
+SELECT m.* REPLACE (p.variant AS variant)
+FROM models m
+JOIN point_models p ON p.model_id = m.model_id AND p.variant <> m.variant;
+
 -- The crossing levels held out in a task's suite (docs/method.md, "Scenarios and folds"): a held-out scenario's level
 -- at which some of the suite's cases have no group (the header's crossing_levels; a held-out scenario is named after
 -- its level). That scenario scores only the cases with a group at its level, so every figure set beside it is computed
@@ -19,7 +29,7 @@
 -- significance view pairs each scenario with the IID baseline on the cases both have.
 CREATE OR REPLACE VIEW crossing_levels AS
 SELECT DISTINCT m.task, m.suite, m.heldout_level AS level
-FROM models m
+FROM scored_models m
 WHERE m.status = 'done' AND m.heldout_level IS NOT NULL
   AND EXISTS (SELECT 1 FROM cases c
               WHERE c.suite = m.suite AND case_group(c.test_type, c.groups, m.heldout_level) IS NULL);
@@ -33,14 +43,14 @@ WITH scored AS (
     SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant,
            c.scoring_group, o.outcome, o.model_id, NULL::VARCHAR AS cases_of
     FROM outcomes o
-    JOIN models m ON m.model_id = o.model_id
+    JOIN scored_models m ON m.model_id = o.model_id
     JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
     WHERE m.status = 'done'
     UNION ALL
     SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant,
            c.scoring_group, o.outcome, o.model_id, x.level
     FROM outcomes o
-    JOIN models m ON m.model_id = o.model_id
+    JOIN scored_models m ON m.model_id = o.model_id
     JOIN cases c ON c.suite = o.suite AND c.case_id = o.case_id
     JOIN crossing_levels x ON x.task = m.task AND x.suite = o.suite
     WHERE m.status = 'done' AND m.scenario IN ('seen', 'standard')
@@ -88,7 +98,7 @@ SELECT * EXCLUDE (cases_of) FROM suite_scores_on_cases WHERE cases_of IS NULL;
 CREATE OR REPLACE VIEW model_iid_scores AS
 SELECT m.model_id, m.task, m.suite, m.model_name, m.config, m.method, m.scenario, m.heldout_group,
        m.seed, m.split_seed, m.variant, x.metric, x.value AS s_iid
-FROM models m
+FROM scored_models m
 JOIN iid_metrics x ON x.model_id = m.model_id AND x.split = 'test' AND x.is_primary
 WHERE m.status = 'done';
 
@@ -136,7 +146,7 @@ WITH reference AS (
 ), heldout AS (
     SELECT DISTINCT task, suite, model_name, config, method, variant, scenario, seed, split_seed, split_id,
            heldout_level
-    FROM models
+    FROM scored_models
     WHERE status = 'done' AND heldout_level IS NOT NULL AND heldout_level <> 'test_type'
 ), ungrouped AS (
     SELECT h.task, h.suite, h.model_name, h.config, h.method, h.variant, h.scenario, h.seed, h.split_seed,
@@ -181,7 +191,7 @@ SELECT task, suite, model_name, config, method, scenario, seed, split_seed, vari
        sum_of(CASE WHEN status = 'done' THEN train_seconds END) AS train_seconds,
        sum_of(CASE WHEN status = 'done' THEN eval_seconds END) AS eval_seconds,
        max(finished_at) AS last_finished_at
-FROM models
+FROM scored_models
 GROUP BY task, suite, model_name, config, method, scenario, seed, split_seed, variant;
 
 -- Cases with more than one outcome within one scenario key: two models claim the same held-out case
@@ -190,7 +200,7 @@ CREATE OR REPLACE VIEW duplicate_outcomes AS
 SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant, o.case_id,
        count(*) AS n_outcomes, list(o.model_id ORDER BY o.model_id) AS model_ids
 FROM outcomes o
-JOIN models m ON m.model_id = o.model_id
+JOIN scored_models m ON m.model_id = o.model_id
 WHERE m.status = 'done'
 GROUP BY m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant, o.case_id
 HAVING count(*) > 1;

@@ -6,17 +6,17 @@
 CREATE OR REPLACE VIEW significance_inputs AS
 WITH keys AS (
     SELECT DISTINCT task, suite, model_name, config, method, scenario, seed, split_seed, variant
-    FROM models WHERE status = 'done'
+    FROM scored_models WHERE status = 'done'
 ), members AS (
     SELECT task, suite, model_name, config, method, scenario, seed, split_seed, variant, model_id, finished_at
-    FROM models WHERE status = 'done'
+    FROM scored_models WHERE status = 'done'
     UNION
     SELECT k.task, k.suite, k.model_name, k.config, k.method, k.scenario, k.seed, k.split_seed, k.variant,
            m.model_id, m.finished_at
     FROM keys k
     JOIN iid_scores i
       ON same_replicate(i, k)
-    JOIN models m ON m.model_id = i.model_id
+    JOIN scored_models m ON m.model_id = i.model_id
 ), exclusions AS (
     SELECT task, string_agg(scoring_group, ',' ORDER BY scoring_group) AS groups
     FROM g_exclusions GROUP BY task
@@ -83,12 +83,12 @@ WITH baseline AS (
     SELECT a.task, a.suite, a.model_name, a.config, a.method, a.scenario, a.seed, a.split_seed, a.variant,
            o.suite AS case_suite, o.case_id, o.outcome
     FROM arms a
-    JOIN models m
+    JOIN scored_models m
       ON m.status = 'done' AND same_replicate(m, a) AND m.scenario = a.scenario
     JOIN outcomes o ON o.model_id = m.model_id
 ), base_outcomes AS (
     SELECT m.task, m.suite, m.model_name, m.seed, m.split_seed, m.variant, o.suite AS case_suite, o.case_id, o.outcome
-    FROM models m
+    FROM scored_models m
     JOIN outcomes o ON o.model_id = m.model_id
     WHERE m.status = 'done' AND m.config = 'iid' AND m.method = 'vanilla' AND m.scenario = 'standard'
 ), shared_counts AS (
