@@ -66,12 +66,15 @@ def record_plan(plan: Plan, writer: StoreWriter) -> None:
             writer.record_case_specs(ep.name, [(cid, case_json(ep.suite.case(cid))) for cid in ep.case_ids])
             writer.set_task_head(tp.spec.name, ep.name, make_task(tp.spec, ep.suite).head_labels)
             writer.set_cross_maps(tp.spec.name, tp.suite.header.name, ep.name, ep.maps)
+    models = [j.id for j in plan.jobs if not j.is_grid_point]
     if plan.point is not None:
         point = plan.point
         writer.record_sweep_point(
             {"variant": point.variant, "sweep": cfg.name, "base_variant": cfg.variant, "position": point.position,
-             "axis": point.axis, "value": point.value, "values": point.values, "capped": plan.capped},
-            [j.id for j in plan.jobs if not j.is_grid_point])
+             "axis": point.axis, "value": point.value, "values": point.values, "capped": plan.capped}, models)
+    else:
+        # A model a sweep point stored (the same settings, so the same id) counts for this run's variant too.
+        writer.record_shared_models(cfg.variant, models)
 
 
 def required_evaluations(plan: Plan) -> dict[str, dict[str, str]]:

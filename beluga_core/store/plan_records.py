@@ -170,6 +170,17 @@ class PlanRecords:
                 con.unregister("_beluga_specs")
         return int(inserted)
 
+    def record_shared_models(self, variant: str, model_ids: Iterable[str]) -> None:
+        """Record as models of ``variant`` (point_models) those of ``model_ids`` the store holds under another variant:
+        a run whose jobs a sweep point trained already (the same settings give the same ids) counts them."""
+        ids = sorted(set(model_ids))
+        if not ids:
+            return
+        with self.store.transaction() as con:
+            con.execute("""INSERT OR IGNORE INTO point_models
+                           SELECT ?, model_id FROM models WHERE variant <> ? AND model_id IN (SELECT unnest(?))""",
+                        [variant, variant, ids])
+
     def record_sweep_point(self, point: Mapping[str, Any], model_ids: Iterable[str]) -> None:
         """Record a sweep point (migration 20's sweep_points row: variant, sweep, base_variant, position, axis, value,
         values, capped) and the models it is made of (point_models), adding to those recorded before."""

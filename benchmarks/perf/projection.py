@@ -26,6 +26,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from beluga_core.config.load import load_config
+from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.execution.calibration import model_config, pass_flops
 from beluga_core.execution.executors.base import EXECUTORS
 from beluga_core.execution.sizing import Workers
@@ -96,6 +97,32 @@ def show(title: str, p: Pricing) -> None:
         print(f"  - {line}")
 
 
+def project_sweep(cfg: BenchmarkConfig, path: Path) -> None:
+    """A sweep's points one after another, each pricing the jobs no earlier point has (the IID models once), on this
+    machine, one H200 and 8 H200s; and the whole sweep's wall time on each."""
+    from beluga_core.orchestration.sweep_plans import new_jobs_only, sweep_plans
+
+    plans = sweep_plans(cfg.with_store_path(str(REPO / "runs" / "projection.duckdb")), path, allow_missing_tasks=True)
+    h200 = projected_h200(plans[0], _sst2_tokens())
+    machines = {"this machine, calibrated": None, "one H200, projected": Workers((Slot("cuda:0", 2),), "projected", 1),
+                "8 H200s (Ray, one worker each), projected": Workers(tuple(Slot(f"cuda:{i}", 2) for i in range(8)),
+                                                                       "projected", 8)}
+    seen: set[str] = set()
+    totals = dict.fromkeys(machines, 0.0)
+    for plan in plans:
+        assert plan.point is not None
+        new = new_jobs_only(plan, seen)
+        seen |= {j.id for j in plan.jobs}
+        for machine, workers in machines.items():
+            p = price(new, EXECUTORS.get(cfg.executor.name)(cfg.executor).workers(plan)) if workers is None \
+                else price(new, workers, given=h200)
+            show(f"point {plan.point.position + 1} ({plan.point.label}): {machine}", p)
+            totals[machine] += p.total.wall
+    print(f"\nthe whole sweep ({len(plans)} points, {len(seen):,} jobs, the points one after another):")
+    for machine, wall in totals.items():
+        print(f"  {machine}: {describe(wall)}")
+
+
 def main() -> None:
     parser = script_parser(__doc__)
     parser.add_argument("--config", type=Path, default=REPO / "benchmarks" / "full.toml")
@@ -103,6 +130,9 @@ def main() -> None:
     print(header("fp32"))
     path = args.config.resolve()
     cfg = load_config(path)
+    if cfg.sweep:
+        project_sweep(cfg, path)
+        return
     plan = plan_with_stores(cfg.with_store_path(str(REPO / "runs" / "projection.duckdb")), path,
                             allow_missing_tasks=True)
     # The same plan searched by successive halving ([grid] strategy = "halving"), where it has a grid search.

@@ -5,6 +5,7 @@ here from the raw tables, point by point."""
 
 from __future__ import annotations
 
+import shutil
 import signal
 from collections import defaultdict
 from pathlib import Path
@@ -109,3 +110,21 @@ def test_the_curve_rows_equal_the_scores_recomputed_from_the_raw_tables(stores: 
         base_iid = iid[(variant, "iid", seed)]
         base_g = 2 * base_t * base_iid / (base_t + base_iid) if base_t + base_iid else 0.0
         assert stored[key] == pytest.approx((s_t, s_iid, g, base_g), abs=1e-12), key
+
+
+def test_a_run_of_a_points_settings_alone_reuses_its_models(stores: tuple[Path, Path, list[int]],
+                                                            tmp_path: Path) -> None:
+    """The second point's config without [sweep] has the point's job ids: run into the sweep's store it trains
+    nothing, and its own variant ('') reports the point's scores."""
+    whole = tmp_path / "copy.duckdb"   # a copy: the other tests read the sweep's store as the sweep left it
+    shutil.copyfile(stores[0], whole)
+    shutil.copytree(cache_dir_for(stores[0]), cache_dir_for(whole))
+    alone = config_with(DATA / "sweep-tiny.toml", tmp_path, replace={
+        '"sizes.suite_train_per_group" = [2, 4]': "", '"sizes.iid_mix" = [16, 32]': "",
+        "suite_train_per_group = 2": "suite_train_per_group = 4", "iid_mix = 16": "iid_mix = 32"})
+    before = query(whole, "SELECT count(*) FROM models")
+    run = beluga("run", str(alone), "--store", str(whole))
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert query(whole, "SELECT count(*) FROM models") == before
+    scores = "SELECT config, method, scenario, seed, s_suite, s_iid, g FROM g_scores WHERE variant = ? ORDER BY ALL"
+    assert query(whole, scores, [""]) == query(whole, scores, [POINTS[1]]) != []

@@ -10,7 +10,10 @@ each a difference paired by seed with its two-sided t test:
   cases (``baseline``), and its s_iid against the baseline's (``iid``);
 - per configuration-method, consecutive scenarios in the order the paper found (seen, then the held-out levels from
   the finest, the one with the most groups, to the coarsest: seen > functionality > class > test_type for the
-  sentiment suite) (``order``); a crossing level, scored on fewer cases than the others, is left out of these.
+  sentiment suite) (``order``).
+
+Both sides of a comparison are scored on the cases both score (``sweep_pair_seeds``): a held-out scenario scores only
+its groups' cases, all of them at a crossing level's, a sample with ``[sizes] groups_per_level``.
 
 Holm's correction runs over every test of a sweep (all points, cells and orderings): a verdict "holds" (A > B) or
 "reversed" (A < B) where the Holm-adjusted p is below 0.05, "not resolved" otherwise. An adjusted p below 0.05 has
@@ -22,7 +25,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,11 +149,17 @@ def read_curves(store: StoreArg) -> Curves:
         if "sweep_curve" not in names or not (con.execute("SELECT count(*) FROM sweep_points").fetchone() or (0,))[0]:
             return Curves()
         rows = _dicts(con, "SELECT * FROM sweep_curve ORDER BY sweep, task, position, config, method, scenario")
-        seeds = _dicts(con, "SELECT * FROM sweep_curve_seeds ORDER BY ALL")
-        levels = dict(con.execute("""SELECT scenario, count(DISTINCT heldout_group) FROM models
-                                     WHERE heldout_level IS NOT NULL GROUP BY scenario""").fetchall())
-        crossing = {(r[0], r[1]) for r in con.execute("SELECT task, level FROM crossing_levels").fetchall()}
-    return build_curves(rows, seeds, levels, crossing)
+        # Each scenario against another of its configuration-method, per seed, on the cases both score.
+        seeds = _dicts(con, """SELECT p.sweep, p.axis, p.position, p.value, s.*
+                               FROM sweep_pair_seeds s JOIN sweep_points p ON p.variant = s.variant
+                               WHERE s.base_config = s.config AND s.base_method = s.method ORDER BY ALL""")
+        # Each held-out level's groups in its suite (not the folds run: a sample of groups_per_level has as many
+        # folds at every level), which orders the scenarios from the finest level to the coarsest.
+        levels = dict(con.execute("""
+            SELECT l.level, count(DISTINCT case_group(c.test_type, c.groups, l.level))
+            FROM (SELECT DISTINCT suite, heldout_level AS level FROM models WHERE heldout_level IS NOT NULL) l
+            JOIN cases c ON c.suite = l.suite GROUP BY l.level""").fetchall())
+    return build_curves(rows, seeds, levels)
 
 
 def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
@@ -167,11 +175,10 @@ def scenario_chain(scenarios: set[str], groups_per_level: dict[str, int]) -> lis
     return (["seen"] if "seen" in scenarios else []) + held
 
 
-def build_curves(rows: list[dict[str, Any]], seeds: list[dict[str, Any]], groups_per_level: dict[str, int],
-                 crossing: Collection[tuple[str, str]] = ()) -> Curves:
-    """Curves from the views' rows (``sweep_curve``, ``sweep_curve_seeds``), the number of groups of every held-out
-    level (the scenarios' order) and the crossing levels ((task, level): left out of the orderings between
-    scenarios)."""
+def build_curves(rows: list[dict[str, Any]], pairs: list[dict[str, Any]], groups_per_level: dict[str, int]) -> Curves:
+    """Curves from the views' rows: ``sweep_curve``, and ``sweep_pair_seeds`` (with its point's sweep, axis, position
+    and value) for the orderings between scenarios; ``groups_per_level``: the number of groups of every held-out level
+    (the scenarios' order)."""
     curves = Curves()
     verdicts: list[Verdict] = []
     for r in rows:
@@ -189,7 +196,7 @@ def build_curves(rows: list[dict[str, Any]], seeds: list[dict[str, Any]], groups
         if row.scenario == "seen" or (row.scenario == "standard" and row.pair != BASELINE):
             verdicts.append(Verdict(*common, "iid", row.config, row.method, "s_iid", "IID baseline",
                                     t_estimate(r["n_paired"], r["delta_s_iid"], r["delta_s_iid_sd"])))
-    verdicts += _orderings(seeds, groups_per_level, crossing)
+    verdicts += _orderings(pairs, groups_per_level)
     by_sweep: dict[str, list[int]] = defaultdict(list)
     for i, v in enumerate(verdicts):
         if v.diff.p is not None:
@@ -203,21 +210,23 @@ def build_curves(rows: list[dict[str, Any]], seeds: list[dict[str, Any]], groups
     return curves
 
 
-def _orderings(seeds: list[dict[str, Any]], groups_per_level: dict[str, int],
-               crossing: Collection[tuple[str, str]]) -> list[Verdict]:
-    """Per point and configuration-method, G of each scenario of the chain minus the next one's, paired by seed."""
-    cells: dict[tuple[Any, ...], dict[str, dict[Any, float]]] = defaultdict(lambda: defaultdict(dict))
-    for r in seeds:
-        if r["is_baseline"] or r["g"] is None or (r["task"], r["scenario"]) in crossing:
+def _orderings(pairs: list[dict[str, Any]], groups_per_level: dict[str, int]) -> list[Verdict]:
+    """Per point and configuration-method, G of each scenario of the chain minus the next one's, paired by seed, both
+    on the cases both score (``sweep_pair_seeds``)."""
+    cells: dict[tuple[Any, ...], dict[tuple[str, str], dict[Any, float]]] = defaultdict(lambda: defaultdict(dict))
+    scenarios: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for r in pairs:
+        if r["g"] is None or r["base_g"] is None:
             continue
         key = (r["sweep"], r["task"], r["axis"], int(r["position"]), float(r["value"]), r["config"], r["method"])
-        cells[key][r["scenario"]][(r["seed"], r["split_seed"])] = float(r["g"])
+        cells[key][(r["scenario"], r["base_scenario"])][(r["seed"], r["split_seed"])] = float(r["g"] - r["base_g"])
+        scenarios[key] |= {r["scenario"], r["base_scenario"]}
     out = []
-    for key, per_scenario in sorted(cells.items()):
-        chain = scenario_chain(set(per_scenario), groups_per_level)
+    for key, per_pair in sorted(cells.items()):
+        chain = scenario_chain(scenarios[key] - {"standard"}, groups_per_level)
         for a, b in itertools.pairwise(chain):
-            shared = sorted(set(per_scenario[a]) & set(per_scenario[b]))
-            diffs = [per_scenario[a][s] - per_scenario[b][s] for s in shared]
+            by_seed = per_pair.get((a, b), {})
+            diffs = [by_seed[s] for s in sorted(by_seed)]
             if not diffs:
                 continue
             mean = math.fsum(diffs) / len(diffs)

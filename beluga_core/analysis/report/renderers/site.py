@@ -6,12 +6,15 @@ only (``section``); the page shows text, so a note's Markdown bold marks are dro
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 from beluga_core.analysis.report.heatmap_figures import Heatmap
 from beluga_core.analysis.report.report_data import ReportData
+from beluga_core.analysis.report.report_files import FIGURES_DIR
 from beluga_core.analysis.report.section import MARKERS, PARTIAL, Cell, Section, Table, pct
 from beluga_core.analysis.report.sections import Report
+from beluga_core.analysis.report.sections.curves import curve_figure_name
 from beluga_core.analysis.report.site_cases import Arm, SuiteInfo
 
 TableCell = str | list[str] | None      # text, or [text, href]
@@ -112,4 +115,11 @@ def render_overview(report: Report, store: int, arms: list[Arm], suites: dict[st
                       for r in data.scenario_scores],
         "seeds": [[r["task"], r["config"], r["method"], r["scenario"], r["seed"], pct(r["g"])]
                   for r in data.seed_scores],
+        # A sweep's curve figures, drawn by the full report beside the site (none without it): the overview shows
+        # them above the sweep's tables.
+        "figures": [{"src": f"{Path(full_report).parent.as_posix()}/{FIGURES_DIR}/{curve_figure_name(sweep, task)}.png",
+                     "alt": f"{task}: G against {axis}", "caption": f"Sweep '{sweep}': {task}, G against {axis} "
+                     "(one line per configuration-method, a panel per scenario; bars: 95 % seed-level intervals; "
+                     "grey band: the IID baseline's)"}
+                    for sweep, task, axis in data.curves.sweeps()] if full_report else [],
     }

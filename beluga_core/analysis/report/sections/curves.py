@@ -21,7 +21,8 @@ NOTES = [
     "Each point is the mean over its seeds ± half the seed-level 95 % t interval (mean ± t(n−1)·sd/√n); — where a "
     "point has one seed. The IID baseline is trained once and shared by every point of a sweep whose key it does "
     "not read.",
-    "Verdicts: A − B paired by seed, its 95 % interval and two-sided t test; Holm's correction over every test of "
+    "Verdicts: A − B paired by seed, both scored on the cases both score (a held-out scenario scores its groups' "
+    "cases only), its 95 % interval and two-sided t test; Holm's correction over every test of "
     f"the sweep (all points and orderings). **holds**: A > B with the Holm-adjusted p below {ALPHA}; **reversed**: "
     "A < B likewise; otherwise not resolved. Scenario orderings run from seen through the held-out levels, finest "
     "(most groups) first.",
@@ -33,6 +34,11 @@ def build(ctx: Context) -> list[Section]:
     if not curves.rows:
         return []
     return curve_sections(curves, ctx.figures_dir)
+
+
+def curve_figure_name(sweep: str, task: str) -> str:
+    """The curve figure's file name (without suffix) under a report's figures folder (the result site links it)."""
+    return slug("curve", sweep, task)
 
 
 def curve_sections(curves: Curves, figures_dir: Path | None) -> list[Section]:
@@ -48,13 +54,17 @@ def curve_sections(curves: Curves, figures_dir: Path | None) -> list[Section]:
                                         _iid_table(rows, values, axis)]
         if figures_dir is not None:
             png, svg = save_figure(draw_curve(rows, axis, f"{task}: G against {axis}"), figures_dir,
-                                   slug("curve", sweep, task))
+                                   curve_figure_name(sweep, task))
             blocks.insert(0, Figure(png, svg, f"{task}: G against {axis}", f"{task}: G against {axis}, one line per "
                                     "configuration-method, a panel per scenario; bars: 95 % seed-level intervals; "
                                     "grey band: the IID baseline's"))
         blocks.append(_verdict_table(verdicts, axis, tests.get(sweep, 0)))
+        # The terminal's: a verdict table per configuration-method, narrow enough for 80 columns.
+        pairs = sorted({(v.config, v.method) for v in verdicts})
+        brief = [_verdict_table([v for v in verdicts if (v.config, v.method) == pair], axis, tests.get(sweep, 0),
+                                brief=f"{pair[0]}/{pair[1]}") for pair in pairs]
         out.append(Section("curves", f"Sweep '{sweep}': {task} against {axis}", list(NOTES), list(blocks),
-                           brief=[g, _verdict_table(verdicts, axis, tests.get(sweep, 0), brief=True)]))
+                           brief=[g, *brief]))
     return out
 
 
@@ -92,9 +102,9 @@ def _iid_table(rows: list[CurveRow], values: list[tuple[int, float]], axis: str)
                  abbreviate=False)
 
 
-def _verdict_table(verdicts: list[Verdict], axis: str, n_tests: int, *, brief: bool = False) -> Table:
+def _verdict_table(verdicts: list[Verdict], axis: str, n_tests: int, *, brief: str = "") -> Table:
     """Per point and ordering: Δ = A − B in percentage points, its 95 % interval, p, Holm's p and the verdict
-    (``brief``: the terminal's columns, the interval beside Δ and no raw p)."""
+    (``brief``: the terminal's table of that configuration-method, with the interval beside Δ and no raw p)."""
     marks = {"holds": "better", "reversed": "worse"}
     rows = []
     for v in verdicts:
@@ -102,22 +112,21 @@ def _verdict_table(verdicts: list[Verdict], axis: str, n_tests: int, *, brief: b
         interval = "—" if d.lo is None or d.hi is None else f"[{100 * d.lo:+.1f}, {100 * d.hi:+.1f}]"
         delta = Cell("—" if d.mean is None else f"{100 * d.mean:+.1f}", mark=marks.get(v.verdict), slot=True)
         holm_p = Cell("—" if v.p_holm is None else f"{v.p_holm:.4f}")
-        what = f"{'s_iid' if v.kind == 'iid' else 'G'}: {v.a if v.kind != 'iid' else ''}".rstrip(": ")
-        ordering = f"{what} > {'IID' if v.b == 'IID baseline' else v.b}" if brief else v.ordering
-        head = [Cell(_label(v.value)), Cell(f"{v.config}/{v.method}"), Cell(ordering)]
         if brief:
-            rows.append([*head, delta, Cell(interval), holm_p, Cell(v.verdict)])
+            ordering = f"{v.a} > {'IID' if v.b == 'IID baseline' else v.b}"
+            rows.append([Cell(_label(v.value)), Cell(ordering), delta, Cell(interval), holm_p, Cell(v.verdict)])
         else:
-            rows.append([head[0], Cell(KINDS[v.kind]), *head[1:], Cell(str(d.n)), delta, Cell(interval),
+            rows.append([Cell(_label(v.value)), Cell(KINDS[v.kind]), Cell(f"{v.config}/{v.method}"),
+                         Cell(v.ordering), Cell(str(d.n)), delta, Cell(interval),
                          Cell("—" if d.p is None else f"{d.p:.4f}"), holm_p, Cell(v.verdict)])
-    columns = ([Column("value"), Column("configuration/method"), Column("ordering"), Column("Δ"), Column("95 %"),
-                Column("Holm p"), Column("verdict")] if brief else
-               [Column(axis), Column("comparison"), Column("configuration/method"), Column("ordering"),
-                Column("seeds"), Column("Δ (points)"), Column("95 % interval"), Column("p"), Column("Holm p"),
-                Column("verdict")])
-    return Table(columns, rows, numeric_from=99, title=f"Verdicts per point of {axis} (Holm over the sweep's {n_tests} "
-                 "tests)",
-                 abbreviate=False)
+    if brief:
+        return Table([Column("value"), Column("ordering (G; s_iid)"), Column("Δ"), Column("95 %"), Column("Holm p"),
+                      Column("verdict")], rows, numeric_from=99, abbreviate=False,
+                     title=f"{brief}: verdicts per point of {axis} (Holm over the sweep's {n_tests} tests)")
+    return Table([Column(axis), Column("comparison"), Column("configuration/method"), Column("ordering"),
+                  Column("seeds"), Column("Δ (points)"), Column("95 % interval"), Column("p"), Column("Holm p"),
+                  Column("verdict")], rows, numeric_from=99, abbreviate=False,
+                 title=f"Verdicts per point of {axis} (Holm over the sweep's {n_tests} tests)")
 
 
 def draw_curve(rows: list[CurveRow], axis: str, title: str) -> PlotFigure:

@@ -248,6 +248,10 @@ window.BELUGA = window.BELUGA || {};
       painted("overview", main);
       if (o.heatmaps.length) append(main, el("h2", null, o.heatmaps_title));
       o.heatmaps.forEach(function (h) { append(main, heatmap(h, st)); });
+      (o.figures || []).forEach(function (f) {
+        append(main, el("figure", null, el("img", { src: f.src, alt: f.alt, style: "max-width: 100%" }),
+          el("figcaption", null, f.caption)));
+      });
       o.sections.forEach(function (t) { append(main, section(t)); });
       if (s.suites.length) {
         append(main, el("h2", null, "Suites"), table(["suite", "cases", "groups", ""], s.suites.map(function (x) {
