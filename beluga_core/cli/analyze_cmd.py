@@ -39,7 +39,8 @@ def _print_rows(console: Console, title: str, rows: list[dict]) -> None:
                          overflow="fold")
     mark = {"better": " [green]▲[/]", "worse": " [red]▼[/]"}
     for r in rows:
-        table.add_row(*([] if one_task else [r["task"] or "mean over tasks"]), f"{r['config']}/{r['method']}",
+        variant = f"~{r['variant']}" if r.get("variant") else ""
+        table.add_row(*([] if one_task else [r["task"] or "mean over tasks"]), f"{r['config']}/{r['method']}{variant}",
                       r["scenario"] or "Avg.", *([str(r.get("seed"))] if seeds else []),
                       _pct(r["delta_iid"]) + mark.get(r.get("iid_mark") or "", ""), _p(r["p_iid"]),
                       _pct(r["delta_g"]) + mark.get(r.get("g_mark") or "", ""), _p(r["p_g"]), r["status"])

@@ -49,6 +49,8 @@ def parse_config(text: str, path: Path) -> BenchmarkConfig:
         err = exc.errors()[0]
         loc = tuple(err.get("loc", ()))
         field = ".".join(str(p) for p in loc) or None
+        if loc[:1] == ("sweep",):   # a swept key is one dotted name: its parts are the TOML key's
+            loc = tuple(p for part in loc for p in (part.split(".") if isinstance(part, str) else [part]))
         got = err.get("input")
         got_txt = "" if isinstance(got, dict | list) or got is None else f" (got {got!r})"
         more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""

@@ -7,6 +7,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -68,13 +69,18 @@ def record_plan(plan: Plan, writer: StoreWriter) -> None:
             writer.set_cross_maps(tp.spec.name, tp.suite.header.name, ep.name, ep.maps)
     models = [j.id for j in plan.jobs if not j.is_grid_point]
     if plan.point is not None:
-        point = plan.point
-        writer.record_sweep_point(
-            {"variant": point.variant, "sweep": cfg.name, "base_variant": cfg.variant, "position": point.position,
-             "axis": point.axis, "value": point.value, "values": point.values, "capped": plan.capped}, models)
+        writer.record_sweep_point(sweep_point_row(plan), models)
     else:
         # A model a sweep point stored (the same settings, so the same id) counts for this run's variant too.
         writer.record_shared_models(cfg.variant, models)
+
+
+def sweep_point_row(plan: Plan) -> dict[str, Any]:
+    """The ``sweep_points`` row of a sweep point's plan (migration 20)."""
+    assert plan.point is not None
+    point, cfg = plan.point, plan.config
+    return {"variant": point.variant, "sweep": cfg.name, "base_variant": cfg.variant, "position": point.position,
+            "axis": point.axis, "value": point.value, "values": point.values, "capped": plan.capped}
 
 
 def required_evaluations(plan: Plan) -> dict[str, dict[str, str]]:

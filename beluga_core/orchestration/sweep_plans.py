@@ -15,6 +15,7 @@ from pathlib import Path
 
 from beluga_core.config.schema import BenchmarkConfig
 from beluga_core.config.sweep import SweepPoint, point_config, sweep_points
+from beluga_core.core.errors import BelugaError
 from beluga_core.data.splits import group_ids
 from beluga_core.orchestration.teachers import plan_with_stores
 from beluga_core.planning.plan import Plan
@@ -32,8 +33,17 @@ def sweep_plans(cfg: BenchmarkConfig, config_path: Path, *, allow_missing_tasks:
     for point in points:
         at = point_config(cfg, point)
         change = f"[sweep] point {point.position + 1} of {len(points)}: {point.label} (variant {point.variant})"
-        plan = plan_with_stores(at, config_path, allow_missing_tasks=allow_missing_tasks,
-                                config_changes=(*config_changes, change), store=store)
+        try:
+            plan = plan_with_stores(at, config_path, allow_missing_tasks=allow_missing_tasks,
+                                    config_changes=(*config_changes, change), store=store)
+        except BelugaError as exc:
+            # A setting the sweep made (a per-configuration key of a configuration the run lacks): the sweep's key.
+            key = next((k for k in point.values if exc.field and (k == exc.field or k.startswith(exc.field + "."))),
+                       None)
+            if key is None:
+                raise
+            raise BelugaError(f"point {point.position + 1} ({point.label}): {exc.message}",
+                              field=f"sweep.{key}") from None
         for tp in plan.tasks:
             tp.row_variant = point.variant
         plan.point = point

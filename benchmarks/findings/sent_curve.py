@@ -26,7 +26,7 @@ from pathlib import Path
 from beluga_core.analysis.significance.multiplicity import holm
 from beluga_core.analysis.sweeps.curves import Estimate, read_curves, t_estimate
 from beluga_core.store.opened import held
-from benchmarks.harness import REPO, script_parser
+from benchmarks.harness import REPO, header, script_parser
 
 PAPER = ("iid-then-t", "iid-then-iid-plus-t")
 
@@ -51,6 +51,7 @@ def main() -> None:
     parser.add_argument("--site-shot", type=Path, default=None, help="Save the result site's sweep section here.")
     args = parser.parse_args()
     store = args.store.resolve()
+    print(header(None))   # this machine; the run's own precision and device are the models' (printed below)
     with held(store) as opened:
         con = opened.con
         runs = con.execute("""SELECT r.run_id, r.started_at, r.finished_at, r.status, r.device, r.executor::VARCHAR,

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import DATA, REPO, beluga, config_with, query
 
+from beluga_core.analysis.sweeps.curves import read_curves
 from beluga_core.execution.worker import cache_dir_for, weights_path
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -41,6 +42,11 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[i
         run = beluga("run", str(config), "--store", str(killed), env={**env, "BELUGA_FAULT": fault})
         assert run.returncode == -signal.SIGKILL, run.stdout[-2000:] + run.stderr[-3000:]
         counts.append(query(killed, "SELECT count(*) FROM models WHERE status = 'done'")[0][0])
+        if len(counts) == 1:
+            # Killed inside point 1: both points are recorded, unfinished, and give no verdict yet.
+            curves = read_curves(killed)
+            assert sorted(p for _, p in curves.unfinished) == [0, 1]
+            assert curves.verdicts and all(v.verdict.startswith("point unfinished") for v in curves.verdicts)
     resumed = beluga("run", str(config), "--store", str(killed), env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     return whole, killed, counts

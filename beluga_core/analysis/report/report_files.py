@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from beluga_core.analysis.report.report_data import ReportData
+from beluga_core.analysis.report.section import FIGURES_DIR
 from beluga_core.analysis.report.sections import Report, read_report
 from beluga_core.store.opened import StoreArg
 
 FORMATS = ("md", "html")
-FIGURES_DIR = "figures"
 
 
 def write_report(store: StoreArg, out_dir: str | Path, fmt: str, variant: str | None = None,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 Mark = str          # "better" / "worse": significantly above / below the IID baseline
+FIGURES_DIR = "figures"   # where a written report keeps its figures (the result site links the sweep figures there)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import duckdb
@@ -108,6 +108,7 @@ class Verdict:
     b: str                     # what B is ("IID baseline", or a scenario)
     diff: Estimate
     p_holm: float | None = None
+    unfinished: str = ""       # why the point's verdicts wait: "k of n models done" (not tested, not in Holm's family)
 
     @property
     def ordering(self) -> str:
@@ -115,6 +116,8 @@ class Verdict:
 
     @property
     def verdict(self) -> str:
+        if self.unfinished:
+            return f"point unfinished ({self.unfinished}): re-run the sweep"
         if self.p_holm is None or self.diff.mean is None:
             return "no interval (one seed)"
         if self.p_holm < ALPHA:
@@ -126,13 +129,15 @@ class Verdict:
 class Curves:
     rows: list[CurveRow] = field(default_factory=list)
     verdicts: list[Verdict] = field(default_factory=list)
+    # (sweep, position) → "k of n models done" for a point whose models are not all done (sweep_progress).
+    unfinished: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @property
     def n_tests(self) -> dict[str, int]:
         """Per sweep, how many tests Holm's correction ran over."""
         out: dict[str, int] = defaultdict(int)
         for v in self.verdicts:
-            out[v.sweep] += v.diff.p is not None
+            out[v.sweep] += v.diff.p is not None and not v.unfinished
         return dict(out)
 
     def sweeps(self) -> list[tuple[str, str, str]]:
@@ -155,11 +160,14 @@ def read_curves(store: StoreArg) -> Curves:
                                WHERE s.base_config = s.config AND s.base_method = s.method ORDER BY ALL""")
         # Each held-out level's groups in its suite (not the folds run: a sample of groups_per_level has as many
         # folds at every level), which orders the scenarios from the finest level to the coarsest.
+        # A store whose views an earlier beluga of this schema wrote (read-only opens keep them) lacks the view.
+        progress = {r[0]: (int(r[1]), int(r[2])) for r in con.execute(
+            "SELECT variant, n_done, n_planned FROM sweep_progress").fetchall()} if "sweep_progress" in names else {}
         levels = dict(con.execute("""
             SELECT l.level, count(DISTINCT case_group(c.test_type, c.groups, l.level))
             FROM (SELECT DISTINCT suite, heldout_level AS level FROM models WHERE heldout_level IS NOT NULL) l
             JOIN cases c ON c.suite = l.suite GROUP BY l.level""").fetchall())
-    return build_curves(rows, seeds, levels)
+    return build_curves(rows, seeds, levels, progress)
 
 
 def _dicts(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
@@ -175,11 +183,17 @@ def scenario_chain(scenarios: set[str], groups_per_level: dict[str, int]) -> lis
     return (["seen"] if "seen" in scenarios else []) + held
 
 
-def build_curves(rows: list[dict[str, Any]], pairs: list[dict[str, Any]], groups_per_level: dict[str, int]) -> Curves:
+def build_curves(rows: list[dict[str, Any]], pairs: list[dict[str, Any]], groups_per_level: dict[str, int],
+                 progress: dict[str, tuple[int, int]] | None = None) -> Curves:
     """Curves from the views' rows: ``sweep_curve``, and ``sweep_pair_seeds`` (with its point's sweep, axis, position
     and value) for the orderings between scenarios; ``groups_per_level``: the number of groups of every held-out level
-    (the scenarios' order)."""
+    (the scenarios' order); ``progress``: per point's variant, (models done, models planned) (``sweep_progress``): a
+    point with fewer done has no verdicts yet."""
     curves = Curves()
+    for r in rows:
+        done, planned = (progress or {}).get(r["variant"], (0, 0))
+        if done < planned:
+            curves.unfinished[(r["sweep"], int(r["position"]))] = f"{done} of {planned} models done"
     verdicts: list[Verdict] = []
     for r in rows:
         row = CurveRow(r["sweep"], r["task"], r["axis"], int(r["position"]), float(r["value"]), r["variant"],
@@ -197,9 +211,10 @@ def build_curves(rows: list[dict[str, Any]], pairs: list[dict[str, Any]], groups
             verdicts.append(Verdict(*common, "iid", row.config, row.method, "s_iid", "IID baseline",
                                     t_estimate(r["n_paired"], r["delta_s_iid"], r["delta_s_iid_sd"])))
     verdicts += _orderings(pairs, groups_per_level)
+    verdicts = [replace(v, unfinished=curves.unfinished.get((v.sweep, v.position), "")) for v in verdicts]
     by_sweep: dict[str, list[int]] = defaultdict(list)
     for i, v in enumerate(verdicts):
-        if v.diff.p is not None:
+        if v.diff.p is not None and not v.unfinished:
             by_sweep[v.sweep].append(i)
     adjusted: dict[int, float] = {}
     for indices in by_sweep.values():

@@ -36,6 +36,11 @@ def test_points_are_named_after_the_axis_and_set_every_paired_key(tmp_path: Path
     ('"training.suite.epochs" = [1, "two"]', "expected numbers"),
     ('"method.vanilla.rho" = [1, 2]', "unknown option"),
     ('"method.lora.r" = [1, 2]', "method 'lora' is not one of the run's methods"),
+    ('"sizes.iid_mix" = 16', "Input should be a valid list"),
+    # A per-configuration table the sweep would write for a configuration the run lacks: the sweep's key is named.
+    ('"training.configurations.iid-then-iid-plus-t.epochs" = [1, 2]',
+     "point 1 (sizes.suite_train_per_group = 2, training.configurations.iid-then-iid-plus-t.epochs = 1): "
+     "'iid-then-iid-plus-t' is not a configuration of this run"),
 ])
 def test_a_bad_sweep_key_names_its_line_and_field(line: str, said: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:

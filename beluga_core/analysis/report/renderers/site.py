@@ -11,8 +11,7 @@ from typing import Any
 
 from beluga_core.analysis.report.heatmap_figures import Heatmap
 from beluga_core.analysis.report.report_data import ReportData
-from beluga_core.analysis.report.report_files import FIGURES_DIR
-from beluga_core.analysis.report.section import MARKERS, PARTIAL, Cell, Section, Table, pct
+from beluga_core.analysis.report.section import FIGURES_DIR, MARKERS, PARTIAL, Cell, Section, Table, pct
 from beluga_core.analysis.report.sections import Report
 from beluga_core.analysis.report.sections.curves import curve_figure_name
 from beluga_core.analysis.report.site_cases import Arm, SuiteInfo

@@ -49,9 +49,11 @@ def curve_sections(curves: Curves, figures_dir: Path | None) -> list[Section]:
         rows = [r for r in curves.rows if (r.sweep, r.task, r.axis) == (sweep, task, axis)]
         verdicts = [v for v in curves.verdicts if (v.sweep, v.task, v.axis) == (sweep, task, axis)]
         values = sorted({(r.position, r.value) for r in rows})
-        g = _value_table(rows, values, "g", f"G against {axis}")
-        blocks: list[Table | Figure] = [g, _value_table(rows, values, "s_suite", f"s_T against {axis}"),
-                                        _iid_table(rows, values, axis)]
+        waiting = {p: why for (s, p), why in curves.unfinished.items() if s == sweep}
+        name = f"'{sweep}': " if len({s for s, _, _ in curves.sweeps()}) > 1 else ""
+        g = _value_table(rows, values, "g", f"{name}G against {axis}", waiting)
+        blocks: list[Table | Figure] = [g, _value_table(rows, values, "s_suite", f"{name}s_T against {axis}", waiting),
+                                        _iid_table(rows, values, axis, waiting)]
         if figures_dir is not None:
             png, svg = save_figure(draw_curve(rows, axis, f"{task}: G against {axis}"), figures_dir,
                                    curve_figure_name(sweep, task))
@@ -77,7 +79,18 @@ def _label(v: float) -> str:
     return f"{v:g}"
 
 
-def _value_table(rows: list[CurveRow], values: list[tuple[int, float]], stat: str, title: str) -> Table:
+def _headers(values: list[tuple[int, float]], waiting: dict[int, str]) -> list[Column]:
+    """A column per point; † after a point whose models are not all done."""
+    return [Column(_label(v) + (" †" if p in waiting else "")) for p, v in values]
+
+
+def _waiting_notes(values: list[tuple[int, float]], waiting: dict[int, str]) -> list[str]:
+    return [f"† point {_label(v)} is unfinished ({waiting[p]}): its figures are of the models done so far; re-run the "
+            "sweep to finish it" for p, v in values if p in waiting]
+
+
+def _value_table(rows: list[CurveRow], values: list[tuple[int, float]], stat: str, title: str,
+                 waiting: dict[int, str]) -> Table:
     cells: dict[tuple[str, str, str], dict[int, Estimate]] = defaultdict(dict)
     for r in rows:
         cells[(r.config, r.method, r.scenario)][r.position] = getattr(r, stat)
@@ -85,18 +98,19 @@ def _value_table(rows: list[CurveRow], values: list[tuple[int, float]], stat: st
     keys = sorted(cells, key=lambda k: (not (k[0] == "iid" and k[2] == "standard"), k[0], k[1], order.index(k[2])))
     table_rows = [[Cell(f"{c}/{m}"), Cell(s), *(_pm(cells[(c, m, s)][p]) if p in cells[(c, m, s)] else Cell("—")
                                                for p, _ in values)] for c, m, s in keys]
-    return Table([Column("configuration/method"), Column("scenario"), *(Column(_label(v)) for _, v in values)],
-                 table_rows, numeric_from=2, title=title, baseline_first=True, abbreviate=False)
+    return Table([Column("configuration/method"), Column("scenario"), *_headers(values, waiting)],
+                 table_rows, numeric_from=2, title=title, baseline_first=True, abbreviate=False,
+                 notes=_waiting_notes(values, waiting))
 
 
-def _iid_table(rows: list[CurveRow], values: list[tuple[int, float]], axis: str) -> Table:
+def _iid_table(rows: list[CurveRow], values: list[tuple[int, float]], axis: str, waiting: dict[int, str]) -> Table:
     """s_iid per configuration-method: its seen model's (the baseline: its own), the same in every scenario."""
     cells: dict[tuple[str, str], dict[int, Estimate]] = defaultdict(dict)
     for r in rows:
         if r.scenario in ("seen", "standard"):
             cells[(r.config, r.method)][r.position] = r.s_iid
     keys = sorted(cells, key=lambda k: (k[0] != "iid", k))
-    return Table([Column("configuration/method"), *(Column(_label(v)) for _, v in values)],
+    return Table([Column("configuration/method"), *_headers(values, waiting)],
                  [[Cell(f"{c}/{m}"), *(_pm(cells[(c, m)][p]) if p in cells[(c, m)] else Cell("—") for p, _ in values)]
                   for c, m in keys], numeric_from=1, title=f"s_iid against {axis}", baseline_first=True,
                  abbreviate=False)

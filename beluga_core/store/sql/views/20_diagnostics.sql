@@ -39,7 +39,7 @@ WITH labelled AS (
 SELECT m.task, m.suite, m.model_name, m.config, m.method, m.scenario, m.heldout_group, m.seed,
        m.split_seed, m.variant, k.model_id, k.source, k.test_type, k.label, n.name, k.n_pred, k.n_gold
 FROM counted k
-JOIN models m ON m.model_id = k.model_id
+JOIN scored_models m ON m.model_id = k.model_id
 LEFT JOIN label_names n
        ON n.label = k.label
       AND ((k.source = 'suite' AND n.space = 'suite' AND n.suite = m.suite)
@@ -110,7 +110,7 @@ SELECT m.task, m.suite, m.config, m.method, m.scenario, m.seed, m.variant, k.mod
        k.tp::DOUBLE / nullif(k.n_pred, 0) AS precision,
        k.tp::DOUBLE / nullif(k.support, 0) AS recall,
        2.0 * k.tp / nullif(k.n_pred + k.support, 0) AS f1
-FROM counts k JOIN models m ON m.model_id = k.model_id
+FROM counts k JOIN scored_models m ON m.model_id = k.model_id
 LEFT JOIN label_names n ON n.space = 'head' AND same_suite(n, m)
                        AND n.label = k.label
 WHERE m.status = 'done';

@@ -4,6 +4,16 @@
 -- them at a crossing level's, a sample of groups with `[sizes] groups_per_level`), so a comparison of scenario A with
 -- B (the IID baseline, or another scenario of A's configuration-method) scores both on the cases both score.
 
+-- Per sweep point, its planned models (point_models: recorded for every point before the sweep's first training) and
+-- how many are done: a point with n_done < n_planned is unfinished (not reached, interrupted, or with failed jobs).
+CREATE OR REPLACE VIEW sweep_progress AS
+SELECT p.variant, count(pm.model_id) AS n_planned,
+       count(m.model_id) FILTER (WHERE m.status = 'done') AS n_done
+FROM sweep_points p
+LEFT JOIN point_models pm ON pm.variant = p.variant
+LEFT JOIN models m ON m.model_id = pm.model_id
+GROUP BY p.variant;
+
 -- Every outcome of a sweep point's scenario keys, with its case's scoring group; groups in g_exclusions left out.
 CREATE OR REPLACE VIEW sweep_case_outcomes AS
 SELECT m.task, o.suite, m.model_name, m.config, m.method, m.scenario, m.seed, m.split_seed, m.variant,
