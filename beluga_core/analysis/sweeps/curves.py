@@ -34,6 +34,7 @@ from scipy import stats
 from beluga_core.analysis.replicates.intervals import t_quantile
 from beluga_core.analysis.significance.multiplicity import holm
 from beluga_core.core.constants import BASELINE
+from beluga_core.store.connection import table_names
 from beluga_core.store.opened import StoreArg, held
 
 ALPHA = 0.05
@@ -149,8 +150,7 @@ def read_curves(store: StoreArg) -> Curves:
     """The curves of every sweep in ``store`` (none: an empty ``Curves``)."""
     with held(store) as opened:
         con = opened.con
-        names = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() UNION ALL "
-                                           "SELECT table_name FROM duckdb_tables()").fetchall()}
+        names = table_names(con)
         if "sweep_curve" not in names or not (con.execute("SELECT count(*) FROM sweep_points").fetchone() or (0,))[0]:
             return Curves()
         rows = _dicts(con, "SELECT * FROM sweep_curve ORDER BY sweep, task, position, config, method, scenario")
