@@ -296,7 +296,9 @@ def dispatch(backend: Backend, jobs: Sequence[Job], on_result: ResultFn, progres
                     progress.job_started(member)
                 started.setdefault(member.id, datetime.now(UTC))
                 in_flight.add(member.id)
-            if len(group) == 1:
+            # A member of a pack trains as one even when its mates are done or elsewhere (a retried member): its
+            # checkpoints were taken in a pack and resume in one, as the rest of its pack would have trained.
+            if len(group) == 1 and not (packs is not None and backend.packs and len(packs.of(job.id)) > 1):
                 backend.submit(job)
             else:
                 backend.submit_pack(group, {"id": uuid.uuid4().hex[:16], "setting": pack_setting,

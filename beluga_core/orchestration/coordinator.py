@@ -295,6 +295,7 @@ def run_plan(plan: Plan, console: Console, *, lock_timeout: float = DEFAULT_LOCK
                     writer.finish_run(run_id, status)
         finally:
             run_lock.release()
+            executor.close()
         console.print(f"wall time: {time.perf_counter() - started:.1f} s ({status}); store: {store_path}",
                       soft_wrap=True)
         exe = plan.config.executor

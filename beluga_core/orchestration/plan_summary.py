@@ -243,21 +243,24 @@ def dry_run_summary(plan: Plan, footprints: Footprints | None = None, *,
     measured again, not read from the cache)."""
     cfg = plan.config
     executor = EXECUTORS.get(cfg.executor.name)(cfg.executor)
-    state = StoreState.read(plan, store)
-    source: StoreHandle | Path | None = store if store is not None else \
-        (plan.store_path() if plan.store_path().exists() else None)
-    if source is not None and (plan.halving or plan.pending):
-        # The rungs and folds the store's finished grid points already decide, as the run would form them.
-        replay_choices(source, plan, state.done)
+    try:
         state = StoreState.read(plan, store)
-    pricing = price(plan, executor.workers(plan), store=source, done=state.done, refresh=calibrate)
-    state = StoreState(state.done, state.failed, pricing.rates)
-    if (store is not None or plan.store_path().exists()) and cfg.executor.pack == "auto" \
-            and executor.trains_packs:   # the run's size
-        executor.pack_size(plan, plan.jobs + plan.grid_jobs,
-                           recorded_pack_size(store if store is not None else plan.store_path()))
-    return summarize_plan(plan, state, executor.workers(plan), executor.packs_of(plan, plan.jobs + plan.grid_jobs),
-                          footprints, pricing)
+        source: StoreHandle | Path | None = store if store is not None else \
+            (plan.store_path() if plan.store_path().exists() else None)
+        if source is not None and (plan.halving or plan.pending):
+            # The rungs and folds the store's finished grid points already decide, as the run would form them.
+            replay_choices(source, plan, state.done)
+            state = StoreState.read(plan, store)
+        pricing = price(plan, executor.workers(plan), store=source, done=state.done, refresh=calibrate)
+        state = StoreState(state.done, state.failed, pricing.rates)
+        if (store is not None or plan.store_path().exists()) and cfg.executor.pack == "auto" \
+                and executor.trains_packs:   # the run's size
+            executor.pack_size(plan, plan.jobs + plan.grid_jobs,
+                               recorded_pack_size(store if store is not None else plan.store_path()))
+        return summarize_plan(plan, state, executor.workers(plan), executor.packs_of(plan, plan.jobs + plan.grid_jobs),
+                              footprints, pricing)
+    finally:
+        executor.close()   # a cluster it connected to, to size it
 
 
 def summarize_plan(plan: Plan, store: StoreState | None = None, workers: Workers | None = None,

@@ -11,6 +11,7 @@ drill.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import io
 import json
 import math
@@ -288,11 +289,9 @@ def test_packs_group_jobs_by_base_start_method_and_hyper_parameters(tmp_path: Pa
     assert "packs ([executor] pack = 4, up to 4 members): 8 trainings in 2 pack(s) (2 × 4 members);" in printed
     assert "; 1 alone: method vanilla does not pack (only LoRA adapters over a frozen base do)" in printed
     assert printed.count("  pack: ") == 2 and f"  pack: {plus[0][:12]} (iid-plus-t/lora/" in printed
-    out = io.StringIO()
+    # Ray forms the same packs (a number needs no cluster to ask: nothing starts here).
     ray = EXECUTORS.get("ray")(plan.config.executor.model_copy(update={"name": "ray"}))
-    print_plan(summarize_plan(plan, packs=ray.packs_of(plan, jobs)), Console(file=out, width=300))
-    assert "packs ([executor] pack = 4): none, every training alone: the ray executor trains every job alone" in \
-        out.getvalue()
+    assert ray.packs_of(plan, jobs) == executor.packs_of(plan, jobs)
 
 
 def test_grid_points_over_learning_rates_pack(tmp_path: Path) -> None:
@@ -353,6 +352,40 @@ def test_packs_in_two_worker_processes_store_what_one_pack_does(packed_store: Pa
     assert results(store) == results(packed_store)
     packs_of = {tuple(json.loads(p)["members"]) for (p,) in query(store, "SELECT pack FROM models")}
     assert sorted(len(p) for p in packs_of) == [2, 2]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                    reason="Ray is not installed (pip install 'beluga[ray]'); the Ray executor is an optional extra")
+def test_packs_on_ray_are_the_multi_executors_and_a_ray_worker_killed_mid_pack_resumes(packed_store: Path,
+                                                                                      tmp_path: Path) -> None:
+    # Two Ray workers on a local 2-CPU cluster, packs of 2; the test-only worker SIGKILLs its actor inside a pack once
+    # the pack's first member finished: that member is committed, the other's retried fold resumes from the
+    # checkpoint it sent to the driver (checkpoint_every = 1), and the actor is replaced.
+    config = config_with(DATA / "tiny-packs.toml", tmp_path, {'name = "local"': 'name = "ray"', "pack = 4": "pack = 2"},
+                         append='\n[executor.options]\nworker = "faults:FaultyWorker"\nnum_cpus = 2\n')
+    store = tmp_path / "ray.duckdb"
+    marker = tmp_path / "killed"
+    proc = beluga("run", str(config), "--store", str(store),
+                  env={"PYTHONPATH": str(REPO / "tests"), "BELUGA_FAULT": f"training:{marker}"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert marker.exists(), "the crash hook did not fire"
+    assert proc.stdout.count("retrying") == 1 and "Ray lost its worker" in proc.stdout, proc.stdout
+    assert proc.stdout.count("resumed from its checkpoint at step") == 1, proc.stdout
+    assert "workers: 2 (Ray, per node: " in proc.stdout and "packs: up to 2 members (pack = 2)" in proc.stdout
+    # The packs the multi executor forms of the same config, member for member, and what one pack of 4 stores.
+    multi = config_with(DATA / "tiny-packs.toml", tmp_path, {'name = "local"': 'name = "multi"\nworkers = 2',
+                                                             "pack = 4": "pack = 2"}, name="multi.toml")
+    plan = plan_with_stores(load_config(multi), multi)
+    expected = EXECUTORS.get("multi")(plan.config.executor).packs_of(plan, plan.jobs)
+    stored = {m: tuple(json.loads(p)["members"]) for m, p in query(store, "SELECT model_id, pack FROM models")}
+    # The member retried after its worker died trained on as a pack of one (its pack-mate was done) and says so.
+    (retried,) = [m for m, members in stored.items() if members == (m,)]
+    assert len(expected.of(retried)) == 2
+    assert {m: p for m, p in stored.items() if m != retried} == \
+        {j.id: expected.of(j.id) for j in plan.jobs if j.id != retried}
+    assert sorted(len(set(expected.of(j.id))) for j in plan.jobs) == [2, 2, 2, 2]
+    assert results(store) == results(packed_store)
 
 
 @pytest.mark.slow

@@ -88,6 +88,10 @@ class Executor(DeclaresOptions, ABC):
         return Workers((), f"executor {self.spec.name!r} starts as many jobs as its backend takes",
                        self.spec.workers)
 
+    def close(self) -> None:
+        """Release what the executor holds across a run's phases (a cluster connection it started); the run calls
+        it once, at its end, whatever happened."""
+
     @abstractmethod
     def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
         """The backend that will run ``jobs`` (start workers, a cluster connection, …; ``Backend.close``

@@ -1,42 +1,54 @@
-"""The Ray executor: folds as Ray tasks with their CPU/GPU needs, on an existing cluster or a local one.
+"""The Ray executor: long-lived workers, one Ray actor per slot, on an existing cluster or a local one.
 
 ``pip install beluga[ray]``. Config::
 
     [executor]
     name = "ray"
-    threads = 1                      # torch threads per fold (= CPUs each fold asks for, unless cpus_per_fold)
+    threads = 1                      # torch threads per worker (= CPUs each asks for, unless cpus_per_fold)
+    workers = "auto"                 # per node: sized from a probe run on the node (a number N: N per node)
+    pack = "auto"                    # LoRA packs, as on one machine
     [executor.options]
     address = "ray://head:10001"     # or "auto"; absent: start a local Ray on this machine
     num_cpus = 2                     # local cluster only: CPUs it may use (default: all)
-    gpus_per_fold = 0.5              # GPU share per fold (default 1 on a cluster with GPUs, else 0)
-    max_retries = 2                  # re-run a fold whose worker process or node was lost (default 2)
+    folds_per_gpu = 2                # workers per GPU (a share of 1/2 each); not set: sized by memory
+    max_retries = 2                  # re-run a fold whose worker or node was lost (default 2)
 
-The driver (the coordinator) is the only writer of the store. It tokenizes what the plan reads into the token
-cache first and ships those shards (and the IID model's weights for the folds that start from it) through
-Ray's object store, so workers need no filesystem shared with the driver; on one machine they also find both
-in the cache folder. The shared dispatch loop (``scheduling.dispatch``) submits folds whose parent is done and
-retries a fold whose worker process or node was lost (Ray's own task retries are off, so there is one retry
-policy for every executor); a fold that raises is reported with its traceback once the folds in flight have
-finished; resume works as with the local executor (the runner skips finished jobs).
+**Slots.** Each node of the cluster is sized by itself (``sizing.nodes``): a probe dispatched to the node measures
+what one worker (and one pack member) takes on its GPUs, and the node gets as many slots as its memory and CPUs
+hold, or ``folds_per_gpu`` per GPU, or one per ``cpus_per_fold`` of its CPUs on a CPU node. A slot is one actor
+pinned to its node, asking its CPUs and its GPU share (a whole GPU, or ``1/folds_per_gpu`` of one): Ray gives it
+its GPU. The actor keeps its process, CUDA context, loaded model, pristine and parent weights and tokenized inputs
+across folds, as the multi executor's workers do: a GPU fold no longer starts a fresh process.
 
-Checkpoints inside a fold (``[executor] checkpoint_every``) go to the driver: a worker sends each one to a
-keeper actor, the driver takes them from it into the run's cache while it waits for folds, and a fold retried
-after its worker or node died gets its last checkpoint with it and resumes there.
+**Dispatch.** The shared dispatch loop (``scheduling.dispatch``) decides which fold (or pack) starts when and its
+one retry policy (Ray's own retries are off); this backend gives it to an idle actor, the one that has run fewest
+folds. A pack's members stream back one by one as they finish (a Ray streaming generator) and are committed alone,
+as in the multi executor. An actor that dies (its process killed, its node lost) fails its fold or pack's unfinished
+members as lost, which the loop retries; the actor is replaced on its node while the node lives, and dropped with it
+otherwise.
 
-CPU folds reuse their Ray worker process, keeping the loaded model and tokenized inputs between folds. GPU
-folds run each in a fresh process (Ray's default ``max_calls=1`` for GPU tasks): a CUDA context cannot follow
-Ray's per-task GPU assignment, so reusing a process could put two folds on one GPU. GPU paths are untested in
-this repository's CI (no GPU there).
+**Data.** The driver (the coordinator) is the only writer of the store. It tokenizes what the plan reads into the
+token cache first and ships those shards (and the parents' weights for the folds that start from them) through
+Ray's object store, so workers need no filesystem shared with the driver. Checkpoints inside a fold
+(``[executor] checkpoint_every``) and step progress go to a keeper actor on the driver's node, which the driver
+polls; a fold retried after its worker or node died gets its last checkpoint with it and resumes there.
+
+GPU paths are tested with declared GPUs and a test-only worker that runs a GPU slot's folds on the CPU
+(tests/e2e/test_ray_slots.py); no Ray run on a real GPU is recorded yet (benchmarks/perf/RESULTS.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
+import socket
 import tempfile
+import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,16 +69,28 @@ from beluga_core.execution.scheduling import (
     warm_token_cache,
     worker_class,
 )
-from beluga_core.execution.sizing import Workers
+from beluga_core.execution.sizing import PackSize, Slot, Workers
+from beluga_core.execution.sizing.nodes import (
+    ClusterNode,
+    NodeProbe,
+    NodeSlots,
+    measure_node,
+    needs_probe,
+    run_pack_size,
+    size_node,
+)
 from beluga_core.execution.worker import keeps_weights, weights_path
 from beluga_core.planning.jobs import Job
+from beluga_core.planning.pack_groups import why_not_packed
 from beluga_core.planning.plan import Plan
 from beluga_core.training.checkpoint_file import FolderCheckpoints, checkpoint_folder
 
-# How often the driver takes the checkpoints the keeper holds while it waits for folds (seconds).
-CHECKPOINT_POLL_S = 1.0
-# Per Ray worker process: the Worker for the plan it last ran (CPU workers run many folds).
-_STATE: dict[str, Any] = {}
+# How often the driver takes the checkpoints and progress the keeper holds while it waits for folds (seconds).
+POLL_S = 1.0
+# How often a worker sends a fold's step progress (seconds); steps can be far faster than a terminal refresh.
+STEP_REPORT_EVERY = 0.5
+# How long the driver waits for the first actors (and the node probes) to start before it gives up (seconds).
+START_TIMEOUT_S = 900.0
 
 
 def _worker_cache_dir(wanted: str) -> Path:
@@ -84,27 +108,32 @@ def _worker_cache_dir(wanted: str) -> Path:
 
 
 class CheckpointKeeper:
-    """A Ray actor holding each job's latest checkpoint until the driver takes it into the run's cache: nodes
-    share no filesystem, and what a dead worker held in the object store is lost with it. An empty checkpoint
+    """A Ray actor holding each job's latest checkpoint, and each fold's latest step, until the driver takes them:
+    nodes share no filesystem, and what a dead worker held in the object store is lost with it. An empty checkpoint
     asks the driver to delete its copy (a worker found it bad)."""
 
     def __init__(self) -> None:
         self.blobs: dict[str, bytes] = {}
+        self.steps: dict[str, tuple[str, int, int]] = {}
 
     def put(self, job_id: str, blob: bytes) -> None:
         self.blobs[job_id] = blob
 
-    def take(self) -> dict[str, bytes]:
+    def step(self, job_id: str, phase: str, step: int, total: int) -> None:
+        self.steps[job_id] = (phase, step, total)
+
+    def take(self) -> tuple[dict[str, bytes], dict[str, tuple[str, int, int]]]:
         blobs, self.blobs = self.blobs, {}
-        return blobs
+        steps, self.steps = self.steps, {}
+        return blobs, steps
 
 
 class DriverCheckpoints:
-    """A Ray worker's checkpoint store: loads the one the driver sent with the job, saves through the keeper.
+    """A Ray worker's checkpoint store: loads those the driver sent with the jobs, saves through the keeper.
     A save the keeper does not take (its node died) is lost, not the fold: the fold goes on training."""
 
-    def __init__(self, keeper: Any, job_id: str, blob: bytes | None) -> None:
-        self.keeper, self.blobs = keeper, ({job_id: blob} if blob else {})
+    def __init__(self, keeper: Any, blobs: dict[str, bytes]) -> None:
+        self.keeper, self.blobs = keeper, dict(blobs)
 
     def load(self, job_id: str) -> bytes | None:
         return self.blobs.get(job_id)
@@ -123,70 +152,156 @@ class DriverCheckpoints:
         self.save(job_id, b"")
 
 
-def run_fold(plan_box: list[Any], shards_box: list[Any], parent_box: list[tuple[str, Any]], job: Job,
-             spec: ExecutorSpec, device: str, threads: int, cache_dir: str,
-             return_weights: bool, keeper: Any = None,
-             checkpoint_box: list[Any] | None = None) -> tuple[JobResult, bytes | None]:
-    """One fold in a Ray worker. Object refs come boxed in lists so Ray does not fetch them on every call;
-    ``parent_box`` holds (model id, weights ref) of the parent and teachers the job reads; ``checkpoint_box``
-    the job's checkpoint the driver kept, if any, and ``keeper`` takes the job's new ones."""
+class SlotWorker:
+    """One slot's long-lived worker (a Ray actor): a beluga ``Worker`` built once, on the slot's device, kept with
+    its loaded model and inputs for every fold and pack it is given."""
+
+    def __init__(self, plan: Plan, shards: dict[str, bytes], spec: ExecutorSpec, device: str, threads: int,
+                 cache_dir: str, keeper: Any) -> None:
+        from beluga_core.training import token_cache
+        from beluga_core.training.models import configure_threads
+
+        self.cache = _worker_cache_dir(cache_dir)
+        token_cache.install_shards(self.cache / "tokens", shards)
+        configure_threads(threads)
+        if device.startswith("cuda"):
+            import torch
+
+            if torch.cuda.is_available():
+                # Ray set CUDA_VISIBLE_DEVICES to the GPU it gave this actor: it is this process's cuda:0.
+                torch.cuda.set_device(0)
+        self.worker = worker_class(spec)(plan, "cuda:0" if device.startswith("cuda") else device, self.cache)
+        self.keeper = keeper
+        self.last_step: dict[str, float] = {}
+
+    def ready(self) -> dict[str, Any]:
+        """Where this actor runs: its process id, node, host, the GPUs Ray gave it and its worker's device."""
+        import ray
+
+        ctx = ray.get_runtime_context()
+        return {"pid": os.getpid(), "node_id": ctx.get_node_id(), "host": socket.gethostname(),
+                "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "device": str(self.worker.device)}
+
+    def _progress(self, job: Job, phase: str, step: int, total: int) -> None:
+        now = time.monotonic()
+        if phase == "eval" or step == total or now - self.last_step.get(job.id, 0.0) >= STEP_REPORT_EVERY:
+            self.last_step[job.id] = now
+            self.keeper.step.remote(job.id, phase, step, total)   # not awaited: progress may be dropped, never waited
+
+    def work(self, jobs: list[Job], pack: dict[str, object] | None, parents: list[tuple[str, Any]],
+             checkpoints: dict[str, bytes], send_weights: list[str]) -> Iterator[tuple[JobResult, bytes | None]]:
+        """Run ``jobs`` (one alone, or the members of ``pack``), yielding each result as it finishes, with its weights
+        where the driver needs them (``send_weights``: parents of other folds, and kept weights)."""
+        import ray
+
+        for model_id, ref in parents:
+            target = weights_path(self.cache, model_id)
+            if not target.exists():
+                atomic_write(target, ray.get(ref[0]))
+        self.worker.checkpoint_store = DriverCheckpoints(self.keeper, checkpoints)
+        self.last_step.clear()
+        if pack is None:
+            (job,) = jobs
+            results: Iterator[JobResult] = iter([self.worker.run(job, lambda *a: self._progress(job, *a))])
+        else:
+            results = self.worker.run_pack(jobs, self._progress, pack=pack)
+        for result in results:
+            weights = weights_path(self.cache, result.id).read_bytes() if result.id in send_weights else None
+            yield result, weights
+
+
+def _probe_node(plan: Plan, spec: ExecutorSpec, device: str, workers: bool, pack_job: str | None,
+                node: ClusterNode) -> NodeProbe:
+    """On ``node`` (a Ray task pinned there): what one worker and one pack member take there (``measure_node``), or
+    what the run's worker class measures instead where it defines ``measure_node`` with the same arguments and
+    ``node`` (a test's stand-in for the GPU it does not have)."""
     import ray
 
-    from beluga_core.training import token_cache
-    from beluga_core.training.models import configure_threads
+    own = getattr(worker_class(spec), "measure_node", None)
+    worker, pack = own(plan, device, workers, pack_job, node) if own is not None else \
+        measure_node(plan, device, workers, pack_job)
+    return NodeProbe(ray.get_runtime_context().get_node_id(), worker, pack)
 
-    key = f"{plan_box[0].hex()}|{device}|{threads}|{cache_dir}"
-    if _STATE.get("key") != key:
-        cache = _worker_cache_dir(cache_dir)
-        token_cache.install_shards(cache / "tokens", ray.get(shards_box[0]))
-        configure_threads(threads)
-        _STATE.clear()
-        _STATE.update(key=key, cache=cache, worker=worker_class(spec)(ray.get(plan_box[0]), device, cache))
-    worker, cache = _STATE["worker"], _STATE["cache"]
-    for model_id, ref in parent_box:
-        target = weights_path(cache, model_id)
-        if not target.exists():
-            atomic_write(target, ray.get(ref))
-    if keeper is not None:
-        worker.checkpoint_store = DriverCheckpoints(keeper, job.id, ray.get(checkpoint_box[0]) if checkpoint_box
-                                                    else None)
-    result = worker.run(job)
-    weights = weights_path(cache, job.id).read_bytes() if return_weights else None
-    return result, weights
+
+@dataclass(eq=False)
+class _Actor:
+    slot: NodeSlots
+    handle: Any
+    started: float
+    info: Any = None                                      # the ready() ref, then its dict
+    assigned: list[Job] = field(default_factory=list)     # its fold, or its pack's members still running
+    stream: Any = None                                    # the ObjectRefGenerator of what it runs
+    folds: int = 0
 
 
 class RayCluster(Backend):
-    """Folds as Ray tasks: every fold whose parent is done is submitted at once and Ray queues them by the
-    resources they ask for."""
+    """Long-lived actors, one per slot of every node (``RayExecutor.nodes``), each running a fold or pack at a time."""
 
-    def __init__(self, ray: Any, started_here: bool, spec: ExecutorSpec, plan: Plan, jobs: Sequence[Job],
-                 cache_dir: Path, resources: tuple[float, float, str, int]) -> None:
+    packs = True
+
+    def __init__(self, ray: Any, spec: ExecutorSpec, plan: Plan, jobs: Sequence[Job], cache_dir: Path,
+                 nodes: Sequence[NodeSlots]) -> None:
         from beluga_core.training import token_cache
 
-        self.ray, self.started_here, self.spec, self.cache_dir = ray, started_here, spec, cache_dir
-        cpus, gpus, self.device, self.threads = resources
+        self.ray, self.spec, self.cache_dir = ray, spec, cache_dir
         warm_token_cache(plan, cache_dir)
         self.plan_ref = ray.put(plan.for_workers())
         self.shards_ref = ray.put(token_cache.shard_files(cache_dir / "tokens"))
-        self.remote = ray.remote(max_calls=1 if gpus > 0 else 0)(run_fold).options(
-            num_cpus=cpus, num_gpus=gpus, max_retries=0, retry_exceptions=False)
         self.parents_needed = {r for j in jobs for r in j.requires}
         self.plan_config = plan.config
         self.parent_refs: dict[str, Any] = {}
-        self.running: dict[Any, Job] = {}
-        # Checkpoints reach the driver through an actor it polls (``_collect``), placed on the driver's node
-        # when it can be; restarted if its node dies (what it held then is lost, not the folds).
         self.checkpoints = FolderCheckpoints(checkpoint_folder(cache_dir))
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+        # Checkpoints and progress reach the driver through an actor it polls (``_collect``), on the driver's node
+        # when it can be; restarted if its node dies (what it held then is lost, not the folds).
         self.keeper = ray.remote(CheckpointKeeper).options(num_cpus=0, max_restarts=-1,
                                                            scheduling_strategy=here).remote()
+        self.actor_class = ray.remote(SlotWorker)
+        self.actors: list[_Actor] = []
+        for slot in nodes:
+            for _ in range(slot.actors):
+                self._start(slot)
+        if not self.actors:
+            raise BelugaError("no node of the Ray cluster can take a fold: " + "; ".join(n.line() for n in nodes))
+        self._wait_ready()
 
-    def _collect(self) -> None:
-        """Take the checkpoints the keeper holds into the run's cache."""
+    def _start(self, slot: NodeSlots) -> _Actor:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        handle = self.actor_class.options(
+            num_cpus=slot.cpus, num_gpus=slot.gpu_share, max_restarts=0, max_task_retries=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(slot.node.node_id, soft=False),
+        ).remote(self.plan_ref, self.shards_ref, self.spec, slot.device, slot.threads, str(self.cache_dir),
+                 self.keeper)
+        actor = _Actor(slot, handle, time.monotonic())
+        actor.info = handle.ready.remote()
+        self.actors.append(actor)
+        return actor
+
+    def _wait_ready(self) -> None:
+        """Wait for every actor to have started: one that cannot (its worker class does not build, its resources are
+        never free) stops the run here, saying why, rather than failing every fold it is given."""
+        pending = {a.info: a for a in self.actors}
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while pending:
+            done, _ = self.ray.wait(list(pending), num_returns=len(pending), timeout=POLL_S)
+            for ref in done:
+                actor = pending.pop(ref)
+                try:
+                    actor.info = self.ray.get(ref)
+                except self.ray.exceptions.RayError as exc:
+                    raise BelugaError(f"a Ray worker failed to start on node {actor.slot.node.host}: "
+                                      f"{_describe(exc)[-1500:]}") from None
+            if pending and time.monotonic() > deadline:
+                raise BelugaError(f"{len(pending)} Ray worker(s) did not start within {START_TIMEOUT_S:.0f} s (the "
+                                  "cluster does not free the CPUs and GPUs they ask for?)")
+
+    def _collect(self, step: StepFn | None = None) -> None:
+        """Take the checkpoints and progress the keeper holds: checkpoints into the run's cache, steps to ``step``."""
         try:
-            blobs = self.ray.get(self.keeper.take.remote())
+            blobs, steps = self.ray.get(self.keeper.take.remote())
         except self.ray.exceptions.RayError:
             return  # the keeper is restarting; its checkpoints come with the next poll or are lost
         for job_id, blob in blobs.items():
@@ -194,6 +309,11 @@ class RayCluster(Backend):
                 self.checkpoints.save(job_id, blob)
             else:
                 self.checkpoints.discard(job_id)
+        if step is not None:
+            running = {j.id: j for a in self.actors for j in a.assigned}
+            for job_id, (phase, s, n) in steps.items():
+                if job_id in running:
+                    step(running[job_id], phase, s, n)
 
     def _parent_ref(self, parent_id: str) -> Any:
         if parent_id not in self.parent_refs:
@@ -202,45 +322,96 @@ class RayCluster(Backend):
         return self.parent_refs[parent_id]
 
     def idle(self) -> int:
-        return 1  # Ray queues what its cluster cannot start yet
+        return sum(not a.assigned for a in self.actors)
 
     def submit(self, job: Job) -> None:
-        boxed = [(r, self._parent_ref(r)) for r in job.requires]
+        self._send([job], None)
+
+    def submit_pack(self, jobs: Sequence[Job], pack: dict[str, object]) -> None:
+        self._send(list(jobs), pack)
+
+    def _send(self, jobs: list[Job], pack: dict[str, object] | None) -> None:
+        actor = min((a for a in self.actors if not a.assigned), key=lambda a: a.folds)
         self._collect()  # a job retried after its worker died resumes from the last checkpoint it sent
-        checkpoint = self.checkpoints.load(job.id)
-        ref = self.remote.remote([self.plan_ref], [self.shards_ref], boxed, job, self.spec, self.device,
-                                 self.threads, str(self.cache_dir),
-                                 job.id in self.parents_needed or keeps_weights(self.plan_config, job),
-                                 self.keeper, [self.ray.put(checkpoint)] if checkpoint else None)
-        self.running[ref] = job
+        checkpoints = {j.id: blob for j in jobs if (blob := self.checkpoints.load(j.id)) is not None}
+        # Refs boxed in a list, so that Ray ships them as refs and the worker fetches only those it lacks.
+        parents = [(r, [self._parent_ref(r)]) for r in sorted({r for j in jobs for r in j.requires})]
+        send = [j.id for j in jobs if j.id in self.parents_needed or keeps_weights(self.plan_config, j)]
+        actor.assigned = list(jobs)
+        actor.folds += len(jobs)
+        actor.stream = actor.handle.work.options(num_returns="streaming").remote(jobs, pack, parents, checkpoints,
+                                                                                 send)
 
     def events(self, step: StepFn) -> list[Event]:
-        done: list[Any] = []
-        while not done:
-            done, _ = self.ray.wait(list(self.running), num_returns=1, timeout=CHECKPOINT_POLL_S)
-            self._collect()
-        job = self.running.pop(done[0])
+        out: list[Event] = []
+        while not out:
+            streams = {a.stream: a for a in self.actors if a.assigned}
+            if not streams:
+                raise BelugaError("the Ray backend was asked for events with no fold running")
+            ready, _ = self.ray.wait(list(streams), num_returns=1, timeout=POLL_S)
+            self._collect(step)
+            for stream in ready:
+                self._next(streams[stream], out)
+        return out
+
+    def _next(self, actor: _Actor, out: list[Event]) -> None:
+        """What ``actor``'s stream says now: a member finished, the fold or pack raised, or the actor died."""
+        where = self._where(actor)
         try:
-            result, weights = self.ray.get(done[0])
-        except self.ray.exceptions.RayTaskError as exc:  # the fold raised
-            return [Failed(job, _describe(exc), worker=f"ray task on {getattr(exc, 'ip', None) or 'a node'}")]
-        except self.ray.exceptions.RayError as exc:  # its worker process or node was lost
-            return [Lost(job, f"Ray lost its worker ({type(exc).__name__})", worker="ray task")]
+            ref = next(actor.stream)
+            result, weights = self.ray.get(ref)
+        except StopIteration:   # the stream ended: every member reported (none is left, unless the worker erred)
+            out += [Failed(j, "the Ray worker ended without a result", worker=where) for j in actor.assigned]
+            actor.assigned, actor.stream = [], None
+            return
+        except self.ray.exceptions.RayTaskError as exc:   # the fold raised: every member still in it fails with it
+            out += [Failed(j, _describe(exc), worker=where) for j in actor.assigned]
+            actor.assigned, actor.stream = [], None
+            return
+        except self.ray.exceptions.RayError as exc:   # its process or node was lost
+            out += [Lost(j, f"Ray lost its worker ({type(exc).__name__})", worker=where) for j in actor.assigned]
+            self._replace(actor)
+            return
+        job = next(j for j in actor.assigned if j.id == result.id)
+        actor.assigned.remove(job)
+        if not actor.assigned:
+            actor.stream = None
         if weights is not None:
             if job.id in self.parents_needed:
                 self.parent_refs[job.id] = self.ray.put(weights)
             path = weights_path(self.cache_dir, job.id)
-            if not path.exists():  # the worker wrote it elsewhere (no shared filesystem): keep for resume
+            if not path.exists():  # the worker wrote it elsewhere (no shared filesystem): kept for resume
                 atomic_write(path, weights)
-        return [Finished(job, result)]
+        out.append(Finished(job, result))
+
+    def _replace(self, actor: _Actor) -> None:
+        """A dead actor's slot: a new actor on its node while the node lives; with the node gone, the slot goes too."""
+        self.actors.remove(actor)
+        with contextlib.suppress(Exception):
+            self.ray.kill(actor.handle)
+        alive = {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
+        if actor.slot.node.node_id in alive:
+            self._start(actor.slot)
+        elif not self.actors:
+            raise BelugaError("every node the run's Ray workers were on is gone; run the same command again when the "
+                              "cluster is back (finished folds are in the store)")
+        else:
+            logging.getLogger("beluga.ray").warning(f"node {actor.slot.node.host} ({actor.slot.node.node_id[:8]}) is "
+                                                    f"gone: its slot with it; {len(self.actors)} worker(s) go on")
+
+    def _where(self, actor: _Actor) -> str:
+        info = actor.info if isinstance(actor.info, dict) else {}
+        return (f"ray worker pid {info.get('pid', '?')} ({actor.slot.device}, {actor.slot.threads} thread(s)) on "
+                f"{actor.slot.node.host}")
 
     def close(self) -> None:
-        for ref in self.running:
-            self.ray.cancel(ref, force=True)
-        self.running.clear()
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                self.ray.kill(actor.handle)
+        self.actors.clear()
         self._collect()
-        if self.started_here:
-            self.ray.shutdown()
+        with contextlib.suppress(Exception):
+            self.ray.kill(self.keeper)
 
 
 class RayOptions(ExecutorOptions):
@@ -249,9 +420,11 @@ class RayOptions(ExecutorOptions):
     num_cpus: int | None = Field(None, ge=1, description="A local cluster's CPUs (not set: all).")
     num_gpus: int | None = Field(None, ge=0, description="A local cluster's GPUs (not set: all).")
     cpus_per_fold: float | None = Field(None, gt=0, description=(
-        "CPUs each fold asks for (not set: [executor] threads, else 1)."))
+        "CPUs each worker asks for (not set: [executor] threads, else 1 on a CPU node; on a GPU node the node's "
+        "CPUs shared by its workers)."))
     gpus_per_fold: float | None = Field(None, ge=0, description=(
-        "The GPU share each fold asks for (not set: 1 / folds_per_gpu on a cluster with GPUs, else 0)."))
+        "The GPU share each worker asks for (not set: 1 / folds_per_gpu, or sized by memory; 0: the folds run on "
+        "CPUs)."))
     log_to_driver: bool = Field(False, description="Workers' output is printed by the driver.")
     runtime_env: dict[str, Any] | None = Field(None, description="Ray's runtime_env for the workers.")
 
@@ -259,55 +432,116 @@ class RayOptions(ExecutorOptions):
 class RayExecutor(Executor):
     Options = RayOptions
     options: RayOptions
+    trains_packs = True
 
-    def size_workers(self, plan: Plan) -> Workers:
-        why = ("Ray starts as many folds as its cluster's CPUs and GPUs fit, each asking for options.cpus_per_fold "
-               "and options.gpus_per_fold")
-        if self.spec.workers not in ("auto", 1):
-            why += f"; workers = {self.spec.workers} does not apply"
-        return Workers((), why, self.spec.workers)
+    def __init__(self, spec: ExecutorSpec) -> None:
+        super().__init__(spec)
+        self._ray: Any = None
+        self._started_here = False
+        self._nodes: list[NodeSlots] | None = None
 
-    def _init_ray(self) -> tuple[Any, bool]:
+    def _session(self) -> Any:
+        """Ray, connected (once per executor: sizing and every phase's workers use the one session)."""
+        if self._ray is not None:
+            return self._ray
         try:
             import ray
         except ImportError:
             raise BelugaError("the ray executor needs Ray: pip install 'beluga[ray]'") from None
-        if ray.is_initialized():
-            return ray, False
-        opts = self.options
-        kwargs: dict[str, Any] = {"log_to_driver": opts.log_to_driver}
-        if opts.runtime_env:
-            kwargs["runtime_env"] = opts.runtime_env
-        if opts.address:
-            kwargs["address"] = opts.address
-        else:
-            kwargs |= {"num_cpus": opts.num_cpus, "num_gpus": opts.num_gpus, "include_dashboard": False}
-        ray.init(**kwargs)
-        return ray, True
+        if not ray.is_initialized():
+            opts = self.options
+            kwargs: dict[str, Any] = {"log_to_driver": opts.log_to_driver}
+            if opts.runtime_env:
+                kwargs["runtime_env"] = opts.runtime_env
+            if opts.address:
+                kwargs["address"] = opts.address
+            else:
+                kwargs |= {"num_cpus": opts.num_cpus, "num_gpus": opts.num_gpus, "include_dashboard": False}
+            ray.init(**kwargs)
+            self._started_here = True
+        self._ray = ray
+        return ray
 
-    def _resources(self, ray: Any) -> tuple[float, float, str, int]:
-        """CPUs and GPUs one fold asks for, its torch device and its torch threads."""
+    def close(self) -> None:
+        if self._ray is not None and self._started_here:
+            self._ray.shutdown()
+        self._ray, self._started_here = None, False
+
+    def cluster_nodes(self) -> list[ClusterNode]:
+        """The cluster's live nodes as they declare themselves."""
+        ray = self._session()
+        nodes = []
+        for n in ray.nodes():
+            if not n.get("Alive"):
+                continue
+            res = dict(n.get("Resources") or {})
+            nodes.append(ClusterNode(n["NodeID"], str(n.get("NodeManagerHostname") or n.get("NodeManagerAddress")),
+                                     float(res.get("CPU", 0)), float(res.get("GPU", 0)), res))
+        return nodes
+
+    def nodes(self, plan: Plan, recorded_pack: int | None = None) -> list[NodeSlots]:
+        """Every node's slots, each from a probe dispatched to it where something is to be measured (once)."""
+        if self._nodes is not None:
+            return self._nodes
+        ray = self._session()
         opts = self.options
-        cluster_gpus = float(ray.cluster_resources().get("GPU", 0))
-        if self.spec.device == "cpu":
-            gpus = 0.0
+        cluster = self.cluster_nodes()
+        if self.spec.device.startswith("cuda") and not any(n.gpus for n in cluster):
+            raise BelugaError(f"device '{self.spec.device}' but the Ray cluster has no GPU", field="executor.device")
+        if self.spec.device.startswith("cuda") and opts.gpus_per_fold == 0:
+            raise BelugaError(f"device '{self.spec.device}' but gpus_per_fold = 0", field="executor.options")
+        gpu_cluster = any(n.gpus for n in cluster)
+        pack_job = next((j.id for j in (*plan.jobs, *plan.grid_jobs) if why_not_packed(j) is None), None)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        probes: dict[str, Any] = {}
+        remote = ray.remote(max_calls=1)(_probe_node)
+        plan_ref = None
+        for node in cluster:
+            worker, pack = needs_probe(self.spec, opts, node, recorded_pack)
+            if not (worker or (pack and pack_job is not None)):
+                continue
+            plan_ref = plan_ref if plan_ref is not None else ray.put(plan.for_workers())
+            device = "cuda:0" if node.gpus and self.spec.device != "cpu" and opts.gpus_per_fold != 0 else "cpu"
+            # A task of its own on the node, holding the node's GPUs while it measures, gone when it is done.
+            probes[node.node_id] = remote.options(
+                num_cpus=0, num_gpus=node.gpus if device != "cpu" else 0, max_retries=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False),
+            ).remote(plan_ref, self.spec, device, worker, pack_job if pack else None, node)
+        measured: dict[str, NodeProbe] = {}
+        for node_id, ref in probes.items():
+            try:
+                measured[node_id] = ray.get(ref, timeout=START_TIMEOUT_S)
+            except Exception as exc:   # the probe could not run there: sized as if nothing were measured
+                text = f"the probe on this node failed: {type(exc).__name__}: {str(exc)[:200]}"
+                measured[node_id] = NodeProbe(node_id, text, text)
+        self._nodes = [size_node(self.spec, opts, n, measured.get(n.node_id), recorded_pack, gpu_cluster)
+                       for n in cluster]
+        return self._nodes
+
+    def size_workers(self, plan: Plan) -> Workers:
+        nodes = self.nodes(plan)
+        slots = tuple(Slot(n.device, n.threads) for n in nodes for _ in range(n.actors))
+        why = "Ray, per node: " + " | ".join(n.line() for n in nodes)
+        return Workers(slots, why, self.spec.workers)
+
+    def pack_size(self, plan: Plan, jobs: Sequence[Job], recorded: int | None = None) -> PackSize:
+        known: PackSize | None = getattr(self, "_pack_size", None)
+        if known is not None:
+            return known
+        if self.spec.pack != "auto":   # a number is the same on every node: no cluster to ask
+            size = PackSize(int(self.spec.pack), f"pack = {self.spec.pack}", self.spec.pack)
+        elif recorded is not None:
+            size = PackSize(recorded, f"auto: {recorded}, as the store's first run of it measured (kept, so that a "
+                            "resumed run forms the packs the interrupted one did)", self.spec.pack)
         else:
-            share = 1.0 / (opts.folds_per_gpu or 1) if cluster_gpus else 0.0
-            gpus = float(opts.gpus_per_fold if opts.gpus_per_fold is not None else share)
-        if self.spec.device.startswith("cuda") and gpus == 0:
-            raise BelugaError(f"device '{self.spec.device}' but the Ray cluster has no GPU (or gpus_per_fold = 0)")
-        threads = self.spec.threads or max(1, int(opts.cpus_per_fold or 1))
-        cpus = float(opts.cpus_per_fold if opts.cpus_per_fold is not None else threads)
-        return cpus, gpus, ("cuda" if gpus > 0 else "cpu"), threads
+            size = run_pack_size(self.nodes(plan), self.spec.pack)
+        if size.final:
+            self._pack_size = size
+        return size
 
     def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
-        ray, started_here = self._init_ray()
-        try:
-            return RayCluster(ray, started_here, self.spec, plan, jobs, cache_dir, self._resources(ray))
-        except BaseException:
-            if started_here:
-                ray.shutdown()
-            raise
+        return RayCluster(self._session(), self.spec, plan, jobs, cache_dir, self.nodes(plan))
 
 
 def _describe(exc: BaseException) -> str:

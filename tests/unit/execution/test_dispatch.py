@@ -213,3 +213,40 @@ def test_max_retries_must_be_a_count(value: Any, message: str) -> None:
 
     with pytest.raises(BelugaError, match=message):
         Any_(ExecutorSpec(options={"max_retries": value}))
+
+
+def test_a_pack_member_retried_alone_trains_as_a_pack_of_one() -> None:
+    """Its checkpoints were taken in a pack: alone it would not resume from them (its pack's model is not a
+    sequential one), so a member whose mates finished goes back to the backend as a pack, even of one."""
+    from beluga_core.planning.pack_groups import Packs
+
+    class Packing(Scripted):
+        packs = True
+
+        def __init__(self) -> None:
+            super().__init__(1, {})
+            self.calls: list[tuple[str, ...]] = []
+            self.lost_once = True
+
+        def submit(self, job: Job) -> None:
+            self.calls.append(("alone", job.id))
+            super().submit(job)
+
+        def submit_pack(self, jobs: Any, pack: dict[str, object]) -> None:
+            self.calls.append(("pack", *[j.id for j in jobs]))
+            self.running.extend(jobs)
+
+        def events(self, step: StepFn) -> list[Event]:
+            first = self.running.pop(0)
+            if first.id == "a" and self.running and self.lost_once:   # a finishes; the pack's worker dies with b
+                self.lost_once = False
+                lost = self.running.pop(0)
+                return [Finished(first, result("a")), Lost(lost, "its worker process was killed by SIGKILL")]
+            return [Finished(first, result(first.id))]
+
+    backend = Packing()
+    results: list[JobResult] = []
+    dispatch(backend, [job("a"), job("b"), job("c")], results.append, Recorder(), 2,
+             packs=Packs(2, {"a": ("a", "b"), "b": ("a", "b")}), pack_setting=2)
+    assert backend.calls == [("pack", "a", "b"), ("pack", "b"), ("alone", "c")]
+    assert len(results) == 3
