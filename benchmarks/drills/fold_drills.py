@@ -210,7 +210,7 @@ def ray_workers() -> list[int]:
     pids = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         with contextlib.suppress(OSError):
-            if cmdline.read_bytes().startswith(b"ray::run_fold"):
+            if cmdline.read_bytes().startswith(b"ray::SlotWorker"):
                 pids.append(int(cmdline.parent.name))
     return pids
 

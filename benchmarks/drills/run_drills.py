@@ -9,8 +9,10 @@ not timed tests (each drill takes a few minutes on 2 CPU cores; see RESULTS.md b
     python -m benchmarks.drills.run_drills fold --kills 10 --every "5 s"   # checkpoints inside a fold
     python -m benchmarks.drills.run_drills fold-cost --pairs 2
     python -m benchmarks.drills.run_drills ray-fold
+    python -m benchmarks.drills.run_drills ray-nodes --kills 3      # a head and 2 worker nodes; a node killed per run
 
-The fold drills (fold_drills.py, fold.toml) kill one long training and resume it from its checkpoints.
+The fold drills (fold_drills.py, fold.toml) kill one long training and resume it from its checkpoints; the
+multi-node drill (node_drill.py, nodes.toml) kills a node of a Ray cluster in the middle of a fold.
 
 All three run benchmarks/drills/drill.toml (55 trainings of about a second each) with `beluga run` in a
 subprocess, as a user would, and compare each store with an uninterrupted run of the same config:
@@ -46,7 +48,7 @@ from pathlib import Path
 
 import duckdb
 
-from benchmarks.drills import fold_drills
+from benchmarks.drills import fold_drills, node_drill
 from benchmarks.drills.drill_runs import (
     DRILLS,
     MULTI,
@@ -241,9 +243,11 @@ def drill_reader(out: Path, lock_timeout: float) -> bool:
 def main() -> None:
     parser = script_parser(__doc__)
     parser.add_argument("drill", nargs="?", default="all",
-                        choices=["all", "coordinator", "workers", "reader", "fold", "fold-cost", "ray-fold"])
+                        choices=["all", "coordinator", "workers", "reader", "fold", "fold-cost", "ray-fold",
+                                 "ray-nodes"])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--kills", type=int, default=None, help="20 (coordinator, workers), 10 (fold)")
+    parser.add_argument("--kills", type=int, default=None, help="20 (coordinator, workers), 10 (fold), 3 (ray-nodes)")
+    parser.add_argument("--cap", type=float, default=1200.0, help="ray-nodes: the drill's time cap, seconds")
     parser.add_argument("--lock-timeout", type=float, default=30.0)
     parser.add_argument("--every", default="5 s", help="checkpoint interval of the fold drills")
     parser.add_argument("--pairs", type=int, default=2, help="fold-cost: runs with and without checkpoints")
@@ -264,8 +268,10 @@ def main() -> None:
             ok = fold_drills.drill_fold(args.out, args.seed, args.kills or 10, args.every)
         elif name == "fold-cost":
             ok = fold_drills.drill_cost(args.out, args.pairs)
-        else:
+        elif name == "ray-fold":
             ok = fold_drills.drill_ray(args.out, args.every)
+        else:
+            ok = node_drill.drill_nodes(args.out, args.seed, args.kills or 3, args.cap)
         results[name] = ok
         say(f"{name} drill: {'passed' if ok else 'FAILED'} in {time.time() - started:.0f} s")
     sys.exit(0 if all(results.values()) else 1)

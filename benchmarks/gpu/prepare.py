@@ -3,6 +3,7 @@
     python -m benchmarks.gpu.prepare .gpu            # download the wheels, split the model, write the parts
     python -m benchmarks.gpu.prepare .gpu --dry      # offline: the plan, its sizes, requirements and run.sh budget
     python -m benchmarks.gpu.prepare .gpu --relock   # carry this environment's versions (rewrites wheels.lock)
+    python -m benchmarks.gpu.prepare .gpu --profile ray   # also Ray core (wheels-ray.lock), its wheel in chunks
 
 The GPU machine has no network and takes at most 64 MiB per call, the project's working tree included. So the
 kit is cut into parts carried in consecutive calls (a machine keeps a call's ignored files while it stays warm):
@@ -11,7 +12,10 @@ kit is cut into parts carried in consecutive calls (a machine keeps a call's ign
   wheels.lock (as many as fit beside the working tree; the rest spill into parts of their own, largest first);
   the project's own wheel; the embedded MiniLM package without its weights;
 - then the MiniLM's exact ``model.safetensors`` in byte chunks, one part each, reassembled there by run.sh and
-  checked against the sha256 its package's RECORD holds.
+  checked against the sha256 its package's RECORD holds;
+- for the profile ``ray`` (run.sh), Ray core and what it needs that the image lacks (locked in wheels-ray.lock);
+  Ray's wheel (~70 MB) is larger than a call, so a wheel too large for any part travels in byte chunks too, one
+  part each, joined and checked against its locked sha256 by run.sh before it installs the wheels.
 
 Only the package registry is used (``pip download``). The dry mode needs nothing but this checkout and its
 environment: CI runs it (tests/e2e/test_gpu_kit.py).
@@ -44,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 IMAGE = HERE / "image.txt"
 LOCK = HERE / "wheels.lock"
+RAY_LOCK = HERE / "wheels-ray.lock"   # what the profile "ray" carries beyond wheels.lock
 RUN = HERE / "run.sh"
 MIB = 1 << 20
 CALL_LIMIT = 64 * MIB   # what one device call carries, the working tree included
@@ -87,16 +92,21 @@ def applies(req: Requirement, extras: tuple[str, ...] = ("",)) -> bool:
     return req.marker is None or any(req.marker.evaluate({**MARKER_ENV, "extra": e}) for e in extras)
 
 
-def needed(image: dict[str, str | None]) -> dict[str, str]:
-    """What beluga[test] needs on the image that the image lacks: name → this environment's version."""
+def needed(image: dict[str, str | None], ray: bool = False) -> dict[str, str]:
+    """What beluga[test] needs on the image that the image lacks: name → this environment's version; with ``ray``,
+    Ray core and what it needs too (the profile "ray")."""
     out: dict[str, str] = {}
     todo: list[tuple[str, tuple[str, ...]]] = [("beluga", ("", "test"))]
+    skip = {n for n in NOT_CARRIED if not (ray and n == "ray")}
+    if ray:
+        out["ray"] = md.version("ray")
+        todo.append(("ray", ("",)))
     while todo:
         dist, extras = todo.pop()
         for text in md.distribution(dist).requires or []:
             req = Requirement(text)
             name = norm(req.name)
-            if not applies(req, extras) or name in image or name in out or name in NOT_CARRIED:
+            if not applies(req, extras) or name in image or name in out or name in skip:
                 continue
             out[name] = md.version(req.name)
             if name != norm(MODEL_DIST):
@@ -111,6 +121,7 @@ class Part:
     size: int
     wheels: tuple[str, ...] = ()
     weights: bool = False
+    chunk_of: str | None = None   # a byte chunk of this wheel (one too large for any part)
 
 
 @dataclass
@@ -201,16 +212,19 @@ def plan_parts(base: int, wheels: dict[str, int], weights: int, tree: int) -> li
             spilled.append(name)
     parts = [Part("part1", size, tuple(first))]
     bins: list[tuple[int, list[str]]] = []
-    for name in sorted(spilled, key=lambda w: (-wheels[w], w)):
-        if wheels[name] > room:
-            raise SystemExit(f"the wheel {name} ({wheels[name] / MIB:.1f} MiB) is larger than the "
-                             f"{room / MIB:.1f} MiB a call has room for beside a {tree / MIB:.1f} MiB tree")
+    chunked = [name for name in spilled if wheels[name] > room]
+    for name in sorted(set(spilled) - set(chunked), key=lambda w: (-wheels[w], w)):
         at = next((i for i, (used, _) in enumerate(bins) if used + wheels[name] <= room), None)
         if at is None:
             bins.append((wheels[name], [name]))
         else:
             bins[at] = (bins[at][0] + wheels[name], bins[at][1] + [name])
     parts += [Part(f"part{len(parts) + i + 1}", used, tuple(names)) for i, (used, names) in enumerate(bins)]
+    for name in sorted(chunked):   # too large for a call: byte chunks, joined and checked on the machine
+        k = chunk_count(wheels[name], room)
+        size = -(-wheels[name] // k)
+        for i in range(k):
+            parts.append(Part(f"part{len(parts) + 1}", min(size, wheels[name] - i * size), chunk_of=name))
     n = chunk_count(weights, room)
     chunk = -(-weights // n)
     parts += [Part(f"part{len(parts) + i + 1}", min(chunk, weights - i * chunk), (), True) for i in range(n)]
@@ -229,7 +243,7 @@ def budget_problems(script: Path = RUN) -> list[str]:
         problems.append(f"{script.name}: BUDGET must default to {BUDGET_S} s")
     steps = {name: int(cap) for name, cap in re.findall(r"^step (\S+) (\d+) ", text, re.M)}
     wanted = ["setup", "gpu-tests", "quick-run", "quick-auto", "pack-auto", "bench-pack", "fold-minilm",
-              "fold-bert-base", "suite-eval", "suite"]
+              "fold-bert-base", "suite-eval", "suite", "ray-import", "ray-slots"]
     missing = [s for s in wanted if s not in steps]
     if missing:
         problems.append(f"{script.name} lacks the steps {', '.join(missing)}")
@@ -325,12 +339,28 @@ def split(weights: Path, parts: list[Part], out: Path) -> list[str]:
     return chunks
 
 
-def spill_wheels(parts: list[Part], locked: dict[str, Locked], out: Path) -> None:
-    """Move each wheel planned outside part1 into its part's wheels folder (run.sh installs every part's)."""
+def spill_wheels(parts: list[Part], locked: dict[str, Locked], out: Path) -> list[dict[str, object]]:
+    """Move each wheel planned outside part1 into its part's wheels folder (run.sh installs every part's), and cut
+    each wheel too large for a part into its chunk parts: what the manifest lists for run.sh to join and check."""
     for part in parts[1:]:
         for name in part.wheels:
             (out / part.name / "wheels").mkdir(parents=True, exist_ok=True)
             shutil.move(out / "part1" / "wheels" / locked[name].filename, out / part.name / "wheels")
+    joined: list[dict[str, object]] = []
+    for name in dict.fromkeys(p.chunk_of for p in parts if p.chunk_of):
+        assert name is not None
+        wheel = out / "part1" / "wheels" / locked[name].filename
+        chunks = []
+        with wheel.open("rb") as f:
+            for i, part in enumerate(p for p in parts if p.chunk_of == name):
+                (out / part.name).mkdir(parents=True, exist_ok=True)
+                chunk = f"{part.name}/{wheel.name}.{i:03d}"
+                (out / chunk).write_bytes(f.read(part.size))
+                chunks.append(chunk)
+        wheel.unlink()
+        joined.append({"file": wheel.name, "sha256": locked[name].sha256, "size": locked[name].size,
+                       "chunks": chunks})
+    return joined
 
 
 def dir_bytes(path: Path) -> int:
@@ -352,9 +382,12 @@ def main() -> int:
     ap.add_argument("out", type=Path, help="folder for the parts; inside the checkout and ignored by git (.gpu)")
     ap.add_argument("--dry", action="store_true", help="plan and check only; no network, writes nothing")
     ap.add_argument("--relock", action="store_true", help="carry this environment's versions; rewrite wheels.lock")
+    ap.add_argument("--profile", default="check", help="run.sh's profile the kit is for; 'ray' also carries Ray")
     args = ap.parse_args()
-    image, lock = read_image(), read_lock()
-    want = needed(image)
+    ray = args.profile == "ray"
+    image, base_lock = read_image(), read_lock()
+    lock = base_lock | (read_lock(RAY_LOCK) if ray else {})
+    want = needed(image, ray)
     model = want.pop(norm(MODEL_DIST))
     weights, digest, weights_size = model_files()
     tree = tree_bytes()
@@ -363,15 +396,16 @@ def main() -> int:
     stale = sorted(set(lock) - set(want))
     if args.dry:
         if unlocked:
-            problems.append(f"wheels.lock lacks {', '.join(unlocked)}: run prepare.py with --relock")
+            problems.append(f"{'wheels-ray.lock' if ray else 'wheels.lock'} lacks {', '.join(unlocked)}: run "
+                            f"prepare.py{' --profile ray' if ray else ''} with --relock")
         if stale:
             problems.append(f"wheels.lock carries {', '.join(stale)}, which nothing needs: run with --relock")
         problems += requirement_problems(lock, image) + budget_problems()
         parts = plan_parts(project_bytes() + MIB, {n: w.size for n, w in lock.items()}, weights_size, tree)
         print(f"working tree {tree / MIB:.1f} MiB travels with every call; each call carries ≤ {CALL_LIMIT // MIB} MiB")
         for part in parts:
-            what = "weights' chunk" if part.weights else f"{len(part.wheels)} wheels" + (
-                " + project + model files" if part.name == "part1" else "")
+            what = "weights' chunk" if part.weights else f"chunk of {part.chunk_of}" if part.chunk_of else \
+                f"{len(part.wheels)} wheels" + (" + project + model files" if part.name == "part1" else "")
             print(f"  {part.name}: {part.size / MIB:5.1f} MiB  (+ tree {tree / MIB:.1f} = "
                   f"{(part.size + tree) / MIB:.1f} MiB)  {what}")
         print(f"  {len(lock)} wheels: " + ", ".join(f"{w.name} {w.version}" for w in lock.values()))
@@ -391,17 +425,21 @@ def main() -> int:
     problems = requirement_problems(locked, image) + budget_problems()
     if problems:
         raise SystemExit("\n".join(problems))
-    if args.relock:
-        write_lock(locked)
+    if args.relock:   # wheels.lock: what every profile carries; wheels-ray.lock: what "ray" carries beyond it
+        every = set(needed(image))
+        write_lock({n: w for n, w in locked.items() if n in every})
+        if ray:
+            write_lock({n: w for n, w in locked.items() if n not in every}, RAY_LOCK)
     build_project(out / "part1" / "project")
     copy_model_package(out / "part1" / "model")
     base = dir_bytes(out / "part1") - sum(w.size for w in locked.values())
     parts = plan_parts(base, {n: w.size for n, w in locked.items()}, weights_size, tree)
-    spill_wheels(parts, locked, out)
+    joined = spill_wheels(parts, locked, out)
     chunks = split(weights, parts, out)
     manifest = {"model": {"dist": MODEL_DIST, "version": model, "file": f"{MODEL_PKG}/{WEIGHTS}",
                           "sha256": digest, "size": weights_size, "chunks": chunks},
                 "wheels": [w.filename for w in locked.values()], "parts": [p.name for p in parts],
+                "joined_wheels": joined, "profile": args.profile,
                 "commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                          text=True).stdout.strip()}
     (out / "part1" / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")

@@ -3,7 +3,10 @@
 #
 #   bash benchmarks/gpu/run.sh KIT          KIT: the folder benchmarks/gpu/prepare.py wrote (.gpu)
 #   bash benchmarks/gpu/run.sh KIT --dry    print the steps, their caps and the budget; run nothing
-#   BELUGA_GPU_PROFILE=packs bash benchmarks/gpu/run.sh KIT      another profile's steps (PROFILES below)
+#   BELUGA_GPU_PROFILE=packs bash benchmarks/gpu/run.sh KIT      a named profile's steps (PROFILES below)
+#
+# Without BELUGA_GPU_PROFILE (or with "next") it runs the first profile of RANKED that benchmarks/gpu/recorded.txt
+# does not list: GPU time is rare, so each lent machine records the next piece of evidence.
 #
 # It installs the carried wheels into one folder (--no-index), puts the MiniLM's weights together and checks their
 # sha256, then runs each step with a cap, never past the 9-minute budget. Whatever fails, it goes on and says so.
@@ -19,11 +22,25 @@ BUDGET=${BELUGA_GPU_BUDGET:-540}
 # folds' speed and the suite; "packs", many trainings per GPU (issue 40): the quick run with workers = 2 (as
 # quick.toml sets) against workers = "auto", the workers and pack = "auto" that quick-lora.toml's dry run chooses
 # (the pack probe on the GPU), and full fine-tuning, LoRA and LoRA packs on the GPU (bench_pack).
+# "ray" (issue 60), Ray's long-lived workers at 1, 2, 4 and 8 slots on the one GPU against the multi executor at
+# workers = "auto" (bench_ray_slots; Ray's wheel is carried in parts, prepare.py --profile ray).
 declare -A PROFILES=(
     [check]="setup gpu-tests quick-run fold-minilm fold-bert-base suite-eval suite"
     [packs]="setup quick-run quick-auto pack-auto bench-pack fold-minilm"
+    [ray]="setup ray-import ray-slots"
 )
-PROFILE=${BELUGA_GPU_PROFILE:-check}
+# The order GPU evidence is gathered in, most needed first (benchmarks/perf/RESULTS.md, "GPU evidence by profile").
+RANKED=(check packs ray)
+RECORDED=$(cd "$(dirname "$0")" && pwd)/recorded.txt
+next_profile() {
+    local p
+    for p in "${RANKED[@]}"; do
+        grep -qE "^$p " "$RECORDED" 2>/dev/null || { echo "$p"; return; }
+    done
+    echo "${RANKED[0]}"   # every profile recorded: the check again, on today's code
+}
+PROFILE=${BELUGA_GPU_PROFILE:-next}
+[[ $PROFILE == next ]] && PROFILE=$(next_profile)
 if [[ -z ${PROFILES[$PROFILE]:-} ]]; then
     echo "BELUGA_GPU_PROFILE=$PROFILE: no such profile; the profiles are: $(printf '%s\n' "${!PROFILES[@]}" | sort | paste -sd,)" >&2
     exit 2
@@ -91,9 +108,29 @@ setup() {
     commit=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["commit"])' "$manifest")
     [[ $commit == $(git -C "$ROOT" rev-parse HEAD 2>/dev/null) ]] ||
         echo "note: the kit was prepared at $commit; the checkout here is at another commit (tests run the checkout)"
-    rm -rf "$SITE"
+    rm -rf "$SITE" "$WORK/joined"
+    mkdir -p "$WORK/joined"
+    # A wheel too large for one call (Ray's, profile "ray") came in byte chunks: joined here, checked against its
+    # locked sha256, then installed with the others.
+    "$PY" - "$manifest" "$KIT" "$WORK/joined" <<'EOF' || return 1
+import hashlib, json, sys
+from pathlib import Path
+manifest, kit, joined = json.load(open(sys.argv[1])), Path(sys.argv[2]), Path(sys.argv[3])
+for w in manifest.get("joined_wheels", []):
+    h = hashlib.sha256()
+    with (joined / w["file"]).open("wb") as out:
+        for chunk in w["chunks"]:
+            data = (kit / chunk).read_bytes()
+            h.update(data)
+            out.write(data)
+    if h.hexdigest() != w["sha256"]:
+        sys.exit(f"{w['file']}: joined from {len(w['chunks'])} chunks, sha256 {h.hexdigest()}; locked {w['sha256']}")
+    print(f"{w['file']}: joined from {len(w['chunks'])} chunks, sha256 as locked")
+EOF
+    local joined=("$WORK"/joined/*.whl)
+    [[ -e ${joined[0]} ]] || joined=()
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" \
-        "$KIT"/part*/wheels/*.whl "$KIT"/part1/project/*.whl || return 1
+        "$KIT"/part*/wheels/*.whl "${joined[@]}" "$KIT"/part1/project/*.whl || return 1
     cp -r "$KIT"/part1/model/. "$SITE"/
     # Registered with the image's interpreter rather than through PYTHONPATH: tests start subprocesses with
     # their own environment, or isolated (-I), and those must find beluga and its packages too. The checkout
@@ -136,7 +173,7 @@ if ((!DRY)); then
     say "beluga GPU check · $(date -u +%FT%TZ) · kit prepared at ${kit_commit:-?} · profile $PROFILE · budget $BUDGET s"
     say "$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1) · $(nproc) CPU cores · $("$PY" -V 2>&1)"
     export -f setup
-    export KIT SITE OUT PY ROOT LOGS
+    export KIT SITE OUT PY ROOT LOGS WORK
 fi
 
 step setup 30 bash -c setup
@@ -153,8 +190,10 @@ step quick-auto 130 bash -c "rm -rf '$WORK'/quick-auto.* && sed 's/^workers = 2\
 step pack-auto 40 bash -c "sed 's/^workers = 2\$/workers = \"auto\"/' benchmarks/quick-lora.toml \
     >'$WORK/quick-lora-auto.toml' && beluga run '$WORK/quick-lora-auto.toml' --store '$WORK/quick-lora.duckdb' --dry-run |
     grep -E '^(workers|packs)'"
-step bench-pack 165 "$PY" -m benchmarks.perf.bench_pack --device cuda --ks 1 16 --precisions bf16 --workers 1 \
-    --modes full lora lora-pack --n 512
+step bench-pack 165 "$PY" -m benchmarks.perf.bench_pack --device cuda --ks 1 4 8 16 --precisions bf16 --workers 1 \
+    --modes lora lora-pack --n 256
+step ray-import 20 "$PY" -c "import ray; print('ray', ray.__version__)"
+step ray-slots 450 "$PY" -m benchmarks.perf.bench_ray_slots --device cuda --tiny --slots 1 2 4 8 --rounds 3
 step fold-minilm 35 "$PY" -m benchmarks.perf.bench_fold --skip-eval --repeats 3 --repeats-trainer 1
 step fold-bert-base 70 "$PY" -m benchmarks.perf.bench_fold --skip-eval --model bert-base-random --n-train 4096 \
     --batch-size 32 --repeats 2 --repeats-trainer 1
@@ -162,7 +201,7 @@ step suite-eval 45 "$PY" -m benchmarks.perf.bench_fold --only-eval
 step suite 145 "$PY" -m pytest -p no:cacheprovider -q -rfE -n 8 --dist loadfile -m "not gpu" tests
 
 if ((DRY)); then
-    echo "profile $PROFILE selected (BELUGA_GPU_PROFILE)"
+    echo "profile $PROFILE selected (BELUGA_GPU_PROFILE, else the first of ${RANKED[*]} not in recorded.txt)"
     for p in $(printf '%s\n' "${!PROFILES[@]}" | sort); do
         total=0
         for name in ${PROFILES[$p]}; do
@@ -208,6 +247,10 @@ done
 if [[ -f $LOGS/bench-pack.log ]]; then
     say "bench-pack:"
     grep -vE '^\s*$' "$LOGS/bench-pack.log" | tail -30 | tee -a "$SUMMARY"
+fi
+if [[ -f $LOGS/ray-slots.log ]]; then
+    say "ray-slots:"
+    grep -vE '^\s*$' "$LOGS/ray-slots.log" | tail -20 | tee -a "$SUMMARY"
 fi
 if [[ -f $LOGS/suite.log ]]; then
     say "suite:"

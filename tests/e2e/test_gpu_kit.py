@@ -27,10 +27,32 @@ def test_the_dry_mode_passes_on_this_checkout() -> None:
     assert plan.returncode == 0, plan.stdout + plan.stderr
     assert "profile check: budget 540 s; the caps add up to 540 s" in plan.stdout, plan.stdout
     assert "profile packs: budget 540 s; the caps add up to 530 s" in plan.stdout, plan.stdout
+    assert "profile ray: budget 540 s; the caps add up to 500 s" in plan.stdout, plan.stdout
+    ray = subprocess.run([sys.executable, "-m", "benchmarks.gpu.prepare", str(ROOT / ".gpu"), "--dry", "--profile",
+                          "ray"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert ray.returncode == 0 and "chunk of ray" in ray.stdout and "problem" not in ray.stdout, ray.stdout
     unknown = subprocess.run(["bash", str(KIT / "run.sh"), ".gpu", "--dry"], capture_output=True, text=True,
                              timeout=30, env={"PATH": "/usr/bin:/bin", "BELUGA_GPU_PROFILE": "fast"})
     assert unknown.returncode == 2, unknown.stderr
-    assert "BELUGA_GPU_PROFILE=fast: no such profile; the profiles are: check,packs" in unknown.stderr
+    assert "BELUGA_GPU_PROFILE=fast: no such profile; the profiles are: check,packs,ray" in unknown.stderr
+
+
+def test_without_a_profile_the_next_one_not_recorded_runs(tmp_path: Path) -> None:
+    """GPU time is rare: each lent machine runs the first profile of the ranking that recorded.txt does not list."""
+    script = tmp_path / "run.sh"
+    script.write_text((KIT / "run.sh").read_text())
+
+    def selected(recorded: str) -> str:
+        (tmp_path / "recorded.txt").write_text(recorded)
+        plan = subprocess.run(["bash", str(script), ".gpu", "--dry"], capture_output=True, text=True, timeout=30,
+                              env={"PATH": "/usr/bin:/bin"})
+        assert plan.returncode == 0, plan.stderr
+        return plan.stdout.split("profile ", 1)[1].split(" selected", 1)[0]
+
+    assert selected("# nothing yet\n") == "check"
+    assert selected("check 0dbf356 2026-11-27\n") == "packs"
+    assert selected("check 0dbf356 2026-11-27\npacks 1234567 2026-12-01\n") == "ray"
+    assert selected("check a\npacks b\nray c\n") == "check"   # every one recorded: the check again
 
 
 def test_requirements_are_checked_against_the_image_and_the_kit() -> None:
@@ -65,8 +87,10 @@ def test_parts_fit_a_call_beside_the_tree() -> None:
     assert all(p.size <= 38 * mib for p in grown) and sum(p.size for p in grown[2:]) == 87 * mib
     with pytest.raises(SystemExit, match="over the 64 MiB"):
         prepare.plan_parts(49 * mib, {}, 87 * mib, 14 * mib)
-    with pytest.raises(SystemExit, match=r"the wheel duckdb .* is larger than"):
-        prepare.plan_parts(12 * mib, wheels, 87 * mib, 40 * mib)
+    # A 40 MiB tree leaves 22 MiB: duckdb (24 MiB) fits no part, so it travels in byte chunks, as the weights do.
+    tight = prepare.plan_parts(12 * mib, wheels, 87 * mib, 40 * mib)
+    assert [p.chunk_of for p in tight] == [None, "duckdb", "duckdb", None, None, None, None]
+    assert sum(p.size for p in tight if p.chunk_of) == 24 * mib and all(p.size <= 22 * mib for p in tight)
 
 
 def test_spilled_wheels_and_chunks_land_where_the_manifest_says(tmp_path: Path) -> None:
@@ -76,9 +100,16 @@ def test_spilled_wheels_and_chunks_land_where_the_manifest_says(tmp_path: Path) 
         (tmp_path / "part1" / "wheels" / w.filename).write_bytes(b"w")
     weights = tmp_path / "model.safetensors"
     weights.write_bytes(bytes(range(10)))
+    big = prepare.Locked("big", "1", "big-1-py3-none-any.whl", 7, "sha", [])
+    locked["big"] = big
+    (tmp_path / "part1" / "wheels" / big.filename).write_bytes(b"0123456")
     parts = [prepare.Part("part1", 1, ("a",)), prepare.Part("part2", 1, ("b",)), prepare.Part("part3", 6, (), True),
-             prepare.Part("part4", 4, (), True)]
-    prepare.spill_wheels(parts, locked, tmp_path)
+             prepare.Part("part4", 4, (), True), prepare.Part("part5", 4, chunk_of="big"),
+             prepare.Part("part6", 3, chunk_of="big")]
+    joined = prepare.spill_wheels(parts, locked, tmp_path)
+    assert joined == [{"file": big.filename, "sha256": "sha", "size": 7,
+                       "chunks": [f"part5/{big.filename}.000", f"part6/{big.filename}.001"]}]
+    assert b"".join((tmp_path / c).read_bytes() for c in joined[0]["chunks"]) == b"0123456"   # type: ignore[union-attr]
     chunks = prepare.split(weights, parts, tmp_path)
     assert sorted(p.name for p in (tmp_path / "part1" / "wheels").iterdir()) == ["a-1-py3-none-any.whl"]
     assert sorted(p.name for p in (tmp_path / "part2" / "wheels").iterdir()) == ["b-1-py3-none-any.whl"]
