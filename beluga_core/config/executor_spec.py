@@ -70,11 +70,13 @@ class ExecutorSpec(Strict):
     precision: Literal["auto", "fp32", "bf16"] = Field(
         "auto", description="auto: bf16 autocast on GPUs and on CPUs with native bf16, else fp32.")
     workers: Annotated[int, Field(ge=1)] | Literal["auto"] = Field("auto", description=(
-        "Jobs run at once, by the executors that run several (multi). \"auto\": on a CPU one worker using every "
+        "Jobs run at once, by the executors that run several (multi; ray per node). \"auto\": on a CPU one worker "
+        "using every "
         "core; on GPUs, per GPU as many workers as the CPU cores (at least one thread each) and the GPU's free "
         "memory allow, with the memory one worker takes measured by a short forward and backward pass of the "
         "model at the run's largest batch size (estimated when it cannot be measured); options.folds_per_gpu, "
-        "when set, fixes the count per GPU. A number: that many (1 on GPUs: one per GPU). `beluga run --dry-run` "
+        "when set, fixes the count per GPU. A number: that many (1 on GPUs: one per GPU). Ray sizes each node by a "
+        "probe run on it (a CPU node: one worker per options.cpus_per_fold of its CPUs). `beluga run --dry-run` "
         "prints the choice and why; never part of a job's identity."))
     pack: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(1, description=(
         "LoRA trainings per pack: jobs of the same task, base model, start weights, method and hyper-parameters "
@@ -86,8 +88,8 @@ class ExecutorSpec(Strict):
         "of the first training that packs, with every row max_length tokens (kept in the user's cache folder: "
         "BELUGA_PROBE_CACHE=refresh measures again); recorded with the run and kept by a later run on the same "
         "store. Packs are "
-        "as even as the size allows (4 trainings at 3: 2 + 2). The local and multi executors train packs, Ray "
-        "every job alone. Job ids do not change; a packed model's results equal its sequential training's up to "
+        "as even as the size allows (4 trainings at 3: 2 + 2). The local, multi and ray executors train packs (on "
+        "Ray, \"auto\" is measured on every node and the run packs at the smallest node's size). Job ids do not change; a packed model's results equal its sequential training's up to "
         "float rounding (models.pack records its pack). `beluga run --dry-run` prints the packs."))
     fail_fast: bool = Field(False, description=(
         "Stop starting jobs once one failed (the jobs in flight finish). Default: a failed job is recorded in "
