@@ -133,3 +133,21 @@ def test_the_lock_names_one_version_of_each_wheel() -> None:
     names = [r["name"].lower().replace("_", "-") for r in rows]
     assert len(names) == len(set(names)) and all(r["filename"].endswith(".whl") for r in rows)
     assert all("cp312" in r["filename"] or "py3" in r["filename"] or "py312" in r["filename"] for r in rows)
+
+
+def test_the_ray_profiles_benchmark_writes_each_settings_config(tmp_path: Path) -> None:
+    """bench_ray_slots runs one config as the multi executor at workers = "auto" and as Ray at N slots per GPU (N
+    workers on a CPU); every config it writes must load, with those settings and the base's precision."""
+    from beluga_core.config.load import load_config
+    from benchmarks.perf import bench_ray_slots
+
+    base = tmp_path / "quick.toml"
+    base.write_text((ROOT / "benchmarks" / "quick.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    got = {}
+    for setting in ("multi", "ray-1", "ray-8"):
+        for device in ("cuda", "cpu"):
+            spec = load_config(bench_ray_slots.setting_config(base, setting, device, tmp_path)).executor
+            got[setting, device] = (spec.name, spec.device, spec.workers, spec.precision, dict(spec.options))
+    assert got["multi", "cuda"] == ("multi", "cuda", "auto", "auto", {})
+    assert got["ray-8", "cuda"] == ("ray", "cuda", "auto", "auto", {"folds_per_gpu": 8, "num_gpus": 1})
+    assert got["ray-1", "cpu"] == ("ray", "cpu", 1, "auto", {"num_cpus": 1})
