@@ -89,8 +89,9 @@ class ExecutorSpec(Strict):
         "BELUGA_PROBE_CACHE=refresh measures again); recorded with the run and kept by a later run on the same "
         "store. Packs are "
         "as even as the size allows (4 trainings at 3: 2 + 2). The local, multi and ray executors train packs (on "
-        "Ray, \"auto\" is measured on every node and the run packs at the smallest node's size). Job ids do not change; a packed model's results equal its sequential training's up to "
-        "float rounding (models.pack records its pack). `beluga run --dry-run` prints the packs."))
+        "Ray, \"auto\" is measured on every node and the run packs at the smallest node's size). Job ids do not "
+        "change; a packed model's results equal its sequential training's up to float rounding (models.pack "
+        "records its pack). `beluga run --dry-run` prints the packs."))
     fail_fast: bool = Field(False, description=(
         "Stop starting jobs once one failed (the jobs in flight finish). Default: a failed job is recorded in "
         "the store and the jobs that do not need it go on."))

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
@@ -428,6 +428,15 @@ class RayOptions(ExecutorOptions):
     log_to_driver: bool = Field(False, description="Workers' output is printed by the driver.")
     runtime_env: dict[str, Any] | None = Field(None, description="Ray's runtime_env for the workers.")
 
+    @model_validator(mode="after")
+    def _local_sizes_only_without_address(self) -> RayOptions:
+        # They size a Ray this run starts; a cluster joined counts its own resources, so they would be ignored.
+        given = [k for k in ("num_cpus", "num_gpus") if getattr(self, k) is not None]
+        if self.address and given:
+            raise ValueError(f"{' and '.join(given)} size a local Ray started for the run; with address set, the "
+                             "cluster's own resources count: remove them, or remove address")
+        return self
+
 
 class RayExecutor(Executor):
     Options = RayOptions
@@ -457,7 +466,16 @@ class RayExecutor(Executor):
                 kwargs["address"] = opts.address
             else:
                 kwargs |= {"num_cpus": opts.num_cpus, "num_gpus": opts.num_gpus, "include_dashboard": False}
-            ray.init(**kwargs)
+            try:
+                ray.init(**kwargs)
+            except Exception as exc:   # no cluster there, none reachable, Ray Client missing: the config's to fix
+                where = f"the Ray cluster at {opts.address!r}" if opts.address else "a local Ray"
+                hint = (" (ray:// addresses need Ray Client: pip install 'ray[client]')" if opts.address
+                        and opts.address.startswith("ray://") else
+                        " (\"auto\" joins a cluster started on this machine with `ray start --head`)"
+                        if opts.address == "auto" else "")
+                raise BelugaError(f"cannot start or join {where}{hint}: {type(exc).__name__}: {str(exc)[:300]}",
+                                  field="executor.options.address" if opts.address else "executor.options") from None
             self._started_here = True
         self._ray = ray
         return ray
