@@ -6,7 +6,7 @@ so that a drift of the machine's speed falls on every setting alike. Prints each
 against it paired by round, with its 95 % interval (``harness.speed_verdict``, from 3 rounds on).
 
     python -m benchmarks.perf.bench_ray_slots --device cuda --tiny               # the GPU profile "ray"
-    python -m benchmarks.perf.bench_ray_slots --device cpu --config tests/data/tiny-ray-slots.toml --slots 1 2 \\
+    python -m benchmarks.perf.bench_ray_slots --device cpu --config tests/data/ray-slots.toml --slots 1 2 \\
         --rounds 1                                                               # a CPU smoke run
 
 The goal (issue 60): Ray within 10 % of the multi executor on one GPU, i.e. the best slot count's paired interval

@@ -100,7 +100,9 @@ def test_long_modules_say_why() -> None:
 def test_readme_and_ci_run_the_same_test_command() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    command = next(line for line in ci.splitlines() if line.startswith("pip install torch==2.13.0"))
+    line = next(line for line in ci.splitlines() if line.startswith("pip install torch==2.13.0"))
+    # `|| exit 1`: CI stops when the command fails anywhere (tests/e2e/test_ci_script.py says why).
+    command = line.removesuffix(" || exit 1")
     assert f"```sh\n{command}\n```" in readme
     for tool in ("lint-imports", "mypy", "python -m pytest"):
         assert tool in command

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     importlib.util.find_spec("ray") is None,
     reason="Ray is not installed (pip install 'beluga[ray]'); the Ray executor is an optional extra")]
 
-CONFIG = DATA / "tiny-ray-slots.toml"
+CONFIG = DATA / "ray-slots.toml"
 TESTS = str(REPO / "tests")
 
 

@@ -33,6 +33,9 @@ Ray's object store, so workers need no filesystem shared with the driver. Checkp
 (``[executor] checkpoint_every``) and step progress go to a keeper actor on the driver's node, which the driver
 polls; a fold retried after its worker or node died gets its last checkpoint with it and resumes there.
 
+Long: the backend (actors per slot, their streams, replacing the dead) and the executor (the session, sizing each
+node by its probe) are one protocol with the cluster, read together; what runs in Ray's processes is ``ray_actors``.
+
 GPU paths are tested with declared GPUs and a test-only worker that runs a GPU slot's folds on the CPU
 (tests/e2e/test_ray_slots.py); no Ray run on a real GPU is recorded yet (benchmarks/perf/RESULTS.md).
 """
@@ -42,12 +45,9 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import os
-import socket
-import tempfile
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,7 @@ from beluga_core.config.executor_spec import ExecutorSpec
 from beluga_core.core.errors import BelugaError
 from beluga_core.core.io import atomic_write
 from beluga_core.execution.executors.base import Executor, ExecutorOptions
-from beluga_core.execution.results import JobResult
+from beluga_core.execution.executors.ray_actors import CheckpointKeeper, SlotWorker, probe_node
 from beluga_core.execution.scheduling import (
     Backend,
     Event,
@@ -67,14 +67,12 @@ from beluga_core.execution.scheduling import (
     Lost,
     StepFn,
     warm_token_cache,
-    worker_class,
 )
 from beluga_core.execution.sizing import PackSize, Slot, Workers
 from beluga_core.execution.sizing.nodes import (
     ClusterNode,
     NodeProbe,
     NodeSlots,
-    measure_node,
     needs_probe,
     run_pack_size,
     size_node,
@@ -87,140 +85,8 @@ from beluga_core.training.checkpoint_file import FolderCheckpoints, checkpoint_f
 
 # How often the driver takes the checkpoints and progress the keeper holds while it waits for folds (seconds).
 POLL_S = 1.0
-# How often a worker sends a fold's step progress (seconds); steps can be far faster than a terminal refresh.
-STEP_REPORT_EVERY = 0.5
 # How long the driver waits for the first actors (and the node probes) to start before it gives up (seconds).
 START_TIMEOUT_S = 900.0
-
-
-def _worker_cache_dir(wanted: str) -> Path:
-    path = Path(wanted)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-        return path
-    except OSError:  # a node that cannot write the driver's path (no shared filesystem): a local folder
-        local = Path(tempfile.gettempdir()) / "beluga-cache" / path.name
-        local.mkdir(parents=True, exist_ok=True)
-        return local
-
-
-class CheckpointKeeper:
-    """A Ray actor holding each job's latest checkpoint, and each fold's latest step, until the driver takes them:
-    nodes share no filesystem, and what a dead worker held in the object store is lost with it. An empty checkpoint
-    asks the driver to delete its copy (a worker found it bad)."""
-
-    def __init__(self) -> None:
-        self.blobs: dict[str, bytes] = {}
-        self.steps: dict[str, tuple[str, int, int]] = {}
-
-    def put(self, job_id: str, blob: bytes) -> None:
-        self.blobs[job_id] = blob
-
-    def step(self, job_id: str, phase: str, step: int, total: int) -> None:
-        self.steps[job_id] = (phase, step, total)
-
-    def take(self) -> tuple[dict[str, bytes], dict[str, tuple[str, int, int]]]:
-        blobs, self.blobs = self.blobs, {}
-        steps, self.steps = self.steps, {}
-        return blobs, steps
-
-
-class DriverCheckpoints:
-    """A Ray worker's checkpoint store: loads those the driver sent with the jobs, saves through the keeper.
-    A save the keeper does not take (its node died) is lost, not the fold: the fold goes on training."""
-
-    def __init__(self, keeper: Any, blobs: dict[str, bytes]) -> None:
-        self.keeper, self.blobs = keeper, dict(blobs)
-
-    def load(self, job_id: str) -> bytes | None:
-        return self.blobs.get(job_id)
-
-    def save(self, job_id: str, blob: bytes) -> None:
-        import ray
-
-        try:
-            ray.get(self.keeper.put.remote(job_id, blob))
-        except ray.exceptions.RayError as exc:
-            logging.getLogger("beluga.checkpoints").warning(
-                f"checkpoint of job {job_id[:12]} not kept: the driver's keeper is gone ({type(exc).__name__})")
-
-    def discard(self, job_id: str) -> None:
-        self.blobs.pop(job_id, None)
-        self.save(job_id, b"")
-
-
-class SlotWorker:
-    """One slot's long-lived worker (a Ray actor): a beluga ``Worker`` built once, on the slot's device, kept with
-    its loaded model and inputs for every fold and pack it is given."""
-
-    def __init__(self, plan: Plan, shards: dict[str, bytes], spec: ExecutorSpec, device: str, threads: int,
-                 cache_dir: str, keeper: Any) -> None:
-        from beluga_core.training import token_cache
-        from beluga_core.training.models import configure_threads
-
-        self.cache = _worker_cache_dir(cache_dir)
-        token_cache.install_shards(self.cache / "tokens", shards)
-        configure_threads(threads)
-        if device.startswith("cuda"):
-            import torch
-
-            if torch.cuda.is_available():
-                # Ray set CUDA_VISIBLE_DEVICES to the GPU it gave this actor: it is this process's cuda:0.
-                torch.cuda.set_device(0)
-        self.worker = worker_class(spec)(plan, "cuda:0" if device.startswith("cuda") else device, self.cache)
-        self.keeper = keeper
-        self.last_step: dict[str, float] = {}
-
-    def ready(self) -> dict[str, Any]:
-        """Where this actor runs: its process id, node, host, the GPUs Ray gave it and its worker's device."""
-        import ray
-
-        ctx = ray.get_runtime_context()
-        return {"pid": os.getpid(), "node_id": ctx.get_node_id(), "host": socket.gethostname(),
-                "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "device": str(self.worker.device)}
-
-    def _progress(self, job: Job, phase: str, step: int, total: int) -> None:
-        now = time.monotonic()
-        if phase == "eval" or step == total or now - self.last_step.get(job.id, 0.0) >= STEP_REPORT_EVERY:
-            self.last_step[job.id] = now
-            self.keeper.step.remote(job.id, phase, step, total)   # not awaited: progress may be dropped, never waited
-
-    def work(self, jobs: list[Job], pack: dict[str, object] | None, parents: list[tuple[str, Any]],
-             checkpoints: dict[str, bytes], send_weights: list[str]) -> Iterator[tuple[JobResult, bytes | None]]:
-        """Run ``jobs`` (one alone, or the members of ``pack``), yielding each result as it finishes, with its weights
-        where the driver needs them (``send_weights``: parents of other folds, and kept weights)."""
-        import ray
-
-        for model_id, ref in parents:
-            target = weights_path(self.cache, model_id)
-            if not target.exists():
-                atomic_write(target, ray.get(ref[0]))
-        self.worker.checkpoint_store = DriverCheckpoints(self.keeper, checkpoints)
-        self.last_step.clear()
-        if pack is None:
-            (job,) = jobs
-            results: Iterator[JobResult] = iter([self.worker.run(job, lambda *a: self._progress(job, *a))])
-        else:
-            results = self.worker.run_pack(jobs, self._progress, pack=pack)
-        for result in results:
-            weights = weights_path(self.cache, result.id).read_bytes() if result.id in send_weights else None
-            yield result, weights
-
-
-def _probe_node(plan: Plan, spec: ExecutorSpec, device: str, workers: bool, pack_job: str | None,
-                node: ClusterNode) -> NodeProbe:
-    """On ``node`` (a Ray task pinned there): what one worker and one pack member take there (``measure_node``), or
-    what the run's worker class measures instead where it defines ``measure_node`` with the same arguments and
-    ``node`` (a test's stand-in for the GPU it does not have)."""
-    import ray
-
-    own = getattr(worker_class(spec), "measure_node", None)
-    worker, pack = own(plan, device, workers, pack_job, node) if own is not None else \
-        measure_node(plan, device, workers, pack_job)
-    return NodeProbe(ray.get_runtime_context().get_node_id(), worker, pack)
 
 
 @dataclass(eq=False)
@@ -513,7 +379,7 @@ class RayExecutor(Executor):
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         probes: dict[str, Any] = {}
-        remote = ray.remote(max_calls=1)(_probe_node)
+        remote = ray.remote(max_calls=1)(probe_node)
         plan_ref = None
         for node in cluster:
             worker, pack = needs_probe(self.spec, opts, node, recorded_pack)
@@ -559,7 +425,10 @@ class RayExecutor(Executor):
         return size
 
     def open(self, plan: Plan, jobs: Sequence[Job], cache_dir: Path) -> Backend:
-        return RayCluster(self._session(), self.spec, plan, jobs, cache_dir, self.nodes(plan))
+        # A node lost in an earlier phase of the run (the grid's) keeps no slot: its actors could never start.
+        alive = {n.node_id for n in self.cluster_nodes()}
+        nodes = [n for n in self.nodes(plan) if n.node.node_id in alive]
+        return RayCluster(self._session(), self.spec, plan, jobs, cache_dir, nodes)
 
 
 def _describe(exc: BaseException) -> str:

@@ -135,8 +135,11 @@ def test_a_bad_executor_option_is_refused_before_the_run(name: str, options: dic
 def test_the_executors_take_the_options_every_shipped_config_and_drill_sets() -> None:
     check_executor_options(ExecutorSpec(name="multi", options={"max_retries": 25, "worker": "faults:FaultyWorker",
                                                                "folds_per_gpu": 2, "memory_margin": 0.5}))
-    check_executor_options(ExecutorSpec(name="ray", options={"address": "auto", "num_cpus": 2, "cpus_per_fold": 2,
+    # num_cpus sizes a local Ray only (refused beside an address: tests/unit/execution/test_ray_options.py).
+    check_executor_options(ExecutorSpec(name="ray", options={"address": "auto", "cpus_per_fold": 2,
                                                              "gpus_per_fold": 0.5, "max_retries": 2}))
+    check_executor_options(ExecutorSpec(name="ray", options={"num_cpus": 4, "num_gpus": 2, "folds_per_gpu": 2,
+                                                             "worker": "ray_fakes:CpuAsGpuWorker"}))
     for name in EXECUTORS.names():
         assert issubclass(EXECUTORS.get(name).Options or NoOptions, ExecutorOptions), name
 
